@@ -1,0 +1,54 @@
+// Names of the files in a database directory.
+//
+//   CURRENT            names the live manifest (one line: "MANIFEST-000005\n")
+//   LOCK               the lock file (see lib/lock.ts)
+//   MANIFEST-<n>       log of version edits (lib/manifest/version-edit.ts)
+//   <n>.log            write-ahead log of one memtable (lib/wal/log-format.ts)
+//   <n>.sst            a table (lib/sstable/format.ts)
+//   <n>.tmp            a file being written (tables during flush/compaction, CURRENT)
+//
+// <n> is a file number, zero-padded to 6 digits (more digits once it grows).
+import * as path from 'node:path'
+
+export type FileType = 'current' | 'lock' | 'manifest' | 'log' | 'table' | 'temp'
+
+function pad (n: number): string {
+  return String(n).padStart(6, '0')
+}
+
+export const CURRENT = 'CURRENT'
+export const LOCK = 'LOCK'
+
+export function tableName (n: number): string {
+  return `${pad(n)}.sst`
+}
+
+export function logName (n: number): string {
+  return `${pad(n)}.log`
+}
+
+export function manifestName (n: number): string {
+  return `MANIFEST-${pad(n)}`
+}
+
+export function tempName (n: number): string {
+  return `${pad(n)}.tmp`
+}
+
+export function join (dir: string, name: string): string {
+  return path.join(dir, name)
+}
+
+/** Parses a directory entry's name; undefined for names that are not ours. */
+export function parseFileName (name: string): { type: FileType, number: number } | undefined {
+  if (name === CURRENT) return { type: 'current', number: 0 }
+  if (name === LOCK) return { type: 'lock', number: 0 }
+  let m = /^MANIFEST-(\d+)$/.exec(name)
+  if (m) return { type: 'manifest', number: Number(m[1]) }
+  m = /^(\d+)\.(log|sst|tmp)$/.exec(name)
+  if (m) {
+    const type = m[2] === 'log' ? 'log' : m[2] === 'sst' ? 'table' : 'temp'
+    return { type, number: Number(m[1]) }
+  }
+  return undefined
+}

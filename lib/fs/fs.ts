@@ -1,0 +1,52 @@
+// The one file-system interface for all engine I/O. Only lib/fs/node-fs.ts
+// touches node:fs; tests substitute an in-memory implementation that can crash
+// and inject faults. Every call is synchronous (write(2), pread(2), fsync(2))
+// except `syncAsync`, which lets group commit overlap an fsync with new writes.
+//
+// Paths are absolute or relative to the process; the engine always joins them
+// from the database directory.
+
+export interface RandomAccessFile {
+  /** Reads up to `length` bytes at `position` into `buf[offset..]`; returns bytes read (short at EOF). */
+  read (buf: Uint8Array, offset: number, length: number, position: number): number
+  size (): number
+  close (): void
+}
+
+export interface WritableFile {
+  /** Appends all of `data` (one write(2) call, retried on short writes). */
+  append (data: Uint8Array): void
+  /** fdatasync: everything appended so far survives power loss once this returns. */
+  sync (): void
+  /** The same as `sync`, off the event loop. */
+  syncAsync (): Promise<void>
+  /** Bytes appended so far (including bytes present when the file was opened for append). */
+  size (): number
+  close (): void
+}
+
+export interface FileSystem {
+  /** Opens an existing file for positional reads. Throws ENOENT-coded errors if missing. */
+  openRead (path: string): RandomAccessFile
+  /** Creates (or truncates) a file for appending. */
+  openWrite (path: string): WritableFile
+  /** Opens a file for appending, creating it if missing; size() starts at the current length. */
+  openAppend (path: string): WritableFile
+  /** Reads a whole small file (CURRENT, LOCK). Never used for tables or logs. */
+  readSmallFile (path: string): Buffer
+  /** Creates a file exclusively (fails with code EEXIST if it exists), writes `data`, syncs and closes it. */
+  createExclusive (path: string, data: Uint8Array): void
+  exists (path: string): boolean
+  /** Names (not paths) of the entries in a directory. */
+  list (dir: string): string[]
+  /** Atomic rename, replacing `to` if it exists. */
+  rename (from: string, to: string): void
+  remove (path: string): void
+  /** Removes a directory if it is empty; returns false if it is not empty. */
+  removeDirIfEmpty (path: string): boolean
+  mkdirp (path: string): void
+  /** fsync of a directory, making creates, renames and removes in it durable. */
+  syncDir (path: string): void
+  /** Truncates a file to `length` bytes. */
+  truncate (path: string, length: number): void
+}
