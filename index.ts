@@ -1,0 +1,338 @@
+// lsm-level: an abstract-level database over the LSM engine in lib/. This file
+// only translates between the Level API (encodings, options, iterators,
+// snapshots) and the engine; it holds no storage logic.
+import { AbstractLevel, AbstractIterator, AbstractSnapshot } from 'abstract-level'
+import ModuleError = require('module-error')
+import { Engine, type BatchOp, type RangeOptions, type LevelInfo, type RecoveryReport } from './lib/db'
+import type { Snapshot } from './lib/snapshots'
+import { DbIterator } from './lib/iterators/db-iterator'
+import { KIND_DELETE, KIND_VALUE } from './lib/keys'
+import { resolveOptions, ENGINE_OPTION_NAMES, type EngineOptions } from './lib/options'
+import { invalidOption } from './lib/errors'
+import type { FileMeta } from './lib/manifest/file-meta'
+
+export type { EngineOptions, LevelInfo, RecoveryReport, FileMeta }
+
+type Format = string | Buffer | Uint8Array
+type EncodingName = 'utf8' | 'buffer' | 'view'
+
+/** Options of the constructor and of open(): the Level options plus the engine's (lib/options.ts). */
+export interface LsmLevelOptions<K = string, V = string> extends Partial<EngineOptions> {
+  keyEncoding?: string | object
+  valueEncoding?: string | object
+  passive?: boolean
+  [other: string]: unknown
+}
+
+const ENGINE = Symbol('engine')
+
+/** Bytes of a key or value as the engine stores them: always a Buffer the engine owns. */
+function toBuffer (data: Format): Buffer {
+  if (typeof data === 'string') return Buffer.from(data, 'utf8')
+  // Copy: the caller may reuse or mutate its buffer after the write resolves.
+  const out = Buffer.allocUnsafe(data.byteLength)
+  out.set(data)
+  return out
+}
+
+/** A borrowed view for lookups (no copy needed: the engine does not keep it). */
+function toView (data: Format): Buffer {
+  if (typeof data === 'string') return Buffer.from(data, 'utf8')
+  if (Buffer.isBuffer(data)) return data
+  return Buffer.from(data.buffer, data.byteOffset, data.byteLength)
+}
+
+/** Engine bytes (immutable engine memory) to the requested encoding; buffers are copied. */
+function decodeOut (data: Buffer, encoding: EncodingName): Format {
+  if (encoding === 'utf8') return data.toString('utf8')
+  const copy = Buffer.allocUnsafe(data.length)
+  data.copy(copy)
+  return copy
+}
+
+function rangeFrom (options: Record<string, any>): RangeOptions {
+  const range: RangeOptions = { reverse: options.reverse === true }
+  if (options.gt !== undefined) range.gt = toView(options.gt)
+  if (options.gte !== undefined) range.gte = toView(options.gte)
+  if (options.lt !== undefined) range.lt = toView(options.lt)
+  if (options.lte !== undefined) range.lte = toView(options.lte)
+  return range
+}
+
+function abortError (cause?: unknown): Error {
+  const err = new ModuleError('Operation has been aborted', { code: 'LEVEL_ABORTED', cause: cause as Error })
+  Object.defineProperty(err, 'name', { value: 'AbortError' })
+  return err
+}
+
+// abstract-level's typings omit the constructor's options ({ owner }).
+const SnapshotBase = AbstractSnapshot as unknown as new (options: object) => AbstractSnapshot
+
+class LsmSnapshot extends SnapshotBase {
+  readonly [ENGINE]: Engine
+  readonly inner: Snapshot
+
+  constructor (options: object, engine: Engine) {
+    super(options)
+    this[ENGINE] = engine
+    this.inner = engine.snapshot()
+  }
+
+  async _close (): Promise<void> {
+    this[ENGINE].releaseSnapshot(this.inner)
+  }
+}
+
+class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
+  private readonly it: DbIterator
+  private readonly keys: boolean
+  private readonly values: boolean
+  private readonly keyEncoding: EncodingName
+  private readonly valueEncoding: EncodingName
+  private readonly signal: AbortSignal | undefined
+  private remaining: number
+
+  constructor (db: LsmLevel<any, any>, options: Record<string, any>, engine: Engine) {
+    super(db, options as any)
+    const snapshot = options.snapshot as LsmSnapshot | undefined
+    this.it = engine.iterator(rangeFrom(options), snapshot?.inner)
+    this.keys = options.keys !== false
+    this.values = options.values !== false
+    this.keyEncoding = options.keyEncoding
+    this.valueEncoding = options.valueEncoding
+    this.signal = options.signal
+    this.remaining = options.limit >= 0 ? options.limit : Infinity
+  }
+
+  private async checkSignal (): Promise<void> {
+    if (this.signal) {
+      // Give an abort issued right after the call a chance to land.
+      await undefined
+      if (this.signal.aborted) throw abortError(this.signal.reason)
+    }
+  }
+
+  private entry (): [any, any] {
+    const it = this.it
+    return [
+      this.keys ? decodeOut(it.key, this.keyEncoding) : undefined,
+      this.values ? decodeOut(it.value, this.valueEncoding) : undefined
+    ]
+  }
+
+  async _next (): Promise<[K, V] | undefined> {
+    await this.checkSignal()
+    if (this.remaining <= 0 || !this.it.next()) return undefined
+    this.remaining--
+    return this.entry()
+  }
+
+  async _nextv (size: number): Promise<Array<[K, V]>> {
+    await this.checkSignal()
+    const out: Array<[K, V]> = []
+    while (out.length < size && this.remaining > 0 && this.it.next()) {
+      this.remaining--
+      out.push(this.entry())
+    }
+    return out
+  }
+
+  async _all (): Promise<Array<[K, V]>> {
+    await this.checkSignal()
+    const out: Array<[K, V]> = []
+    while (this.remaining > 0 && this.it.next()) {
+      this.remaining--
+      out.push(this.entry())
+      // Yield now and then so a long all() neither starves the event loop nor ignores its signal.
+      if ((out.length & 4095) === 0) {
+        await new Promise((resolve) => setImmediate(resolve))
+        if (this.signal?.aborted) throw abortError(this.signal.reason)
+      }
+    }
+    return out
+  }
+
+  _seek (target: Format, options: Record<string, any>): void {
+    this.it.seek(toView(target))
+  }
+
+  async _close (): Promise<void> {
+    this.it.close()
+  }
+}
+
+/**
+ * An abstract-level database stored in a log-structured merge-tree in `location`.
+ * A drop-in for `level` / `classic-level` (`new LsmLevel('./db')`).
+ */
+export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V> {
+  readonly location: string
+  private [ENGINE]: Engine | undefined
+  private readonly engineOptions: Partial<EngineOptions>
+
+  constructor (location: string, options?: LsmLevelOptions<K, V>) {
+    if (typeof location !== 'string' || location === '') {
+      throw invalidOption('location', 'must be a non-empty string')
+    }
+    const engineOptions = pickEngineOptions(options ?? {})
+    // Validate now, so bad options fail at construction with a clear message.
+    resolveOptions(engineOptions)
+    super({
+      encodings: { buffer: true, view: true, utf8: true },
+      has: true,
+      getSync: true,
+      seek: true,
+      implicitSnapshots: true,
+      explicitSnapshots: true,
+      createIfMissing: true,
+      errorIfExists: true,
+      permanence: true,
+      deferredOpen: true,
+      snapshots: true,
+      signals: { iterators: true },
+      additionalMethods: {}
+    } as any, withoutEngineOptions(options) as any)
+    this.location = location
+    this.engineOptions = engineOptions
+  }
+
+  /** The engine, for extensions and tests. Throws if the database is not open. */
+  get engine (): Engine {
+    const e = this[ENGINE]
+    if (!e) throw new ModuleError('Database is not open', { code: 'LEVEL_DATABASE_NOT_OPEN' })
+    return e
+  }
+
+  async _open (options: Record<string, any>): Promise<void> {
+    const merged = { ...this.engineOptions, ...pickEngineOptions(options) }
+    merged.createIfMissing = options.createIfMissing
+    merged.errorIfExists = options.errorIfExists
+    this[ENGINE] = await Engine.open(this.location, merged)
+  }
+
+  async _close (): Promise<void> {
+    const e = this[ENGINE]
+    this[ENGINE] = undefined
+    if (e) await e.close()
+  }
+
+  async _put (key: Format, value: Format, options: Record<string, any>): Promise<void> {
+    return this[ENGINE]!.write([{ kind: KIND_VALUE, key: toBuffer(key), value: toBuffer(value) }], options.sync === true)
+  }
+
+  async _del (key: Format, options: Record<string, any>): Promise<void> {
+    return this[ENGINE]!.write([{ kind: KIND_DELETE, key: toBuffer(key) }], options.sync === true)
+  }
+
+  async _batch (operations: Array<Record<string, any>>, options: Record<string, any>): Promise<void> {
+    const ops: BatchOp[] = new Array(operations.length)
+    for (let i = 0; i < operations.length; i++) {
+      const op = operations[i]
+      ops[i] = op.type === 'put'
+        ? { kind: KIND_VALUE, key: toBuffer(op.key), value: toBuffer(op.value) }
+        : { kind: KIND_DELETE, key: toBuffer(op.key) }
+    }
+    return this[ENGINE]!.write(ops, options.sync === true)
+  }
+
+  _getSync (key: Format, options: Record<string, any>): any {
+    const snapshot = options.snapshot as LsmSnapshot | undefined
+    const value = this[ENGINE]!.get(toView(key), snapshot?.inner)
+    return value === undefined ? undefined : decodeOut(value, options.valueEncoding)
+  }
+
+  async _get (key: Format, options: Record<string, any>): Promise<any> {
+    return this._getSync(key, options)
+  }
+
+  async _getMany (keys: Format[], options: Record<string, any>): Promise<any[]> {
+    const out = new Array(keys.length)
+    for (let i = 0; i < keys.length; i++) out[i] = this._getSync(keys[i], options)
+    return out
+  }
+
+  async _has (key: Format, options: Record<string, any>): Promise<boolean> {
+    const snapshot = options.snapshot as LsmSnapshot | undefined
+    return this[ENGINE]!.get(toView(key), snapshot?.inner) !== undefined
+  }
+
+  async _hasMany (keys: Format[], options: Record<string, any>): Promise<boolean[]> {
+    const snapshot = options.snapshot as LsmSnapshot | undefined
+    const engine = this[ENGINE]!
+    return keys.map((k) => engine.get(toView(k), snapshot?.inner) !== undefined)
+  }
+
+  _iterator (options: Record<string, any>): LsmIterator<K, V> {
+    return new LsmIterator<K, V>(this, options, this[ENGINE]!)
+  }
+
+  _snapshot (options: object): LsmSnapshot {
+    return new LsmSnapshot(options, this[ENGINE]!)
+  }
+
+  /**
+   * Deletes the range in batches of deletes read from a snapshot, so memory stays
+   * bounded whatever the size of the range.
+   */
+  async _clear (options: Record<string, any>): Promise<void> {
+    const engine = this[ENGINE]!
+    const snapshot = (options.snapshot as LsmSnapshot | undefined)?.inner
+    const ownSnapshot = snapshot ? undefined : engine.snapshot()
+    const it = engine.iterator(rangeFrom(options), snapshot ?? ownSnapshot)
+    let remaining = options.limit >= 0 ? options.limit : Infinity
+    try {
+      while (remaining > 0) {
+        const ops: BatchOp[] = []
+        while (ops.length < 1000 && remaining > 0 && it.next()) {
+          ops.push({ kind: KIND_DELETE, key: Buffer.from(it.key) })
+          remaining--
+        }
+        if (ops.length === 0) break
+        await engine.write(ops, false)
+      }
+    } finally {
+      it.close()
+      if (ownSnapshot) engine.releaseSnapshot(ownSnapshot)
+    }
+  }
+
+  // ------------------------------------------------------------ extensions
+
+  /** Files and bytes per LSM level. */
+  levels (): LevelInfo[] {
+    return this.engine.levels()
+  }
+
+  /** Flushes the memtable and compacts every table overlapping [start, end] down the tree. */
+  async compactRange (start?: K | Format, end?: K | Format): Promise<void> {
+    const enc = (k: unknown) => k === undefined || k === null ? undefined : toView((this as any).keyEncoding().encode(k))
+    await this.engine.compactRange(enc(start), enc(end))
+  }
+
+  /** Writes the memtable to a level-0 table and waits for it. */
+  async flush (): Promise<void> {
+    await this.engine.flushMemTable()
+  }
+}
+
+/** The Level options alone: engine options stay with the engine (and out of hooks' view). */
+function withoutEngineOptions (options: Record<string, any> | undefined): Record<string, any> | undefined {
+  if (!options) return options
+  const out: Record<string, any> = {}
+  for (const k of Object.keys(options)) if (!(ENGINE_OPTION_KEYS as string[]).includes(k)) out[k] = options[k]
+  return out
+}
+
+function pickEngineOptions (options: Record<string, any>): Partial<EngineOptions> {
+  const out: Record<string, unknown> = {}
+  for (const name of ENGINE_OPTION_KEYS) {
+    if (options[name] !== undefined) out[name] = options[name]
+  }
+  return out as Partial<EngineOptions>
+}
+
+// createIfMissing / errorIfExists come through open()'s options, normalized by abstract-level.
+const ENGINE_OPTION_KEYS = ENGINE_OPTION_NAMES.filter((n) => n !== 'createIfMissing' && n !== 'errorIfExists')
+
+export { LsmLevel as Level }
+export default LsmLevel

@@ -1,0 +1,104 @@
+// The leveled compaction picker: a pure function of the LSM's shape (no I/O, no
+// clock), so it can be tested from fixtures.
+//
+// Scores: level 0 scores (table count / level0CompactionTrigger); a level n >= 1
+// scores (bytes / maxBytesForLevel(n)). The highest score >= 1 is compacted:
+//   - level 0: all its tables (they may overlap one another; taking them all keeps
+//     every remaining L0 table newer than everything below it) plus the level-1
+//     tables they overlap, merged into level 1;
+//   - level n: one table, chosen round-robin after the level's compact pointer,
+//     plus the level n+1 tables it overlaps, merged into level n+1.
+// A single input table with nothing under it is moved down by a manifest edit
+// alone (a trivial move), unless it would overlap too much of the level below
+// the output (which would make that next compaction expensive).
+import type { FileMeta } from '../manifest/file-meta'
+import { compareInternalKeys, type InternalKey } from '../keys'
+import { compareBytes } from '../util/coding'
+import { maxBytesForLevel, NUM_LEVELS, type EngineOptions } from '../options'
+
+export interface LsmShape {
+  levels: FileMeta[][]
+  compactPointers: Array<InternalKey | undefined>
+}
+
+export interface CompactionTask {
+  level: number
+  outputLevel: number
+  /** Tables taken from `level`. */
+  inputs: FileMeta[]
+  /** Tables taken from `outputLevel`. */
+  overlaps: FileMeta[]
+  trivialMove: boolean
+  score: number
+}
+
+export type PickerOptions = Pick<EngineOptions, 'level0CompactionTrigger' | 'maxBytesForLevelBase' | 'levelMultiplier' | 'targetFileSize'>
+
+export function levelScores (shape: LsmShape, opts: PickerOptions): number[] {
+  const scores: number[] = []
+  for (let level = 0; level < NUM_LEVELS - 1; level++) {
+    const files = shape.levels[level]
+    if (level === 0) {
+      scores.push(files.length / opts.level0CompactionTrigger)
+    } else {
+      let bytes = 0
+      for (const f of files) bytes += f.size
+      scores.push(bytes / maxBytesForLevel(opts as EngineOptions, level))
+    }
+  }
+  return scores
+}
+
+function overlapping (files: FileMeta[], smallest: Uint8Array, largest: Uint8Array): FileMeta[] {
+  return files.filter((f) => compareBytes(f.largest.userKey, smallest) >= 0 && compareBytes(f.smallest.userKey, largest) <= 0)
+}
+
+function keyRange (files: FileMeta[]): { smallest: Buffer, largest: Buffer } {
+  let smallest = files[0].smallest.userKey
+  let largest = files[0].largest.userKey
+  for (const f of files) {
+    if (compareBytes(f.smallest.userKey, smallest) < 0) smallest = f.smallest.userKey
+    if (compareBytes(f.largest.userKey, largest) > 0) largest = f.largest.userKey
+  }
+  return { smallest, largest }
+}
+
+export function pickLeveledCompaction (shape: LsmShape, opts: PickerOptions): CompactionTask | undefined {
+  const scores = levelScores(shape, opts)
+  let level = -1
+  let best = 1
+  for (let l = 0; l < scores.length; l++) {
+    if (scores[l] >= best) { best = scores[l]; level = l }
+  }
+  if (level < 0) return undefined
+  return taskFor(shape, opts, level, best)
+}
+
+/** The task that compacts `level` (also used by manual compaction). */
+export function taskFor (shape: LsmShape, opts: PickerOptions, level: number, score: number): CompactionTask | undefined {
+  const files = shape.levels[level]
+  if (files.length === 0) return undefined
+  let inputs: FileMeta[]
+  if (level === 0) {
+    inputs = files.slice()
+  } else {
+    const pointer = shape.compactPointers[level]
+    let pick = files[0]
+    if (pointer) {
+      const after = files.find((f) => compareInternalKeys(f.largest, pointer) > 0)
+      if (after) pick = after
+    }
+    inputs = [pick]
+  }
+  const outputLevel = level + 1
+  const range = keyRange(inputs)
+  const overlaps = overlapping(shape.levels[outputLevel], range.smallest, range.largest)
+  let trivialMove = false
+  if (inputs.length === 1 && overlaps.length === 0) {
+    const grand = outputLevel + 1 < NUM_LEVELS ? overlapping(shape.levels[outputLevel + 1], range.smallest, range.largest) : []
+    let grandBytes = 0
+    for (const f of grand) grandBytes += f.size
+    trivialMove = grandBytes <= 10 * opts.targetFileSize
+  }
+  return { level, outputLevel, inputs, overlaps, trivialMove, score }
+}

@@ -1,0 +1,121 @@
+// Writes a sorted internal stream into one or more tables: the executor shared by
+// memtable flushes and compactions. It applies the rules for what may be
+// dropped, splits outputs at a target size on user-key boundaries, and yields to
+// the event loop every few thousand entries so that a flush or compaction never
+// blocks the application for long.
+//
+// Drop rules (LevelDB's):
+//   - an older version of a key is dropped if a newer version of the same key,
+//     already seen in this stream, is visible to every open snapshot
+//     (its seq <= smallestSnapshot);
+//   - a tombstone is dropped if it is visible to every snapshot and no level
+//     below the output can hold an older version of its key (`isBaseLevelForKey`).
+import type { FileSystem } from '../fs/fs'
+import type { InternalIterator } from '../iterators/internal-iterator'
+import type { FileMeta } from '../manifest/file-meta'
+import { TableBuilder } from '../sstable/table-builder'
+import { join, tableName } from '../filenames'
+import { KIND_DELETE } from '../keys'
+import { compareBytes } from '../util/coding'
+import { levelError } from '../errors'
+
+export interface TableWriterParams {
+  fs: FileSystem
+  dir: string
+  blockSize: number
+  blockRestartInterval: number
+  bloomBitsPerKey: number
+  /** Split outputs once a table reaches this size (Infinity: one table). */
+  targetFileSize: number
+  smallestSnapshot: number
+  /** True if no table below the output level can hold `userKey`. */
+  isBaseLevelForKey: (userKey: Uint8Array) => boolean
+  newFileNumber: () => number
+  /** Checked between chunks; true aborts the job (the database is closing). */
+  shouldAbort: () => boolean
+}
+
+export interface TableWriterResult {
+  outputs: FileMeta[]
+  entriesIn: number
+  entriesDropped: number
+  bytesWritten: number
+}
+
+const ENTRIES_PER_SLICE = 2000
+
+export async function writeTables (input: InternalIterator, p: TableWriterParams): Promise<TableWriterResult> {
+  const outputs: FileMeta[] = []
+  const created: number[] = []
+  let builder: TableBuilder | undefined
+  let file: ReturnType<FileSystem['openWrite']> | undefined
+  let number = 0
+  let entriesIn = 0
+  let entriesDropped = 0
+  let bytesWritten = 0
+  let currentKey: Buffer | undefined
+  let lastSeqForKey = Infinity
+
+  const finishOutput = (): void => {
+    if (!builder || !file) return
+    const r = builder.finish()
+    file.sync()
+    file.close()
+    outputs.push({ number, size: r.size, entries: r.entries, smallest: r.smallest, largest: r.largest })
+    bytesWritten += r.size
+    builder = undefined
+    file = undefined
+  }
+
+  try {
+    input.seekToFirst()
+    let slice = 0
+    while (input.valid()) {
+      if (++slice >= ENTRIES_PER_SLICE) {
+        slice = 0
+        await new Promise<void>((resolve) => setImmediate(resolve))
+        if (p.shouldAbort()) throw levelError('LEVEL_ABORTED', 'Background job aborted: database closing')
+      }
+      entriesIn++
+      const uk = input.userKey()
+      const seq = input.seq()
+      const kind = input.kind()
+      const newKey = currentKey === undefined || compareBytes(uk, currentKey) !== 0
+      if (newKey) {
+        currentKey = uk
+        lastSeqForKey = Infinity
+        // Split only between user keys: all versions of a key stay in one table.
+        if (builder && builder.estimatedSize() >= p.targetFileSize) finishOutput()
+      }
+      let drop = false
+      if (lastSeqForKey <= p.smallestSnapshot) drop = true
+      else if (kind === KIND_DELETE && seq <= p.smallestSnapshot && p.isBaseLevelForKey(uk)) drop = true
+      lastSeqForKey = seq
+      if (drop) {
+        entriesDropped++
+      } else {
+        if (!builder) {
+          number = p.newFileNumber()
+          created.push(number)
+          file = p.fs.openWrite(join(p.dir, tableName(number)))
+          builder = new TableBuilder(file, {
+            blockSize: p.blockSize,
+            restartInterval: p.blockRestartInterval,
+            bloomBitsPerKey: p.bloomBitsPerKey
+          })
+        }
+        builder.add(uk, seq, kind, input.value())
+      }
+      input.next()
+    }
+    finishOutput()
+    if (outputs.length > 0) p.fs.syncDir(p.dir)
+  } catch (err) {
+    if (file) { try { file.close() } catch {} }
+    for (const n of created) { try { p.fs.remove(join(p.dir, tableName(n))) } catch {} }
+    throw err
+  } finally {
+    input.close()
+  }
+  return { outputs, entriesIn, entriesDropped, bytesWritten }
+}

@@ -1,0 +1,779 @@
+// The engine: open and recovery, the write path (group commit into the
+// write-ahead log, then the memtable), reads through memtables and levels,
+// snapshots, and the scheduling of flushes and compactions. It knows nothing of
+// abstract-level; index.ts translates.
+//
+// Write path
+//   write(ops) --queue--> commit (one microtask per tick: all writes issued in
+//   the same tick) --> one write(2) of their log records --> [fsync if any asked
+//   for sync, shared by everything waiting] --> memtable, in log order --> resolve
+//
+//   Default writes resolve once write(2) returned (they survive a killed
+//   process); sync writes once an fdatasync covering them returned (they survive
+//   power loss). A write queued behind a sync write is applied after it, so
+//   readers see writes in log order. A failed write(2) or fsync fails the writes
+//   it covered and stops all further writes until the database is reopened.
+//
+// Read path
+//   memtable -> frozen memtables (newest first) -> L0 tables (newest first) ->
+//   L1..L6 (one table per level, found by binary search), each table Bloom-gated.
+//   The first version visible at the read's sequence number decides.
+//
+// Background work
+//   A full memtable is frozen and a new log started; a flush writes the frozen
+//   memtable to an L0 table; the leveled picker then chooses compactions. One
+//   flush and one compaction may run at a time, interleaved on the event loop in
+//   slices of a few thousand entries.
+import * as path from 'node:path'
+import type { FileSystem } from './fs/fs'
+import { nodeFileSystem } from './fs/node-fs'
+import { resolveOptions, NUM_LEVELS, type EngineOptions } from './options'
+import { VersionSet } from './manifest/version-set'
+import type { Version } from './manifest/version'
+import type { FileMeta } from './manifest/file-meta'
+import type { VersionEdit } from './manifest/version-edit'
+import { MemTable } from './memtable/memtable'
+import { LogWriter } from './wal/log-writer'
+import { LogReader } from './wal/log-reader'
+import { encodeBatch, decodeBatch, type BatchOp } from './wal/batch'
+import { BlockCache } from './sstable/cache'
+import { TableCache } from './sstable/table-cache'
+import { MergingIterator } from './iterators/merging-iterator'
+import { LevelIterator } from './iterators/level-iterator'
+import type { InternalIterator } from './iterators/internal-iterator'
+import { DbIterator, type RangeOptions } from './iterators/db-iterator'
+import { pickLeveledCompaction, type CompactionTask } from './compaction/leveled-picker'
+import { writeTables } from './compaction/table-writer'
+import { SnapshotList, Snapshot } from './snapshots'
+import { acquireLock, type LockHandle } from './lock'
+import { join, logName, parseFileName, tableName } from './filenames'
+import { KIND_VALUE } from './keys'
+import { compareBytes } from './util/coding'
+import { corruption, ioError, levelError, type LevelError } from './errors'
+
+export { Snapshot } from './snapshots'
+export type { BatchOp } from './wal/batch'
+export type { RangeOptions } from './iterators/db-iterator'
+
+interface Writer {
+  ops: BatchOp[]
+  sync: boolean
+  firstSeq: number
+  resolve: () => void
+  reject: (err: Error) => void
+}
+
+interface Group {
+  writers: Writer[]
+  lastSeq: number
+  needsSync: boolean
+  synced: boolean
+}
+
+interface FrozenMemTable {
+  mem: MemTable
+  logNumber: number
+}
+
+/** What recovery found and did, for users and tests. */
+export interface RecoveryReport {
+  logsReplayed: number
+  recordsReplayed: number
+  /** A damaged or torn tail of the last log that was cut off (point-in-time recovery). */
+  droppedTail?: { file: string, offset: number, bytes: number, state: 'torn' | 'corrupt' }
+  orphansRemoved: string[]
+}
+
+export interface LevelInfo {
+  level: number
+  files: number
+  bytes: number
+}
+
+const EMPTY = Buffer.alloc(0)
+
+/** Totals over every engine in this process (tests use them to show background work happened). */
+export const processCounters = { flushes: 0, compactions: 0, trivialMoves: 0 }
+
+export class Engine {
+  readonly location: string
+  readonly options: EngineOptions
+  readonly fs: FileSystem
+  recovery: RecoveryReport = { logsReplayed: 0, recordsReplayed: 0, orphansRemoved: [] }
+
+  private readonly versions: VersionSet
+  private readonly blockCache: BlockCache
+  private readonly tableCache: TableCache
+  private readonly snapshots = new SnapshotList()
+  private lock: LockHandle | undefined
+
+  private mem = new MemTable()
+  private imms: FrozenMemTable[] = []
+  private log: LogWriter | undefined
+  private logNumber = 0
+
+  /** Highest sequence number applied to the memtable (what reads see). */
+  private visibleSeq = 0
+  /** Highest sequence number handed out to a write. */
+  private allocatedSeq = 0
+
+  private pending: Writer[] = []
+  private commitScheduled = false
+  private unapplied: Group[] = []
+  private syncInFlight: Promise<void> | undefined
+  private readonly logsToCloseAfterSync: LogWriter[] = []
+  /** Set after a failed write or fsync: all further writes fail until reopen. */
+  private writeError: LevelError | undefined
+  /** Set after a failed flush or compaction. */
+  private backgroundError: LevelError | undefined
+
+  private flushJob: Promise<void> | undefined
+  private compactionJob: Promise<void> | undefined
+  private backgroundScheduled = false
+  private closing = false
+  private closed = false
+  private readonly idleWaiters: Array<() => void> = []
+
+  /** Counters (extended by the compaction issue's stats). */
+  readonly counters = {
+    flushes: 0,
+    compactions: 0,
+    trivialMoves: 0,
+    bytesFlushed: 0,
+    bytesCompacted: 0,
+    stallMs: 0
+  }
+
+  private stallStartedAt = 0
+
+  private constructor (location: string, options: EngineOptions, fs: FileSystem) {
+    this.location = location
+    this.options = options
+    this.fs = fs
+    this.versions = new VersionSet(fs, location)
+    this.blockCache = new BlockCache(options.cacheSize)
+    this.tableCache = new TableCache(fs, location, options.maxOpenFiles, this.blockCache)
+    this.versions.onObsoleteTable = (n) => this.removeTable(n)
+  }
+
+  /** Opens (or creates) the database in `location`. Options are validated first. */
+  static async open (location: string, options: Partial<Record<keyof EngineOptions, unknown>> = {}, fs: FileSystem = nodeFileSystem): Promise<Engine> {
+    const resolved = resolveOptions(options)
+    const engine = new Engine(path.resolve(location), resolved, fs)
+    try {
+      await engine.recover()
+    } catch (err) {
+      engine.abortOpen()
+      throw err
+    }
+    return engine
+  }
+
+  private abortOpen (): void {
+    this.closed = true
+    try { this.log?.close() } catch {}
+    try { this.versions.close() } catch {}
+    try { this.tableCache.close() } catch {}
+    this.lock?.release()
+    this.lock = undefined
+  }
+
+  // ---------------------------------------------------------------- recovery
+
+  private async recover (): Promise<void> {
+    const { fs, location: dir, options } = this
+    if (!fs.exists(dir)) {
+      if (!options.createIfMissing) throw levelError('LEVEL_INVALID_OPTION', `Database does not exist and createIfMissing is false: ${dir}`)
+      fs.mkdirp(dir)
+    }
+    this.lock = acquireLock(fs, dir)
+    if (this.versions.exists()) {
+      if (options.errorIfExists) throw levelError('LEVEL_INVALID_OPTION', `Database already exists and errorIfExists is true: ${dir}`)
+      this.versions.recover()
+    } else {
+      const ours = fs.list(dir).filter((n) => {
+        const p = parseFileName(n)
+        return p !== undefined && (p.type === 'table' || p.type === 'log' || p.type === 'manifest')
+      })
+      if (ours.length > 0) throw corruption('CURRENT', `missing, but the directory holds database files (${ours.slice(0, 3).join(', ')})`)
+      if (!options.createIfMissing) throw levelError('LEVEL_INVALID_OPTION', `Database does not exist and createIfMissing is false: ${dir}`)
+    }
+    this.versions.writeNewManifest()
+
+    await this.replayLogs()
+
+    // A fresh log for new writes; the replayed logs are now in tables.
+    this.logNumber = this.versions.newFileNumber()
+    this.log = new LogWriter(fs.openWrite(join(dir, logName(this.logNumber))))
+    fs.syncDir(dir)
+    this.versions.logAndApply({ logNumber: this.logNumber, lastSequence: this.visibleSeq })
+
+    for (const name of this.versions.orphanFiles(new Set([this.logNumber]))) {
+      fs.remove(join(dir, name))
+      this.recovery.orphansRemoved.push(name)
+    }
+    this.scheduleBackground()
+  }
+
+  /**
+   * Replays the logs not yet in tables into memtables, flushing each full one to
+   * level 0. Recovery is point-in-time: it stops at the first damaged record of
+   * the last log (an interrupted write); damage in an earlier log, which was
+   * synced when the next one started, is corruption and fails the open.
+   */
+  private async replayLogs (): Promise<void> {
+    const { fs, location: dir } = this
+    let seq = this.versions.lastSequence
+    const logs = fs.list(dir)
+      .map((n) => parseFileName(n))
+      .filter((p): p is { type: 'log', number: number } => p !== undefined && p.type === 'log' && p.number >= this.versions.logNumber)
+      .map((p) => p.number)
+      .sort((a, b) => a - b)
+    let mem = new MemTable()
+    for (let i = 0; i < logs.length; i++) {
+      const name = logName(logs[i])
+      const reader = new LogReader(fs, join(dir, name), name)
+      try {
+        for (let rec = reader.next(); rec !== undefined; rec = reader.next()) {
+          const batch = decodeBatch(rec, name)
+          let s = batch.firstSeq
+          for (const op of batch.ops) mem.add(s++, op.kind, Buffer.from(op.key), op.value ? Buffer.from(op.value) : EMPTY)
+          if (s - 1 > seq) seq = s - 1
+          this.recovery.recordsReplayed++
+          if (mem.approximateBytes() >= this.options.writeBufferSize) {
+            this.visibleSeq = seq
+            await this.flushRecovered(mem)
+            mem = new MemTable()
+          }
+        }
+      } finally {
+        reader.close?.()
+      }
+      this.recovery.logsReplayed++
+      const tail = reader.tail
+      if (tail.state !== 'clean') {
+        if (i < logs.length - 1) {
+          throw corruption(name, `damaged record at offset ${tail.offset} in a log followed by newer logs`)
+        }
+        this.recovery.droppedTail = { file: name, offset: tail.offset, bytes: tail.droppedBytes, state: tail.state }
+      }
+    }
+    this.visibleSeq = this.allocatedSeq = seq
+    if (mem.entryCount() > 0) await this.flushRecovered(mem)
+  }
+
+  private async flushRecovered (mem: MemTable): Promise<void> {
+    const result = await writeTables(mem.iterator(), this.tableWriterParams(Infinity, () => false))
+    this.versions.logAndApply({
+      newFiles: result.outputs.map((meta) => ({ level: 0, meta })),
+      lastSequence: this.visibleSeq
+    })
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  /** Applies `ops` atomically. Resolves once durable per `sync` (see the top of this file). */
+  write (ops: BatchOp[], sync: boolean): Promise<void> {
+    if (this.writeError) return Promise.reject(this.writeError)
+    if (this.closing) return Promise.reject(levelError('LEVEL_DATABASE_NOT_OPEN', 'Database is closing'))
+    return new Promise<void>((resolve, reject) => {
+      this.pending.push({ ops, sync, firstSeq: 0, resolve, reject })
+      if (!this.commitScheduled) {
+        this.commitScheduled = true
+        queueMicrotask(() => this.commit())
+      }
+    })
+  }
+
+  private commit (): void {
+    this.commitScheduled = false
+    if (this.pending.length === 0) return
+    if (this.writeError) return this.failPending(this.writeError)
+    if (!this.makeRoomForWrite()) {
+      if (this.stallStartedAt === 0) this.stallStartedAt = Date.now()
+      return // retried when background work makes room
+    }
+    if (this.stallStartedAt !== 0) {
+      this.counters.stallMs += Date.now() - this.stallStartedAt
+      this.stallStartedAt = 0
+    }
+    const writers = this.pending
+    this.pending = []
+    let seq = this.allocatedSeq + 1
+    let needsSync = false
+    const payloads: Buffer[] = new Array(writers.length)
+    for (let i = 0; i < writers.length; i++) {
+      const w = writers[i]
+      w.firstSeq = seq
+      payloads[i] = encodeBatch(seq, w.ops)
+      seq += w.ops.length
+      if (w.sync) needsSync = true
+    }
+    try {
+      this.log!.addRecords(payloads)
+    } catch (err) {
+      const e = ioError('Write to the log failed; the database takes no more writes until reopened', err, logName(this.logNumber))
+      this.stopWrites(e)
+      for (const w of writers) w.reject(e)
+      return
+    }
+    this.allocatedSeq = seq - 1
+    this.unapplied.push({ writers, lastSeq: seq - 1, needsSync, synced: false })
+    if (needsSync) this.requestSync()
+    this.drainApplied()
+  }
+
+  /** Applies committed groups to the memtable in log order, as far as their sync allows. */
+  private drainApplied (): void {
+    while (this.unapplied.length > 0) {
+      const g = this.unapplied[0]
+      if (g.needsSync && !g.synced) break
+      this.unapplied.shift()
+      const mem = this.mem
+      for (const w of g.writers) {
+        let s = w.firstSeq
+        for (const op of w.ops) mem.add(s++, op.kind, op.key, op.value ?? EMPTY)
+      }
+      this.visibleSeq = g.lastSeq
+      for (const w of g.writers) w.resolve()
+    }
+    if (this.unapplied.length === 0 && this.closing) this.notifyIdle()
+  }
+
+  /** Group commit: one fdatasync at a time covers every group written before it started. */
+  private requestSync (): void {
+    if (this.syncInFlight) return
+    const log = this.log!
+    const covered = this.unapplied.filter((g) => g.needsSync && !g.synced)
+    if (covered.length === 0) return
+    this.syncInFlight = log.syncAsync().then(() => {
+      this.syncInFlight = undefined
+      for (const g of covered) g.synced = true
+      this.closeRetiredLogs()
+      this.drainApplied()
+      if (this.unapplied.some((g) => g.needsSync && !g.synced)) this.requestSync()
+    }, (err) => {
+      this.syncInFlight = undefined
+      this.closeRetiredLogs()
+      const e = ioError('fsync of the log failed; the database takes no more writes until reopened', err, logName(this.logNumber))
+      this.stopWrites(e)
+    })
+  }
+
+  private closeRetiredLogs (): void {
+    while (this.logsToCloseAfterSync.length > 0) {
+      try { this.logsToCloseAfterSync.pop()!.close() } catch {}
+    }
+  }
+
+  /** Fails every queued and unapplied write and refuses new ones. */
+  private stopWrites (err: LevelError): void {
+    if (!this.writeError) this.writeError = err
+    const groups = this.unapplied
+    this.unapplied = []
+    for (const g of groups) for (const w of g.writers) w.reject(err)
+    this.failPending(err)
+    this.notifyIdle()
+  }
+
+  private failPending (err: Error): void {
+    const writers = this.pending
+    this.pending = []
+    for (const w of writers) w.reject(err)
+  }
+
+  /**
+   * Freezes a full memtable and starts a new log, or reports that writes must
+   * wait (too many frozen memtables or level-0 tables: a write stall).
+   */
+  private makeRoomForWrite (): boolean {
+    if (this.mem.approximateBytes() < this.options.writeBufferSize) return true
+    if (this.imms.length >= this.options.maxImmutableMemtables) { this.scheduleBackground(); return false }
+    if (this.versions.current.levels[0].length >= this.options.level0StopWritesTrigger) { this.scheduleBackground(); return false }
+    try {
+      this.rotate()
+    } catch (err) {
+      const e = ioError('Cannot start a new log; the database takes no more writes until reopened', err)
+      this.stopWrites(e)
+      return false
+    }
+    return true
+  }
+
+  private rotate (): void {
+    const { fs, location: dir } = this
+    const old = this.log!
+    // The old log is synced before the new one takes writes, so that a power loss
+    // can never keep a later log's synced writes while losing an earlier log's.
+    old.sync()
+    for (const g of this.unapplied) g.synced = true
+    this.drainApplied()
+    const number = this.versions.newFileNumber()
+    const file = fs.openWrite(join(dir, logName(number)))
+    fs.syncDir(dir)
+    if (this.syncInFlight) this.logsToCloseAfterSync.push(old)
+    else old.close()
+    this.imms.push({ mem: this.mem, logNumber: this.logNumber })
+    this.mem = new MemTable()
+    this.log = new LogWriter(file)
+    this.logNumber = number
+    this.scheduleBackground()
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  /** The value of `key` visible at `snapshot` (default: latest), or undefined. */
+  get (key: Uint8Array, snapshot?: Snapshot): Buffer | undefined {
+    const seq = snapshot ? snapshot.seq : this.visibleSeq
+    let r: { kind: number, value: Buffer } | undefined = this.mem.get(key, seq)
+    if (r === undefined) {
+      for (let i = this.imms.length - 1; i >= 0 && r === undefined; i--) r = this.imms[i].mem.get(key, seq)
+      if (r === undefined) r = this.getFromTables(this.versions.current, key, seq)
+    }
+    if (r === undefined || r.kind !== KIND_VALUE) return undefined
+    return r.value
+  }
+
+  private getFromTables (v: Version, key: Uint8Array, seq: number): { kind: number, value: Buffer } | undefined {
+    const l0 = v.levels[0]
+    for (let i = 0; i < l0.length; i++) {
+      const f = l0[i]
+      if (compareBytes(key, f.smallest.userKey) < 0 || compareBytes(key, f.largest.userKey) > 0) continue
+      const r = this.tableCache.get(f.number).get(key, seq)
+      if (r !== undefined) return r
+    }
+    for (let level = 1; level < NUM_LEVELS; level++) {
+      const files = v.levels[level]
+      if (files.length === 0) continue
+      const i = v.findFile(level, key)
+      if (i >= files.length || compareBytes(key, files[i].smallest.userKey) < 0) continue
+      const r = this.tableCache.get(files[i].number).get(key, seq)
+      if (r !== undefined) return r
+    }
+    return undefined
+  }
+
+  /** A lazy iterator over the user's view at `snapshot` (default: now), within `range`. */
+  iterator (range: RangeOptions, snapshot?: Snapshot): DbIterator {
+    const seq = snapshot ? snapshot.seq : this.visibleSeq
+    const v = this.versions.current
+    v.ref()
+    const children: InternalIterator[] = [this.mem.iterator()]
+    for (let i = this.imms.length - 1; i >= 0; i--) children.push(this.imms[i].mem.iterator())
+    try {
+      children.push(...this.levelIterators(v))
+    } catch (err) {
+      for (const c of children) c.close()
+      v.unref()
+      throw err
+    }
+    return new DbIterator(new MergingIterator(children), seq, range, () => v.unref())
+  }
+
+  private levelIterators (v: Version): InternalIterator[] {
+    const out: InternalIterator[] = []
+    for (const f of v.levels[0]) out.push(this.tableCache.get(f.number).iterator())
+    for (let level = 1; level < NUM_LEVELS; level++) {
+      if (v.levels[level].length > 0) out.push(this.levelIterator(v.levels[level]))
+    }
+    return out
+  }
+
+  private levelIterator (files: FileMeta[]): InternalIterator {
+    return new LevelIterator(files, (meta) => this.tableCache.get(meta.number).iterator())
+  }
+
+  snapshot (): Snapshot {
+    return this.snapshots.acquire(this.visibleSeq)
+  }
+
+  releaseSnapshot (s: Snapshot): void {
+    this.snapshots.release(s)
+  }
+
+  // ---------------------------------------------------------------- background work
+
+  private scheduleBackground (): void {
+    if (this.backgroundScheduled || this.closing) return
+    this.backgroundScheduled = true
+    setImmediate(() => {
+      this.backgroundScheduled = false
+      this.startBackgroundWork()
+    })
+  }
+
+  private startBackgroundWork (): void {
+    if (this.closing || this.backgroundError) return
+    if (!this.flushJob && this.imms.length > 0) {
+      this.flushJob = this.runJob(() => this.flushOldest()).finally(() => {
+        this.flushJob = undefined
+        this.afterBackgroundWork()
+      })
+    }
+    if (!this.compactionJob) {
+      const task = pickLeveledCompaction({ levels: this.versions.current.levels, compactPointers: this.versions.compactPointers }, this.options)
+      if (task) {
+        this.compactionJob = this.runJob(() => this.compact(task)).finally(() => {
+          this.compactionJob = undefined
+          this.afterBackgroundWork()
+        })
+      }
+    }
+  }
+
+  private async runJob (job: () => Promise<void>): Promise<void> {
+    try {
+      await job()
+    } catch (err) {
+      if (this.closing && (err as LevelError).code === 'LEVEL_ABORTED') return
+      const e = (err as LevelError).code === 'LEVEL_CORRUPTION' ? err as LevelError : ioError('Background flush or compaction failed', err)
+      if (!this.backgroundError) this.backgroundError = e
+      // Without flushes the memtable cannot drain: stop writes rather than grow without bound.
+      this.stopWrites(e)
+    }
+  }
+
+  private afterBackgroundWork (): void {
+    if (this.pending.length > 0 && !this.commitScheduled) {
+      this.commitScheduled = true
+      queueMicrotask(() => this.commit())
+    }
+    if (this.closing) { this.notifyIdle(); return }
+    this.scheduleBackground()
+    if (!this.flushJob && !this.compactionJob && this.imms.length === 0) this.notifyIdle()
+  }
+
+  private tableWriterParams (targetFileSize: number, isBaseLevelForKey: (k: Uint8Array) => boolean) {
+    return {
+      fs: this.fs,
+      dir: this.location,
+      blockSize: this.options.blockSize,
+      blockRestartInterval: this.options.blockRestartInterval,
+      bloomBitsPerKey: this.options.bloomBitsPerKey,
+      targetFileSize,
+      smallestSnapshot: this.snapshots.oldest() ?? this.visibleSeq,
+      isBaseLevelForKey,
+      newFileNumber: () => this.versions.newFileNumber(),
+      shouldAbort: () => this.closing
+    }
+  }
+
+  private async flushOldest (): Promise<void> {
+    const imm = this.imms[0]
+    const result = await writeTables(imm.mem.iterator(), this.tableWriterParams(Infinity, () => false))
+    if (this.closing) {
+      for (const f of result.outputs) this.fs.remove(join(this.location, tableName(f.number)))
+      return
+    }
+    const nextLog = this.imms.length > 1 ? this.imms[1].logNumber : this.logNumber
+    this.versions.logAndApply({
+      newFiles: result.outputs.map((meta) => ({ level: 0, meta })),
+      logNumber: nextLog,
+      lastSequence: this.visibleSeq
+    })
+    this.imms.shift()
+    this.counters.flushes++
+    processCounters.flushes++
+    this.counters.bytesFlushed += result.bytesWritten
+    this.fs.remove(join(this.location, logName(imm.logNumber)))
+  }
+
+  private async compact (task: CompactionTask): Promise<void> {
+    const deleted = [
+      ...task.inputs.map((f) => ({ level: task.level, number: f.number })),
+      ...task.overlaps.map((f) => ({ level: task.outputLevel, number: f.number }))
+    ]
+    let largest = task.inputs[0].largest
+    for (const f of task.inputs) if (compareBytes(f.largest.userKey, largest.userKey) > 0) largest = f.largest
+    const pointer = [{ level: task.level, key: largest }]
+    if (task.trivialMove) {
+      this.versions.logAndApply({
+        deletedFiles: deleted,
+        newFiles: [{ level: task.outputLevel, meta: task.inputs[0] }],
+        compactPointers: pointer
+      })
+      this.counters.trivialMoves++
+      processCounters.trivialMoves++
+      return
+    }
+    const base = this.versions.current
+    base.ref()
+    try {
+      const children: InternalIterator[] = []
+      if (task.level === 0) {
+        for (const f of task.inputs) children.push(this.tableCache.get(f.number).iterator())
+      } else {
+        children.push(this.levelIterator(task.inputs))
+      }
+      if (task.overlaps.length > 0) children.push(this.levelIterator(task.overlaps))
+      const result = await writeTables(new MergingIterator(children),
+        this.tableWriterParams(this.options.targetFileSize, baseLevelChecker(base, task.outputLevel)))
+      if (this.closing) {
+        for (const f of result.outputs) this.fs.remove(join(this.location, tableName(f.number)))
+        return
+      }
+      const edit: VersionEdit = {
+        deletedFiles: deleted,
+        newFiles: result.outputs.map((meta) => ({ level: task.outputLevel, meta })),
+        compactPointers: pointer
+      }
+      this.versions.logAndApply(edit)
+      this.counters.compactions++
+      processCounters.compactions++
+      this.counters.bytesCompacted += result.bytesWritten
+    } finally {
+      base.unref()
+    }
+  }
+
+  private removeTable (number: number): void {
+    this.tableCache.evict(number)
+    try {
+      this.fs.remove(join(this.location, tableName(number)))
+    } catch {}
+  }
+
+  /** Compacts every table that overlaps [start, end] (undefined = open), level by level down the tree. */
+  async compactRange (start?: Uint8Array, end?: Uint8Array): Promise<void> {
+    await this.flushMemTable()
+    for (let level = 0; level < NUM_LEVELS - 1; level++) {
+      while (this.compactionJob) await this.compactionJob
+      const v = this.versions.current
+      // Level 0 tables may overlap one another: take them all, so that no older
+      // L0 table is left above newer data.
+      const inputs = level === 0 ? v.levels[0].slice() : v.overlapping(level, start, end)
+      if (inputs.length === 0 || (level === 0 && v.overlapping(0, start, end).length === 0)) continue
+      const task: CompactionTask = {
+        level,
+        outputLevel: level + 1,
+        inputs,
+        overlaps: v.overlapping(level + 1, ...rangeOf(inputs)),
+        trivialMove: false,
+        score: 0
+      }
+      this.compactionJob = this.runJob(() => this.compact(task)).finally(() => { this.compactionJob = undefined })
+      await this.compactionJob
+      if (this.backgroundError) throw this.backgroundError
+    }
+  }
+
+  /** Freezes the memtable (if it has data) and waits until every frozen memtable is flushed. */
+  async flushMemTable (): Promise<void> {
+    if (this.writeError) throw this.writeError
+    while (this.unapplied.length > 0 && this.syncInFlight) await this.syncInFlight
+    if (this.mem.entryCount() > 0) {
+      this.rotate()
+    }
+    while (this.imms.length > 0) {
+      if (this.backgroundError) throw this.backgroundError
+      if (!this.flushJob) this.startBackgroundWork()
+      if (this.flushJob) await this.flushJob
+      else await new Promise((resolve) => setImmediate(resolve))
+    }
+  }
+
+  /** Resolves when no flush or compaction is running or needed. */
+  async waitForIdle (): Promise<void> {
+    for (;;) {
+      if (this.backgroundError) throw this.backgroundError
+      if (this.flushJob) { await this.flushJob; continue }
+      if (this.compactionJob) { await this.compactionJob; continue }
+      if (this.imms.length > 0 || pickLeveledCompaction({ levels: this.versions.current.levels, compactPointers: this.versions.compactPointers }, this.options)) {
+        this.startBackgroundWork()
+        if (!this.flushJob && !this.compactionJob) return
+        continue
+      }
+      return
+    }
+  }
+
+  private notifyIdle (): void {
+    const waiters = this.idleWaiters.splice(0)
+    for (const w of waiters) w()
+  }
+
+  // ---------------------------------------------------------------- introspection
+
+  levels (): LevelInfo[] {
+    return this.versions.current.levels.map((files, level) => ({
+      level,
+      files: files.length,
+      bytes: files.reduce((s, f) => s + f.size, 0)
+    }))
+  }
+
+  /** The tables of each level (copies of the manifest's metadata). */
+  tables (): FileMeta[][] {
+    return this.versions.current.levels.map((files) => files.slice())
+  }
+
+  memTableBytes (): number {
+    return this.mem.approximateBytes() + this.imms.reduce((s, i) => s + i.mem.approximateBytes(), 0)
+  }
+
+  get lastSequence (): number {
+    return this.visibleSeq
+  }
+
+  get isClosed (): boolean {
+    return this.closed
+  }
+
+  // ---------------------------------------------------------------- close
+
+  /**
+   * Waits for queued writes and running jobs to reach a safe point, then closes
+   * files and releases the lock. A flush or compaction in progress is abandoned
+   * (its output is deleted; the log still holds the data).
+   */
+  async close (): Promise<void> {
+    if (this.closed) return
+    if (this.commitScheduled || this.pending.length > 0) this.commit()
+    // Queued writes that could not commit (a stall) fail rather than hang.
+    this.failPending(levelError('LEVEL_DATABASE_NOT_OPEN', 'Database closed before the write could commit'))
+    while (this.unapplied.length > 0 && this.syncInFlight) await this.syncInFlight
+    this.closing = true
+    if (this.unapplied.length > 0) this.stopWrites(levelError('LEVEL_DATABASE_NOT_OPEN', 'Database closed'))
+    while (this.flushJob || this.compactionJob) {
+      await Promise.all([this.flushJob, this.compactionJob])
+    }
+    this.closed = true
+    try {
+      this.log?.close()
+      this.closeRetiredLogs()
+      this.versions.close()
+      this.tableCache.close()
+    } finally {
+      this.lock?.release()
+      this.lock = undefined
+    }
+  }
+}
+
+function rangeOf (files: FileMeta[]): [Buffer, Buffer] {
+  let smallest = files[0].smallest.userKey
+  let largest = files[0].largest.userKey
+  for (const f of files) {
+    if (compareBytes(f.smallest.userKey, smallest) < 0) smallest = f.smallest.userKey
+    if (compareBytes(f.largest.userKey, largest) > 0) largest = f.largest.userKey
+  }
+  return [smallest, largest]
+}
+
+/**
+ * For a compaction into `outputLevel`: true if no table in a deeper level can
+ * hold the key. Keys arrive in ascending order, so each level keeps a cursor.
+ */
+function baseLevelChecker (v: Version, outputLevel: number): (userKey: Uint8Array) => boolean {
+  const cursors = new Array(NUM_LEVELS).fill(0)
+  return (userKey) => {
+    for (let level = outputLevel + 1; level < NUM_LEVELS; level++) {
+      const files = v.levels[level]
+      let i = cursors[level]
+      while (i < files.length && compareBytes(files[i].largest.userKey, userKey) < 0) i++
+      cursors[level] = i
+      if (i < files.length && compareBytes(files[i].smallest.userKey, userKey) <= 0) return false
+    }
+    return true
+  }
+}

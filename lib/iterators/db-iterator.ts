@@ -1,0 +1,159 @@
+// The user-facing iterator: turns the merged internal stream (every version of
+// every key, newest first per key) into the user's view at one sequence number:
+// each user key once, with its newest version visible at `seq`, tombstoned keys
+// hidden, within the range bounds, in either direction.
+//
+// Forward: the first visible entry of a user key decides it; the older versions
+// that follow are skipped. Reverse: the internal stream runs oldest-first per user
+// key when walked backwards, so the iterator keeps the last visible version it
+// saw for a key and decides the key when it reaches a smaller one.
+import type { InternalIterator } from './internal-iterator'
+import { KIND_DELETE, KIND_VALUE, MAX_SEQ } from '../keys'
+import { compareBytes } from '../util/coding'
+
+export interface RangeOptions {
+  gt?: Buffer
+  gte?: Buffer
+  lt?: Buffer
+  lte?: Buffer
+  reverse?: boolean
+}
+
+export class DbIterator {
+  private readonly it: InternalIterator
+  private readonly seq: number
+  private readonly reverse: boolean
+  private readonly lower: Buffer | undefined
+  private readonly lowerInclusive: boolean
+  private readonly upper: Buffer | undefined
+  private readonly upperInclusive: boolean
+  private started = false
+  private done = false
+  /** Forward: the user key last returned or skipped, whose older versions are skipped. */
+  private skipKey: Buffer | undefined = undefined
+  private readonly onClose: (() => void) | undefined
+  private closed = false
+
+  /** The current entry after a successful next(). */
+  key: Buffer = EMPTY
+  value: Buffer = EMPTY
+
+  constructor (it: InternalIterator, seq: number, range: RangeOptions, onClose?: () => void) {
+    this.it = it
+    this.seq = seq
+    this.reverse = range.reverse === true
+    // As in abstract-level: gte and lte take precedence over gt and lt.
+    if (range.gte !== undefined) { this.lower = range.gte; this.lowerInclusive = true } else { this.lower = range.gt; this.lowerInclusive = false }
+    if (range.lte !== undefined) { this.upper = range.lte; this.upperInclusive = true } else { this.upper = range.lt; this.upperInclusive = false }
+    this.onClose = onClose
+  }
+
+  private beforeLower (k: Uint8Array): boolean {
+    if (this.lower === undefined) return false
+    const c = compareBytes(k, this.lower)
+    return this.lowerInclusive ? c < 0 : c <= 0
+  }
+
+  private afterUpper (k: Uint8Array): boolean {
+    if (this.upper === undefined) return false
+    const c = compareBytes(k, this.upper)
+    return this.upperInclusive ? c > 0 : c >= 0
+  }
+
+  private start (): void {
+    this.started = true
+    if (!this.reverse) {
+      if (this.lower === undefined) this.it.seekToFirst()
+      else this.it.seek(this.lower, this.lowerInclusive ? MAX_SEQ : 0)
+    } else {
+      if (this.upper === undefined) this.it.seekToLast()
+      else this.it.seekForPrev(this.upper, this.upperInclusive ? 0 : MAX_SEQ)
+    }
+  }
+
+  /**
+   * Moves to the next user entry in iteration order; false at the end. The
+   * result is in `key` / `value`: views of immutable engine memory, which the
+   * caller copies before handing them out.
+   */
+  next (): boolean {
+    if (this.done) return false
+    if (!this.started) this.start()
+    const found = this.reverse ? this.prevUserEntry() : this.nextUserEntry()
+    if (!found) this.done = true
+    return found
+  }
+
+  private nextUserEntry (): boolean {
+    const it = this.it
+    const seq = this.seq
+    while (it.valid()) {
+      if (it.seq() > seq) { it.next(); continue }
+      const uk = it.userKey()
+      if (this.skipKey !== undefined && compareBytes(uk, this.skipKey) === 0) { it.next(); continue }
+      if (this.afterUpper(uk)) return false
+      this.skipKey = uk
+      if (it.kind() === KIND_DELETE || this.beforeLower(uk)) { it.next(); continue }
+      this.key = uk
+      this.value = it.value()
+      it.next()
+      return true
+    }
+    return false
+  }
+
+  private prevUserEntry (): boolean {
+    const it = this.it
+    const seq = this.seq
+    let savedKind = KIND_DELETE
+    let savedKey: Buffer | undefined
+    let savedValue: Buffer = EMPTY
+    while (it.valid()) {
+      if (it.seq() <= seq) {
+        const uk = it.userKey()
+        if (savedKey !== undefined && compareBytes(uk, savedKey) < 0) {
+          if (savedKind === KIND_VALUE) break
+        }
+        if (this.beforeLower(uk)) break
+        savedKind = it.kind()
+        savedKey = uk
+        savedValue = it.value()
+      }
+      it.prev()
+    }
+    if (savedKind !== KIND_VALUE || savedKey === undefined) {
+      this.done = true
+      return false
+    }
+    this.key = savedKey
+    this.value = savedValue
+    return true
+  }
+
+  /**
+   * Repositions at the first entry >= target (forward) or <= target (reverse),
+   * staying within the range bounds.
+   */
+  seek (target: Buffer): void {
+    this.started = true
+    this.done = false
+    this.skipKey = undefined
+    if (!this.reverse) {
+      if (this.lower !== undefined && this.beforeLower(target)) this.it.seek(this.lower, this.lowerInclusive ? MAX_SEQ : 0)
+      else this.it.seek(target, MAX_SEQ)
+    } else {
+      if (this.upper !== undefined && this.afterUpper(target)) this.it.seekForPrev(this.upper, this.upperInclusive ? 0 : MAX_SEQ)
+      else this.it.seekForPrev(target, 0)
+    }
+  }
+
+  close (): void {
+    if (this.closed) return
+    this.closed = true
+    this.done = true
+    this.it.close()
+    if (this.onClose) this.onClose()
+  }
+}
+
+const EMPTY = Buffer.alloc(0)

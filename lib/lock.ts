@@ -1,0 +1,232 @@
+// The database directory lock: one open database per directory, across processes
+// and within one. Node has no flock(2), so this is a lock FILE whose holder is
+// checked for liveness by pid.
+//
+// LOCK file contents (text, one "key value" pair per line, written with
+// FileSystem.createExclusive, i.e. open(O_CREAT|O_EXCL) + write + fsync):
+//
+//   +--------------------------------------------+
+//   | version 1\n                                |  FORMAT_VERSION
+//   | pid <decimal pid>\n                        |  the holder's process.pid
+//   | start <ms since epoch, approx.>\n          |  when the holder process started
+//   | host <os.hostname()>\n                     |  where the pid is meaningful
+//   | token <32 hex digits>\n                    |  random, one per acquisition
+//   +--------------------------------------------+
+//
+// Unknown lines are ignored (room for later additions); `pid` and `token` are
+// required.
+//
+// Acquire:
+//   1. A module-level registry of resolved directory paths refuses a second open
+//      in this process (LEVEL_LOCKED) without touching the file system.
+//   2. createExclusive(LOCK). Success: we hold the lock.
+//   3. EEXIST: read the LOCK file and judge its holder:
+//      - another host: cannot be checked -> LEVEL_LOCKED (remove LOCK by hand).
+//      - our own pid: held if its token belongs to a live handle of this process
+//        (the same directory reached through another path, e.g. a symlink) ->
+//        LEVEL_LOCKED; otherwise it was written by an earlier process that had
+//        our pid -> stale.
+//      - another pid: alive if process.kill(pid, 0) succeeds or fails with EPERM
+//        -> LEVEL_LOCKED; ESRCH -> stale.
+//      - empty or unparseable: usually a crash between create and write, but
+//        possibly another process between those two steps right now; re-read for
+//        a short while (EMPTY_WAIT_MS), then treat as stale.
+//   4. Stale: rename LOCK to a unique name, read the moved file back and check it
+//      is byte-for-byte the content judged stale (if not, we moved a lock some
+//      other process has just taken: put it back with createExclusive and fail
+//      with LEVEL_LOCKED), remove it, then createExclusive(LOCK) again; losing
+//      that race to another process is LEVEL_LOCKED.
+// Release: remove LOCK only if it still holds our token; forget the registry
+// entry. Idempotent.
+//
+// What this guarantees: two processes on one host sharing a local file system
+// never both hold the lock through acquireLock, except in the gaps below; a
+// process killed while holding the lock (SIGKILL, crash) does not block the
+// database once the kernel has reaped it.
+//
+// What it does not guarantee:
+// - pid reuse: if the dead holder's pid now belongs to an unrelated live process,
+//   we report LEVEL_LOCKED although nobody holds the database. This is the safe
+//   direction; the message names the pid so a user can check and remove LOCK.
+// - A zombie (killed, not yet reaped by its parent) still counts as alive.
+// - Processes in different pid namespaces (containers) that share the directory
+//   and a hostname see each other's pids as meaningless: a live holder can look
+//   dead and be taken over. Use distinct hostnames or do not share the directory.
+// - Network file systems: O_EXCL creation and rename are not reliably atomic
+//   across clients there, and the pid check is per host anyway; the host line
+//   makes a foreign lock LEVEL_LOCKED, but the exclusivity itself is only as good
+//   as the file system's.
+// - Stale takeover has a race window (between our content check and our rename
+//   back, a third process could take the lock) that needs three simultaneous
+//   openers; and a holder that stalls for longer than EMPTY_WAIT_MS between
+//   creating LOCK and writing it can be taken over.
+// - It is advisory: only processes using this module honour it.
+import * as os from 'node:os'
+import * as path from 'node:path'
+import { randomBytes } from 'node:crypto'
+import type { FileSystem } from './fs/fs'
+import { ioError, levelError } from './errors'
+import { LOCK, join } from './filenames'
+
+/** Version of the LOCK file contents drawn above. */
+export const FORMAT_VERSION = 1
+
+const EMPTY_WAIT_MS = 100
+const EMPTY_POLL_MS = 10
+
+export interface LockHandle {
+  /** The directory the lock is held on (as given to acquireLock). */
+  readonly dir: string
+  /** Releases the lock; idempotent. */
+  release (): void
+}
+
+// Resolved directory paths locked by this process.
+const lockedDirs = new Set<string>()
+// Tokens of the locks this process holds.
+const liveTokens = new Set<string>()
+
+const processStart = Math.round(Date.now() - process.uptime() * 1000)
+
+interface LockContents {
+  pid: number
+  token: string
+  host?: string
+}
+
+function parseLock (text: string): LockContents | undefined {
+  const fields = new Map<string, string>()
+  for (const line of text.split('\n')) {
+    const sp = line.indexOf(' ')
+    if (sp > 0) fields.set(line.slice(0, sp), line.slice(sp + 1))
+  }
+  const pidText = fields.get('pid')
+  const token = fields.get('token')
+  if (pidText === undefined || token === undefined || !/^[1-9][0-9]{0,9}$/.test(pidText) || !/^[0-9a-f]+$/.test(token)) {
+    return undefined
+  }
+  return { pid: Number(pidText), token, host: fields.get('host') }
+}
+
+function isAlive (pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ESRCH'
+  }
+}
+
+function sleepSync (ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
+}
+
+function errCode (err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | undefined)?.code
+}
+
+function locked (dir: string, why: string): Error {
+  return levelError('LEVEL_LOCKED', `Database is locked by ${why}: ${dir}`, undefined, LOCK)
+}
+
+// Tries to create LOCK; true if created, false if it exists.
+function tryCreate (fs: FileSystem, lockPath: string, data: Buffer): boolean {
+  try {
+    fs.createExclusive(lockPath, data)
+    return true
+  } catch (err) {
+    if (errCode(err) === 'EEXIST') return false
+    throw ioError(`Cannot create lock file: ${(err as Error).message}`, err, LOCK)
+  }
+}
+
+// LOCK's bytes, or undefined if it does not exist.
+function readLock (fs: FileSystem, lockPath: string): Buffer | undefined {
+  try {
+    return fs.readSmallFile(lockPath)
+  } catch (err) {
+    if (errCode(err) === 'ENOENT') return undefined
+    throw ioError(`Cannot read lock file: ${(err as Error).message}`, err, LOCK)
+  }
+}
+
+/**
+ * Takes the lock on database directory `dir` (which must exist), or throws
+ * LEVEL_LOCKED if another process or another open in this process holds it.
+ */
+export function acquireLock (fs: FileSystem, dir: string): LockHandle {
+  const key = path.resolve(dir)
+  if (lockedDirs.has(key)) throw locked(dir, 'another open database in this process')
+
+  const token = randomBytes(16).toString('hex')
+  const data = Buffer.from(
+    `version ${FORMAT_VERSION}\npid ${process.pid}\nstart ${processStart}\nhost ${os.hostname()}\ntoken ${token}\n`
+  )
+  const lockPath = join(dir, LOCK)
+
+  if (!tryCreate(fs, lockPath, data)) {
+    takeOverStale(fs, dir, lockPath, token)
+    if (!tryCreate(fs, lockPath, data)) throw locked(dir, 'another process (it took the lock concurrently)')
+  }
+
+  lockedDirs.add(key)
+  liveTokens.add(token)
+  let released = false
+  return {
+    dir,
+    release (): void {
+      if (released) return
+      released = true
+      lockedDirs.delete(key)
+      liveTokens.delete(token)
+      const current = readLock(fs, lockPath)
+      if (current !== undefined && parseLock(current.toString('latin1'))?.token === token) fs.remove(lockPath)
+    }
+  }
+}
+
+// Judges the existing LOCK; throws LEVEL_LOCKED if its holder may be alive,
+// otherwise moves it out of the way (or finds it already gone).
+function takeOverStale (fs: FileSystem, dir: string, lockPath: string, token: string): void {
+  let seen = readLock(fs, lockPath)
+  if (seen === undefined) return // released meanwhile; just try to create again
+  let holder = parseLock(seen.toString('latin1'))
+  for (let waited = 0; holder === undefined && waited < EMPTY_WAIT_MS; waited += EMPTY_POLL_MS) {
+    sleepSync(EMPTY_POLL_MS)
+    seen = readLock(fs, lockPath)
+    if (seen === undefined) return
+    holder = parseLock(seen.toString('latin1'))
+  }
+
+  if (holder !== undefined) {
+    if (holder.host !== undefined && holder.host !== os.hostname()) {
+      throw locked(dir, `process ${holder.pid} on host ${holder.host}`)
+    }
+    if (holder.pid === process.pid) {
+      if (liveTokens.has(holder.token)) throw locked(dir, 'another open database in this process')
+    } else if (isAlive(holder.pid)) {
+      throw locked(dir, `process ${holder.pid}`)
+    }
+  }
+
+  // Stale: move it aside under a name nobody else will use, and make sure what
+  // we moved is what we judged.
+  const aside = join(dir, `${LOCK}.stale-${token}`)
+  try {
+    fs.rename(lockPath, aside)
+  } catch (err) {
+    if (errCode(err) === 'ENOENT') return // someone else moved it first; race for the create
+    throw ioError(`Cannot move stale lock file aside: ${(err as Error).message}`, err, LOCK)
+  }
+  const moved = readLock(fs, aside)
+  if (moved !== undefined && !moved.equals(seen)) {
+    // We moved a lock another process took after our read. Put it back without
+    // overwriting anything, and back off.
+    try {
+      fs.createExclusive(lockPath, moved)
+    } catch {}
+    fs.remove(aside)
+    throw locked(dir, 'another process (it took the lock concurrently)')
+  }
+  fs.remove(aside)
+}

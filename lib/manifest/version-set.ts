@@ -1,0 +1,237 @@
+// VersionSet: the current Version, the counters that must survive restarts
+// (next file number, last sequence, oldest needed log), and the MANIFEST that
+// makes them durable.
+//
+// The manifest is a log-format file (lib/wal/log-format.ts) of VersionEdit
+// records (lib/manifest/version-edit.ts). Every open starts a fresh manifest whose
+// first record is a full snapshot of the state; CURRENT then names it. CURRENT is
+// replaced atomically: write <n>.tmp, fsync it, rename over CURRENT, fsync the
+// directory. Each later edit is appended and fsynced before the version it
+// describes is installed, so the state on disk never refers to a table whose
+// edit is not durable, and a table is deleted only after a durable edit dropped it.
+//
+// File lifetimes: each live version (current or pinned by a reader) counts its
+// tables; when a table's count drops to zero it is reported obsolete through
+// `onObsoleteTable` and the caller deletes the file.
+import type { FileSystem } from '../fs/fs'
+import type { FileMeta } from './file-meta'
+import { Version } from './version'
+import { decodeVersionEdit, encodeVersionEdit, type VersionEdit } from './version-edit'
+import { LogReader } from '../wal/log-reader'
+import { LogWriter } from '../wal/log-writer'
+import { CURRENT, join, manifestName, parseFileName, tempName } from '../filenames'
+import { corruption, ioError, isLevelError } from '../errors'
+import { NUM_LEVELS } from '../options'
+import type { InternalKey } from '../keys'
+
+/** Roll the manifest over to a fresh snapshot once it grows past this. */
+const MANIFEST_ROLL_BYTES = 4 * 1024 * 1024
+
+export class VersionSet {
+  current: Version = Version.empty()
+  nextFileNumber = 2
+  lastSequence = 0
+  /** Logs numbered below this hold nothing that is not in tables. */
+  logNumber = 0
+  manifestNumber = 0
+  compactPointers: Array<InternalKey | undefined> = new Array(NUM_LEVELS).fill(undefined)
+  onObsoleteTable: (number: number) => void = () => {}
+
+  private manifest: LogWriter | undefined
+  private readonly tableRefs = new Map<number, number>()
+
+  constructor (private readonly fs: FileSystem, private readonly dir: string) {
+    this.install(this.current)
+  }
+
+  /** True if the directory holds a database (a CURRENT file). */
+  exists (): boolean {
+    return this.fs.exists(join(this.dir, CURRENT))
+  }
+
+  newFileNumber (): number {
+    return this.nextFileNumber++
+  }
+
+  /**
+   * Loads the state named by CURRENT. A missing or unusable CURRENT or manifest
+   * is corruption: open must fail rather than present an empty database.
+   */
+  recover (): void {
+    let current: string
+    try {
+      current = this.fs.readSmallFile(join(this.dir, CURRENT)).toString('latin1')
+    } catch (err) {
+      throw ioError('Cannot read CURRENT', err, CURRENT)
+    }
+    const m = /^(MANIFEST-(\d+))\n$/.exec(current)
+    if (!m) throw corruption(CURRENT, 'does not name a manifest')
+    const name = m[1]
+    const path = join(this.dir, name)
+    if (!this.fs.exists(path)) throw corruption(CURRENT, `names ${name}, which does not exist`)
+    const reader = new LogReader(this.fs, path, name)
+    let version = Version.empty()
+    let sawSnapshot = false
+    let haveNext = false
+    let haveSeq = false
+    try {
+      for (let rec = reader.next(); rec !== undefined; rec = reader.next()) {
+        const edit = decodeVersionEdit(rec, name)
+        version = version.apply(edit)
+        sawSnapshot = true
+        if (edit.logNumber !== undefined) this.logNumber = edit.logNumber
+        if (edit.nextFileNumber !== undefined) { this.nextFileNumber = edit.nextFileNumber; haveNext = true }
+        if (edit.lastSequence !== undefined) { this.lastSequence = edit.lastSequence; haveSeq = true }
+        for (const cp of edit.compactPointers ?? []) this.compactPointers[cp.level] = cp.key
+      }
+    } finally {
+      reader.close?.()
+    }
+    if (reader.tail.state === 'corrupt') {
+      throw corruption(name, `damaged record at offset ${reader.tail.offset} followed by valid records`)
+    }
+    if (!sawSnapshot || !haveNext || !haveSeq) throw corruption(name, 'no complete state record')
+    for (const files of version.levels) {
+      for (const f of files) if (f.number >= this.nextFileNumber) this.nextFileNumber = f.number + 1
+    }
+    this.manifestNumber = Number(m[2])
+    if (this.manifestNumber >= this.nextFileNumber) this.nextFileNumber = this.manifestNumber + 1
+    this.replaceCurrent(version)
+  }
+
+  /**
+   * Starts a new manifest holding a snapshot of the current state and points
+   * CURRENT at it. Used on every open (also for a new database).
+   */
+  writeNewManifest (): void {
+    const number = this.newFileNumber()
+    const name = manifestName(number)
+    const file = this.fs.openWrite(join(this.dir, name))
+    const writer = new LogWriter(file)
+    try {
+      writer.addRecord(encodeVersionEdit(this.snapshotEdit()))
+      writer.sync()
+      this.fs.syncDir(this.dir)
+      this.setCurrent(name, number)
+    } catch (err) {
+      writer.close()
+      this.fs.remove(join(this.dir, name))
+      throw err
+    }
+    const old = this.manifest
+    const oldNumber = this.manifestNumber
+    this.manifest = writer
+    this.manifestNumber = number
+    if (old) old.close()
+    if (oldNumber > 0 && oldNumber !== number) this.fs.remove(join(this.dir, manifestName(oldNumber)))
+  }
+
+  private setCurrent (name: string, number: number): void {
+    const tmp = join(this.dir, tempName(number))
+    const file = this.fs.openWrite(tmp)
+    try {
+      file.append(Buffer.from(name + '\n', 'latin1'))
+      file.sync()
+    } finally {
+      file.close()
+    }
+    this.fs.rename(tmp, join(this.dir, CURRENT))
+    this.fs.syncDir(this.dir)
+  }
+
+  private snapshotEdit (): VersionEdit {
+    const newFiles: Array<{ level: number, meta: FileMeta }> = []
+    this.current.levels.forEach((files, level) => {
+      for (const meta of files) newFiles.push({ level, meta })
+    })
+    const compactPointers: Array<{ level: number, key: InternalKey }> = []
+    this.compactPointers.forEach((key, level) => { if (key) compactPointers.push({ level, key }) })
+    return {
+      logNumber: this.logNumber,
+      nextFileNumber: this.nextFileNumber,
+      lastSequence: this.lastSequence,
+      compactPointers,
+      newFiles
+    }
+  }
+
+  /**
+   * Makes `edit` durable in the manifest, then installs the version it yields.
+   * Throws (and installs nothing) if the manifest cannot be written and synced;
+   * the caller must then stop taking writes.
+   * REQUIRES: a manifest is open (writeNewManifest was called).
+   */
+  logAndApply (edit: VersionEdit): void {
+    if (!this.manifest) throw new Error('lsm-level invariant broken: no manifest open')
+    if (edit.logNumber !== undefined && edit.logNumber < this.logNumber) edit.logNumber = this.logNumber
+    edit.nextFileNumber = this.nextFileNumber
+    if (edit.lastSequence === undefined || edit.lastSequence < this.lastSequence) edit.lastSequence = this.lastSequence
+    const next = this.current.apply(edit)
+    this.manifest.addRecord(encodeVersionEdit(edit))
+    this.manifest.sync()
+    if (edit.logNumber !== undefined) this.logNumber = edit.logNumber
+    this.lastSequence = edit.lastSequence
+    for (const cp of edit.compactPointers ?? []) this.compactPointers[cp.level] = cp.key
+    this.replaceCurrent(next)
+    if (this.manifest.size() > MANIFEST_ROLL_BYTES) {
+      try {
+        this.writeNewManifest()
+      } catch (err) {
+        // The old manifest is still valid and current; rolling over can wait.
+        if (!isLevelError(err)) void err
+      }
+    }
+  }
+
+  private replaceCurrent (next: Version): void {
+    const prev = this.current
+    this.install(next)
+    this.current = next
+    prev.unref()
+  }
+
+  /** Makes `v` live: counts its tables and takes the "current" reference. */
+  private install (v: Version): void {
+    for (const n of v.fileNumbers()) this.tableRefs.set(n, (this.tableRefs.get(n) ?? 0) + 1)
+    v.onRelease = (dead) => this.release(dead)
+    v.ref()
+  }
+
+  private release (v: Version): void {
+    for (const n of v.fileNumbers()) {
+      const left = (this.tableRefs.get(n) ?? 1) - 1
+      if (left > 0) {
+        this.tableRefs.set(n, left)
+      } else {
+        this.tableRefs.delete(n)
+        this.onObsoleteTable(n)
+      }
+    }
+  }
+
+  /** True if some live version still references table `number`. */
+  isLiveTable (number: number): boolean {
+    return this.tableRefs.has(number)
+  }
+
+  /** Directory entries that no state refers to, to delete on open. */
+  orphanFiles (liveLogs: Set<number>): string[] {
+    const out: string[] = []
+    for (const name of this.fs.list(this.dir)) {
+      const p = parseFileName(name)
+      if (!p) continue
+      if (p.type === 'table' && !this.tableRefs.has(p.number)) out.push(name)
+      else if (p.type === 'log' && !liveLogs.has(p.number)) out.push(name)
+      else if (p.type === 'manifest' && p.number !== this.manifestNumber) out.push(name)
+      else if (p.type === 'temp') out.push(name)
+    }
+    return out
+  }
+
+  close (): void {
+    if (this.manifest) {
+      this.manifest.close()
+      this.manifest = undefined
+    }
+  }
+}

@@ -1,0 +1,146 @@
+// The in-memory write buffer: every write lands here (after the log) until the
+// table is frozen at writeBufferSize and flushed to a level-0 table.
+//
+// A memtable holds every version of every key it was given, ordered by internal
+// key (userKey ascending, seq descending), in a SkipList. Nothing is ever removed
+// or overwritten, which is what makes reading it while writes continue safe: a
+// reader either sees a new entry or it does not, and readers filter by seq anyway.
+import type { InternalIterator } from '../iterators/internal-iterator'
+import { assert, checks } from '../invariants'
+import { SkipList } from './skiplist'
+
+/** Bookkeeping cost charged per entry on top of key and value bytes. */
+const ENTRY_OVERHEAD = 48
+
+export interface MemTableEntry {
+  kind: number
+  value: Buffer
+  seq: number
+}
+
+export class MemTable {
+  private readonly list = new SkipList()
+  private bytes = 0
+  private minSeq = 0
+  private maxSeq = 0
+
+  /**
+   * Adds one entry. REQUIRES: (userKey, seq) is not already present (seqs are
+   * unique). Keys and values are stored as given; the caller passes buffers it
+   * will not mutate.
+   */
+  add (seq: number, kind: number, userKey: Buffer, value: Buffer): void {
+    this.list.insert(userKey, seq, kind, value)
+    this.bytes += userKey.length + value.length + ENTRY_OVERHEAD
+    if (seq > this.maxSeq) this.maxSeq = seq
+    if (seq < this.minSeq || this.minSeq === 0) this.minSeq = seq
+  }
+
+  /** Newest entry for `userKey` with seq <= snapshotSeq, or undefined. */
+  get (userKey: Uint8Array, snapshotSeq: number): MemTableEntry | undefined {
+    const list = this.list
+    const node = list.findVisible(userKey, snapshotSeq)
+    if (node === 0) return undefined
+    return { kind: list.kindAt(node), value: list.valueAt(node), seq: list.seqAt(node) }
+  }
+
+  /** Approximate memory use in bytes: keys + values + a fixed overhead per entry. */
+  approximateBytes (): number {
+    return this.bytes
+  }
+
+  entryCount (): number {
+    return this.list.size
+  }
+
+  /** Smallest seq added (0 while empty). */
+  get firstSeq (): number {
+    return this.minSeq
+  }
+
+  /** Largest seq added (0 while empty). */
+  get lastSeq (): number {
+    return this.maxSeq
+  }
+
+  /** User key of the first entry in internal order (undefined while empty). */
+  get smallestKey (): Buffer | undefined {
+    const node = this.list.first()
+    return node === 0 ? undefined : this.list.keyAt(node)
+  }
+
+  /** User key of the last entry in internal order (undefined while empty). */
+  get largestKey (): Buffer | undefined {
+    const node = this.list.last()
+    return node === 0 ? undefined : this.list.keyAt(node)
+  }
+
+  /**
+   * An iterator over all entries, both directions. It stays usable while add()
+   * continues; it may or may not show entries added after it was positioned.
+   */
+  iterator (): InternalIterator {
+    return new MemTableIterator(this.list)
+  }
+}
+
+/** A cursor over the skiplist: just a node index (0 = not positioned). */
+class MemTableIterator implements InternalIterator {
+  private node = 0
+
+  constructor (private readonly list: SkipList) {}
+
+  valid (): boolean {
+    return this.node !== 0
+  }
+
+  seekToFirst (): void {
+    this.node = this.list.first()
+  }
+
+  seekToLast (): void {
+    this.node = this.list.last()
+  }
+
+  seek (userKey: Uint8Array, seq: number): void {
+    this.node = this.list.seekGE(userKey, seq)
+  }
+
+  seekForPrev (userKey: Uint8Array, seq: number): void {
+    this.node = this.list.seekLE(userKey, seq)
+  }
+
+  next (): void {
+    if (checks.paranoid) assert(this.node !== 0, 'MemTableIterator.next() while not valid')
+    this.node = this.list.nextOf(this.node)
+  }
+
+  prev (): void {
+    if (checks.paranoid) assert(this.node !== 0, 'MemTableIterator.prev() while not valid')
+    this.node = this.list.prevOf(this.node)
+  }
+
+  userKey (): Buffer {
+    if (checks.paranoid) assert(this.node !== 0, 'MemTableIterator read while not valid')
+    return this.list.keyAt(this.node)
+  }
+
+  seq (): number {
+    if (checks.paranoid) assert(this.node !== 0, 'MemTableIterator read while not valid')
+    return this.list.seqAt(this.node)
+  }
+
+  kind (): number {
+    if (checks.paranoid) assert(this.node !== 0, 'MemTableIterator read while not valid')
+    return this.list.kindAt(this.node)
+  }
+
+  value (): Buffer {
+    if (checks.paranoid) assert(this.node !== 0, 'MemTableIterator read while not valid')
+    return this.list.valueAt(this.node)
+  }
+
+  close (): void {
+    this.node = 0
+  }
+}

@@ -1,0 +1,281 @@
+// The memtable's ordered index: an insert-only skiplist of internal-key entries
+// (userKey ascending, seq descending; see compareInternal in lib/keys.ts).
+//
+// Layout. Nodes are not objects. Each node is a record in one Int32Array,
+// `nodes`, and is identified by the offset of its record:
+//
+//   +-------+-------+-------+-------+-----+---------+-----+-------------+
+//   | pre0  | pre1  | seqHi | seqLo | row | link[0] | ... | link[h - 1] |
+//   +-------+-------+-------+-------+-----+---------+-----+-------------+
+//
+//   pre0, pre1  the first 8 bytes of the user key (see "Key prefixes")
+//   seqHi/Lo    the seq, split at bit 32
+//   row         index of the node's key, value and kind in `keys`, `values`, `kinds`
+//   link[l]     offset of the next node on level l (0: none)
+//
+// A search step therefore reads a link and the prefix it leads to from the same
+// few bytes of one record, typically one cache line, instead of chasing a node
+// object, its `next` array and its key Buffer. An insert allocates nothing but
+// its slot in the key/value arrays (amortised), and the garbage collector sees a
+// handful of large arrays instead of millions of small objects.
+//
+// The record at offset 0 is the head (MAX_HEIGHT links, no entry). Since no link
+// ever points back at the head, 0 doubles as "no node", which lets the
+// zero-filled tail of `nodes` stand for empty towers.
+//
+// Key prefixes. pre0 and pre1 hold key bytes 0-3 and 4-7, big-endian, zero
+// padded, with the sign bit flipped so that signed int32 comparison orders them
+// as unsigned. For bytewise order, prefix(a) < prefix(b) implies a < b (zero
+// padding never sorts a key after its own extensions), so a search compares the
+// prefixes first and reads the key bytes only when they tie.
+//
+// Node offsets stay valid forever (nothing is removed) and an insert only adds
+// links, so a cursor holding an offset keeps working while inserts continue.
+// `nodes` is replaced when it grows, so readers must always go through the
+// list and never keep the array.
+import { compareBytes } from '../util/coding'
+
+/** Levels of the tallest tower. With branching 4 this suits lists of up to ~4^12 = 16M entries. */
+export const MAX_HEIGHT = 12
+
+const PRE0 = 0
+const PRE1 = 1
+const SEQ_HI = 2
+const SEQ_LO = 3
+const ROW = 4
+const LINKS = 5
+
+const HEAD = 0
+const NIL = 0
+const EMPTY = Buffer.alloc(0)
+const TWO_32 = 0x100000000
+
+/** Key bytes [from, from + 4) big-endian, zero padded, sign-flipped: compare as signed int32. */
+function prefixWord (key: Uint8Array, from: number): number {
+  const n = key.length
+  if (n >= from + 4) {
+    return ((key[from] << 24) | (key[from + 1] << 16) | (key[from + 2] << 8) | key[from + 3]) ^ 0x80000000
+  }
+  let w = 0
+  for (let i = from; i < from + 4; i++) w = (w << 8) | (i < n ? key[i] : 0)
+  return w ^ 0x80000000
+}
+
+export class SkipList {
+  private nodes: Int32Array
+  /** Offset at which the next record goes. */
+  private end = LINKS + MAX_HEIGHT
+  private keys: Buffer[] = []
+  private values: Buffer[] = []
+  private kinds: Uint8Array
+  /** Height of the tallest tower so far; searches start there. */
+  private height = 1
+  /** Last node on each level (HEAD while a level is empty); makes appends in key order O(height). */
+  private readonly tails = new Int32Array(MAX_HEIGHT)
+  /** Predecessors found by an insert's search; reused so an insert allocates nothing here. */
+  private readonly splice = new Int32Array(MAX_HEIGHT)
+  /** xorshift32 state for tower heights; a fixed seed keeps the shape reproducible. */
+  private rng: number
+
+  constructor (seed = 0x2545f491) {
+    this.nodes = new Int32Array(8192)
+    this.kinds = new Uint8Array(1024)
+    this.rng = (seed | 0) === 0 ? 1 : seed | 0
+  }
+
+  /** Number of entries. */
+  get size (): number {
+    return this.keys.length
+  }
+
+  /**
+   * Inserts an entry. REQUIRES: no entry with the same (userKey, seq) exists. The
+   * buffers are kept as given, not copied.
+   */
+  insert (userKey: Buffer, seq: number, kind: number, value: Buffer): void {
+    const pre0 = prefixWord(userKey, 0)
+    const pre1 = prefixWord(userKey, 4)
+    const splice = this.splice
+    const last = this.tails[0]
+    if (last !== HEAD && this.compareNode(last, userKey, pre0, pre1, seq) < 0) {
+      // Append after the current largest entry: on every level the predecessor
+      // is that level's tail. Loads in key order take this path and skip the search.
+      for (let l = 0; l < MAX_HEIGHT; l++) splice[l] = this.tails[l]
+    } else {
+      this.findSplice(userKey, pre0, pre1, seq)
+    }
+
+    const h = this.randomHeight()
+    if (h > this.height) this.height = h
+    const row = this.keys.length
+    if (row === this.kinds.length) {
+      const kinds = new Uint8Array(row * 2)
+      kinds.set(this.kinds)
+      this.kinds = kinds
+    }
+    this.keys.push(userKey)
+    this.values.push(value)
+    this.kinds[row] = kind
+
+    if (this.end + LINKS + h > this.nodes.length) {
+      const nodes = new Int32Array(this.nodes.length * 2)
+      nodes.set(this.nodes)
+      this.nodes = nodes
+    }
+    const nodes = this.nodes
+    const node = this.end
+    this.end = node + LINKS + h
+    nodes[node + PRE0] = pre0
+    nodes[node + PRE1] = pre1
+    nodes[node + SEQ_HI] = Math.floor(seq / TWO_32)
+    nodes[node + SEQ_LO] = seq | 0
+    nodes[node + ROW] = row
+    for (let l = 0; l < h; l++) {
+      const at = splice[l] + LINKS + l
+      const succ = nodes[at]
+      nodes[node + LINKS + l] = succ
+      nodes[at] = node
+      if (succ === NIL) this.tails[l] = node
+    }
+  }
+
+  /** First node, or 0 if the list is empty. */
+  first (): number {
+    return this.nodes[HEAD + LINKS]
+  }
+
+  /** Last node, or 0 if the list is empty. */
+  last (): number {
+    return this.tails[0]
+  }
+
+  /** Successor of `node` (0 at the end). */
+  nextOf (node: number): number {
+    return this.nodes[node + LINKS]
+  }
+
+  /** Predecessor of `node` (0 at the start). O(log n): a search from the head. */
+  prevOf (node: number): number {
+    const nodes = this.nodes
+    return this.findLast(this.keyAt(node), nodes[node + PRE0], nodes[node + PRE1], this.seqAt(node), 0)
+  }
+
+  /** First node >= (userKey, seq) in internal order, or 0. */
+  seekGE (userKey: Uint8Array, seq: number): number {
+    return this.findGreaterOrEqual(userKey, prefixWord(userKey, 0), prefixWord(userKey, 4), seq)
+  }
+
+  /** Last node <= (userKey, seq) in internal order, or 0. */
+  seekLE (userKey: Uint8Array, seq: number): number {
+    return this.findLast(userKey, prefixWord(userKey, 0), prefixWord(userKey, 4), seq, 1)
+  }
+
+  /** The newest node for `userKey` with seq <= snapshotSeq, or 0. */
+  findVisible (userKey: Uint8Array, snapshotSeq: number): number {
+    const pre0 = prefixWord(userKey, 0)
+    const pre1 = prefixWord(userKey, 4)
+    const node = this.findGreaterOrEqual(userKey, pre0, pre1, snapshotSeq)
+    if (node === NIL) return NIL
+    const nodes = this.nodes
+    if (nodes[node + PRE0] !== pre0 || nodes[node + PRE1] !== pre1) return NIL
+    return compareBytes(this.keys[nodes[node + ROW]], userKey) === 0 ? node : NIL
+  }
+
+  keyAt (node: number): Buffer {
+    return this.keys[this.nodes[node + ROW]]
+  }
+
+  valueAt (node: number): Buffer {
+    return this.values[this.nodes[node + ROW]]
+  }
+
+  seqAt (node: number): number {
+    return this.nodes[node + SEQ_HI] * TWO_32 + (this.nodes[node + SEQ_LO] >>> 0)
+  }
+
+  kindAt (node: number): number {
+    return this.kinds[this.nodes[node + ROW]]
+  }
+
+  /** Sign of node vs (userKey, seq) in internal order; pre0/pre1 are userKey's prefix words. */
+  private compareNode (node: number, userKey: Uint8Array, pre0: number, pre1: number, seq: number): number {
+    const nodes = this.nodes
+    let p = nodes[node + PRE0]
+    if (p !== pre0) return p < pre0 ? -1 : 1
+    p = nodes[node + PRE1]
+    if (p !== pre1) return p < pre1 ? -1 : 1
+    const c = compareBytes(this.keys[nodes[node + ROW]], userKey)
+    if (c !== 0) return c
+    return seq - (nodes[node + SEQ_HI] * TWO_32 + (nodes[node + SEQ_LO] >>> 0))
+  }
+
+  private findGreaterOrEqual (userKey: Uint8Array, pre0: number, pre1: number, seq: number): number {
+    const nodes = this.nodes
+    let x = HEAD
+    // The node that stopped the descent on the level above: if it is also next on
+    // this level we already know it is >= the target and need not compare it again.
+    let known = NIL
+    for (let l = this.height - 1; ; l--) {
+      let next = nodes[x + LINKS + l]
+      while (next !== NIL && next !== known && this.compareNode(next, userKey, pre0, pre1, seq) < 0) {
+        x = next
+        next = nodes[x + LINKS + l]
+      }
+      if (l === 0) return next
+      known = next
+    }
+  }
+
+  /**
+   * Last node whose comparison with the target is < `limit`: limit 0 finds the
+   * last node < target, limit 1 the last node <= target. Returns 0 (the head) if
+   * there is none.
+   */
+  private findLast (userKey: Uint8Array, pre0: number, pre1: number, seq: number, limit: number): number {
+    const nodes = this.nodes
+    let x = HEAD
+    let known = NIL
+    for (let l = this.height - 1; ; l--) {
+      let next = nodes[x + LINKS + l]
+      while (next !== NIL && next !== known && this.compareNode(next, userKey, pre0, pre1, seq) < limit) {
+        x = next
+        next = nodes[x + LINKS + l]
+      }
+      if (l === 0) return x
+      known = next
+    }
+  }
+
+  /** Fills `splice` with the last node < target on every level. */
+  private findSplice (userKey: Uint8Array, pre0: number, pre1: number, seq: number): void {
+    const nodes = this.nodes
+    const splice = this.splice
+    let x = HEAD
+    let known = NIL
+    for (let l = MAX_HEIGHT - 1; l >= this.height; l--) splice[l] = HEAD
+    for (let l = this.height - 1; l >= 0; l--) {
+      let next = nodes[x + LINKS + l]
+      while (next !== NIL && next !== known && this.compareNode(next, userKey, pre0, pre1, seq) < 0) {
+        x = next
+        next = nodes[x + LINKS + l]
+      }
+      splice[l] = x
+      known = next
+    }
+  }
+
+  /** Heights 1..MAX_HEIGHT with P(h > k) = 4^-k, as in LevelDB. */
+  private randomHeight (): number {
+    let r = this.rng
+    r ^= r << 13
+    r ^= r >>> 17
+    r ^= r << 5
+    this.rng = r
+    let h = 1
+    while (h < MAX_HEIGHT && (r & 3) === 0) {
+      h++
+      r >>>= 2
+    }
+    return h
+  }
+}

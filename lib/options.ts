@@ -1,0 +1,112 @@
+// Engine options: meaning, default and trade-off of each, and their validation.
+// Names follow classic-level (LevelDB) where the meaning is the same.
+import { invalidOption } from './errors'
+
+export const NUM_LEVELS = 7
+
+export interface EngineOptions {
+  /** Create the directory and an empty database if missing. Default true. */
+  createIfMissing: boolean
+  /** Fail to open if a database already exists. Default false. */
+  errorIfExists: boolean
+  /**
+   * Memtable size in bytes before it is frozen and flushed to a level-0 table.
+   * Default 4 MiB. Larger: fewer, larger L0 tables and less write amplification,
+   * but more memory and a longer log replay after a crash.
+   */
+  writeBufferSize: number
+  /** Approximate size of a data block in a table. Default 4096. Smaller blocks make point reads cheaper and indexes larger. */
+  blockSize: number
+  /** Entries between restart points in a block. Default 16. */
+  blockRestartInterval: number
+  /** Byte budget of the decoded-block LRU cache, shared by all tables. Default 8 MiB. 0 disables it. */
+  cacheSize: number
+  /** Open table files kept in the table cache (each holds a file descriptor). Default 1000. */
+  maxOpenFiles: number
+  /** Bloom filter bits per key. Default 10 (~1% false positives). 0 disables filters. */
+  bloomBitsPerKey: number
+  /** Target size of a table written by compaction. Default writeBufferSize / 2 (2 MiB by default). */
+  targetFileSize: number
+  /** Size limit of level 1; level n+1 may be `levelMultiplier` times larger. Default 2.5 x writeBufferSize (10 MiB by default). */
+  maxBytesForLevelBase: number
+  /** Size ratio between adjacent levels. Default 10. */
+  levelMultiplier: number
+  /** Number of L0 tables that triggers an L0 -> L1 compaction. Default 4. */
+  level0CompactionTrigger: number
+  /** Number of L0 tables at which writes wait for compaction (a write stall). Default 12. */
+  level0StopWritesTrigger: number
+  /** Frozen memtables waiting for flush before writes wait. Default 2. */
+  maxImmutableMemtables: number
+}
+
+export const DEFAULT_WRITE_BUFFER_SIZE = 4 * 1024 * 1024
+
+type Validator = (name: string, value: unknown) => void
+
+function positiveInt (min: number, max = Number.MAX_SAFE_INTEGER): Validator {
+  return (name, value) => {
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+      throw invalidOption(name, `must be an integer between ${min} and ${max}, got ${String(value)}`)
+    }
+  }
+}
+
+function boolean (name: string, value: unknown): void {
+  if (typeof value !== 'boolean') throw invalidOption(name, `must be a boolean, got ${String(value)}`)
+}
+
+const validators: Record<keyof EngineOptions, Validator> = {
+  createIfMissing: boolean,
+  errorIfExists: boolean,
+  writeBufferSize: positiveInt(256, 1024 * 1024 * 1024),
+  blockSize: positiveInt(64, 64 * 1024 * 1024),
+  blockRestartInterval: positiveInt(1, 1024),
+  cacheSize: positiveInt(0),
+  maxOpenFiles: positiveInt(2),
+  bloomBitsPerKey: positiveInt(0, 64),
+  targetFileSize: positiveInt(256),
+  maxBytesForLevelBase: positiveInt(256),
+  levelMultiplier: positiveInt(2, 1000),
+  level0CompactionTrigger: positiveInt(1, 1000),
+  level0StopWritesTrigger: positiveInt(1, 10000),
+  maxImmutableMemtables: positiveInt(1, 64)
+}
+
+export const ENGINE_OPTION_NAMES = Object.keys(validators) as Array<keyof EngineOptions>
+
+/** Fills defaults and validates. Unknown keys are ignored (the Level API passes its own). */
+export function resolveOptions (input: Partial<Record<keyof EngineOptions, unknown>> = {}): EngineOptions {
+  const pick = (name: keyof EngineOptions, dflt: unknown): any => {
+    const v = input[name] === undefined ? dflt : input[name]
+    validators[name](name, v)
+    return v
+  }
+  const writeBufferSize: number = pick('writeBufferSize', DEFAULT_WRITE_BUFFER_SIZE)
+  const opts: EngineOptions = {
+    createIfMissing: pick('createIfMissing', true),
+    errorIfExists: pick('errorIfExists', false),
+    writeBufferSize,
+    blockSize: pick('blockSize', 4096),
+    blockRestartInterval: pick('blockRestartInterval', 16),
+    cacheSize: pick('cacheSize', 8 * 1024 * 1024),
+    maxOpenFiles: pick('maxOpenFiles', 1000),
+    bloomBitsPerKey: pick('bloomBitsPerKey', 10),
+    targetFileSize: pick('targetFileSize', Math.max(256, Math.floor(writeBufferSize / 2))),
+    maxBytesForLevelBase: pick('maxBytesForLevelBase', Math.max(256, Math.floor(writeBufferSize * 2.5))),
+    levelMultiplier: pick('levelMultiplier', 10),
+    level0CompactionTrigger: pick('level0CompactionTrigger', 4),
+    level0StopWritesTrigger: pick('level0StopWritesTrigger', 12),
+    maxImmutableMemtables: pick('maxImmutableMemtables', 2)
+  }
+  if (opts.level0StopWritesTrigger < opts.level0CompactionTrigger) {
+    throw invalidOption('level0StopWritesTrigger', `must be >= level0CompactionTrigger (${opts.level0CompactionTrigger})`)
+  }
+  return opts
+}
+
+/** Size limit of a level >= 1. */
+export function maxBytesForLevel (opts: EngineOptions, level: number): number {
+  let bytes = opts.maxBytesForLevelBase
+  for (let l = 1; l < level; l++) bytes *= opts.levelMultiplier
+  return bytes
+}

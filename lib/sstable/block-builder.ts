@@ -1,0 +1,105 @@
+// Builds data and index blocks. The layout (FORMAT_VERSION in format.ts):
+//
+//   +---------+---------+-----+-------------+-------------+-----+---------------+
+//   | entry 0 | entry 1 | ... | restart 0   | restart 1   | ... | restart count |
+//   +---------+---------+-----+-------------+-------------+-----+---------------+
+//                               fixed32 each: offset of an entry     fixed32
+//
+//   entry:
+//   +-----------------+-------------------+--------------------+-------------+-------+
+//   | shared (varint) | unshared (varint) | value len (varint) | key delta   | value |
+//   +-----------------+-------------------+--------------------+-------------+-------+
+//                                                               unshared B    value len B
+//
+// Keys are encoded internal keys (lib/keys.ts: userKey + 8-byte trailer). Each
+// key shares `shared` leading bytes with the previous key and stores the rest
+// (prefix compression). Every `restartInterval`-th entry is a restart point:
+// shared = 0, and its offset is listed in the restart array, so a reader can
+// start decoding there. Restart offsets are strictly increasing and each names
+// an entry; a block with no entries has restart count 0.
+//
+// The block is followed on disk by the 5-byte trailer of format.ts.
+import { assert } from '../invariants'
+import { writeTrailer, TRAILER_SIZE } from '../keys'
+import { ByteWriter } from '../util/coding'
+
+export const DEFAULT_RESTART_INTERVAL = 16
+
+export class BlockBuilder {
+  private readonly out = new ByteWriter(4096)
+  private restarts: number[] = []
+  private counter = 0
+  private entries = 0
+  // Encoded internal keys of the previous and current entry (swapped per add).
+  private prevKey = Buffer.allocUnsafe(64)
+  private prevLen = 0
+  private curKey = Buffer.allocUnsafe(64)
+
+  constructor (private readonly restartInterval = DEFAULT_RESTART_INTERVAL) {
+    assert(Number.isInteger(restartInterval) && restartInterval >= 1, 'restartInterval must be an integer >= 1')
+  }
+
+  /** REQUIRES: keys added in increasing internal order (checked by the table builder). */
+  add (userKey: Uint8Array, seq: number, kind: number, value: Uint8Array): void {
+    const keyLen = userKey.length + TRAILER_SIZE
+    if (this.curKey.length < keyLen) this.curKey = Buffer.allocUnsafe(Math.max(keyLen, this.curKey.length * 2))
+    const cur = this.curKey
+    cur.set(userKey, 0)
+    writeTrailer(cur, userKey.length, seq, kind)
+
+    let shared = 0
+    if (this.counter < this.restartInterval && this.entries > 0) {
+      const prev = this.prevKey
+      const max = this.prevLen < keyLen ? this.prevLen : keyLen
+      while (shared < max && prev[shared] === cur[shared]) shared++
+    } else {
+      this.restarts.push(this.out.pos)
+      this.counter = 0
+    }
+    const w = this.out
+    w.varint(shared)
+    w.varint(keyLen - shared)
+    w.varint(value.length)
+    w.bytes(cur, shared, keyLen)
+    w.bytes(value)
+
+    this.curKey = this.prevKey
+    this.prevKey = cur
+    this.prevLen = keyLen
+    this.counter++
+    this.entries++
+  }
+
+  empty (): boolean {
+    return this.entries === 0
+  }
+
+  entryCount (): number {
+    return this.entries
+  }
+
+  /** Size of the block contents if finished now. */
+  estimatedSize (): number {
+    return this.out.pos + this.restarts.length * 4 + 4
+  }
+
+  /**
+   * Appends the restart array and returns the writer holding the contents (from
+   * offset 0 to `pos`); the caller may append the block trailer to it. Valid until
+   * `reset`.
+   */
+  finish (): ByteWriter {
+    const w = this.out
+    for (const r of this.restarts) w.fixed32(r)
+    w.fixed32(this.restarts.length)
+    return w
+  }
+
+  reset (): void {
+    this.out.reset()
+    this.restarts = []
+    this.counter = 0
+    this.entries = 0
+    this.prevLen = 0
+  }
+}

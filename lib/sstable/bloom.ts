@@ -1,0 +1,151 @@
+// Whole-table Bloom filter over user keys, stored as the table's filter block.
+//
+// Filter block contents (followed by the usual 5-byte block trailer):
+//
+//   +-------------------------------------+------------+
+//   | bit array (m bytes, m >= 8)         | probes (k) |
+//   +-------------------------------------+------------+
+//                                          1 B, 1 <= k <= 30
+//
+// Bit i lives in byte i >> 3 at bit (i & 7). The number of bits is 8 * m.
+// A key is probed by double hashing from one 32-bit hash h = bloomHash(key):
+// delta = rotl(h, 15), probe j sets/tests bit (h + j * delta) mod (8 * m), with
+// all arithmetic mod 2^32. bloomHash and the probe sequence are part of the
+// on-disk format (FORMAT_VERSION in format.ts) and must never change.
+import { corruption } from '../errors'
+import { assert } from '../invariants'
+
+const MAX_PROBES = 30
+
+const BLOOM_SEED = 0x5bd1e995
+
+/** The filter's key hash: murmur3_32 with the fixed seed BLOOM_SEED. */
+export function bloomHash (key: Uint8Array): number {
+  return murmur3(key, BLOOM_SEED)
+}
+
+/**
+ * MurmurHash3 (x86, 32-bit): fast, well mixed, and plain integer arithmetic
+ * (Math.imul), so no crypto and no allocation.
+ */
+export function murmur3 (key: Uint8Array, seed: number): number {
+  const len = key.length
+  let h = seed | 0
+  const end4 = len & ~3
+  let i = 0
+  for (; i < end4; i += 4) {
+    let k = key[i] | (key[i + 1] << 8) | (key[i + 2] << 16) | (key[i + 3] << 24)
+    k = Math.imul(k, 0xcc9e2d51)
+    k = (k << 15) | (k >>> 17)
+    k = Math.imul(k, 0x1b873593)
+    h ^= k
+    h = (h << 13) | (h >>> 19)
+    h = (Math.imul(h, 5) + 0xe6546b64) | 0
+  }
+  let k = 0
+  switch (len & 3) {
+    case 3: k ^= key[i + 2] << 16 // falls through
+    case 2: k ^= key[i + 1] << 8 // falls through
+    case 1:
+      k ^= key[i]
+      k = Math.imul(k, 0xcc9e2d51)
+      k = (k << 15) | (k >>> 17)
+      k = Math.imul(k, 0x1b873593)
+      h ^= k
+  }
+  h ^= len
+  h ^= h >>> 16
+  h = Math.imul(h, 0x85ebca6b)
+  h ^= h >>> 13
+  h = Math.imul(h, 0xc2b2ae35)
+  h ^= h >>> 16
+  return h >>> 0
+}
+
+/** Probe count minimizing the false-positive rate for `bitsPerKey` (k = bits * ln 2). */
+export function probesFor (bitsPerKey: number): number {
+  const k = Math.round(bitsPerKey * 0.69)
+  return k < 1 ? 1 : k > MAX_PROBES ? MAX_PROBES : k
+}
+
+/** Collects key hashes while a table is written; `finish` lays out the filter. */
+export class BloomBuilder {
+  private hashes = new Uint32Array(1024)
+  private count = 0
+
+  constructor (private readonly bitsPerKey: number) {
+    assert(bitsPerKey > 0, 'BloomBuilder needs bitsPerKey > 0')
+  }
+
+  /** Adds a user key. The caller skips consecutive duplicates (several versions of one key). */
+  addKey (userKey: Uint8Array): void {
+    if (this.count === this.hashes.length) {
+      const next = new Uint32Array(this.hashes.length * 2)
+      next.set(this.hashes)
+      this.hashes = next
+    }
+    this.hashes[this.count++] = bloomHash(userKey)
+  }
+
+  keyCount (): number {
+    return this.count
+  }
+
+  /** Bytes `finish` will produce. */
+  estimatedSize (): number {
+    return bitArrayBytes(this.count, this.bitsPerKey) + 1
+  }
+
+  finish (): Buffer {
+    const bytes = bitArrayBytes(this.count, this.bitsPerKey)
+    const bits = bytes * 8
+    const k = probesFor(this.bitsPerKey)
+    const out = Buffer.alloc(bytes + 1)
+    for (let i = 0; i < this.count; i++) {
+      let h = this.hashes[i]
+      const delta = ((h << 15) | (h >>> 17)) >>> 0
+      for (let j = 0; j < k; j++) {
+        const bit = h % bits
+        out[bit >>> 3] |= 1 << (bit & 7)
+        h = (h + delta) >>> 0
+      }
+    }
+    out[bytes] = k
+    return out
+  }
+}
+
+function bitArrayBytes (keys: number, bitsPerKey: number): number {
+  // At least 64 bits, so tiny tables do not get a uselessly high false-positive rate.
+  const bits = Math.max(64, Math.ceil(keys * bitsPerKey))
+  return Math.ceil(bits / 8)
+}
+
+/** A decoded filter block. */
+export class BloomFilter {
+  private readonly bits: number
+  private readonly probes: number
+
+  /** Validates the layout; `contents` must stay unchanged while the filter is used. */
+  constructor (name: string, private readonly data: Buffer) {
+    if (data.length < 2) throw corruption(name, 'filter block too short')
+    const k = data[data.length - 1]
+    if (k < 1 || k > MAX_PROBES) throw corruption(name, `filter block has bad probe count ${k}`)
+    this.probes = k
+    this.bits = (data.length - 1) * 8
+  }
+
+  /** False means the key is certainly absent; true means it may be present. */
+  mayContain (userKey: Uint8Array): boolean {
+    let h = bloomHash(userKey)
+    const delta = ((h << 15) | (h >>> 17)) >>> 0
+    const bits = this.bits
+    const data = this.data
+    for (let j = 0; j < this.probes; j++) {
+      const bit = h % bits
+      if ((data[bit >>> 3] & (1 << (bit & 7))) === 0) return false
+      h = (h + delta) >>> 0
+    }
+    return true
+  }
+}

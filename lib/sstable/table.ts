@@ -1,0 +1,302 @@
+// An open table file (layout in format.ts). Opening reads only the footer and
+// the index, filter and properties blocks, each with one positional read; data
+// blocks are read on demand, one block per read, through the shared BlockCache.
+//
+// Lifetime: a Table starts with one reference (the opener's: usually the
+// TableCache). Iterators take their own reference, so a table evicted from the
+// table cache stays readable until its last iterator closes; the file descriptor
+// is closed, and the table's cached blocks dropped, when references reach 0.
+import { corruption } from '../errors'
+import type { FileSystem, RandomAccessFile } from '../fs/fs'
+import { assert } from '../invariants'
+import { type InternalKey, MAX_SEQ } from '../keys'
+import { compareBytes } from '../util/coding'
+import type { InternalIterator } from '../iterators/internal-iterator'
+import { BloomFilter } from './bloom'
+import { type DecodedBlock, decodeBlock } from './block'
+import type { BlockCache } from './cache'
+import { type BlockHandle, BLOCK_TRAILER_SIZE, FOOTER_SIZE, type TableProperties, decodeFooter, decodeHandle, decodeProperties, readBlock } from './format'
+
+export interface GetResult {
+  kind: number
+  /** A view into an immutable cached block; copy before handing to user code that may mutate it. */
+  value: Buffer
+  seq: number
+}
+
+export interface TableOpenOptions {
+  /** Verify data block checksums on every read (default true; metadata blocks are always verified). */
+  verifyChecksums?: boolean
+}
+
+let nextTableId = 1
+
+export class Table {
+  /** Unique per open Table instance in this process: the BlockCache key space. */
+  readonly id: number
+  readonly fileSize: number
+  readonly entries: number
+  readonly smallest: InternalKey
+  readonly largest: InternalKey
+  readonly properties: TableProperties
+
+  private checked = 0
+  private useful = 0
+
+  private refs = 1
+  // The index, decoded once: data block i spans [blockOffsets[i], + blockSizes[i]).
+  private readonly index: DecodedBlock
+  private readonly blockOffsets: number[]
+  private readonly blockSizes: number[]
+  private readonly dataEnd: number
+
+  private constructor (
+    private readonly file: RandomAccessFile,
+    readonly name: string,
+    private readonly cache: BlockCache,
+    private readonly verifyChecksums: boolean,
+    private readonly filter: BloomFilter | null,
+    index: DecodedBlock,
+    properties: TableProperties,
+    fileSize: number
+  ) {
+    this.id = nextTableId++
+    this.fileSize = fileSize
+    this.properties = properties
+    this.entries = properties.entries
+    this.smallest = properties.smallest
+    this.largest = properties.largest
+    this.index = index
+    this.blockOffsets = []
+    this.blockSizes = []
+    let end = 0
+    for (let i = 0; i < index.length; i++) {
+      const h = decodeHandle(name, index.values[i], fileSize - FOOTER_SIZE)
+      if (h.offset < end) throw corruption(name, `data block ${i} overlaps its predecessor`)
+      this.blockOffsets.push(h.offset)
+      this.blockSizes.push(h.size)
+      end = h.offset + h.size + BLOCK_TRAILER_SIZE
+    }
+    this.dataEnd = end
+    if (index.length !== properties.dataBlocks) {
+      throw corruption(name, `index lists ${index.length} data blocks, properties say ${properties.dataBlocks}`)
+    }
+  }
+
+  /**
+   * Opens a table: reads footer, index, filter and properties with positional
+   * reads (never the whole file). Throws LEVEL_CORRUPTION naming `name` (the
+   * file's basename) on a bad footer, magic, version or checksum.
+   */
+  static open (fs: FileSystem, path: string, name: string, cache: BlockCache, options?: TableOpenOptions): Table {
+    const file = fs.openRead(path)
+    try {
+      const fileSize = file.size()
+      if (fileSize < FOOTER_SIZE) throw corruption(name, `file too short to be a table (${fileSize} bytes)`)
+      const footerBuf = Buffer.allocUnsafe(FOOTER_SIZE)
+      const n = file.read(footerBuf, 0, FOOTER_SIZE, fileSize - FOOTER_SIZE)
+      if (n !== FOOTER_SIZE) throw corruption(name, 'short read of footer')
+      const footer = decodeFooter(name, footerBuf, fileSize)
+      const index = decodeBlock(name, readBlock(file, name, footer.index, true))
+      const properties = decodeProperties(name, readBlock(file, name, footer.properties, true))
+      const filter = footer.filter.size === 0 ? null : new BloomFilter(name, readBlock(file, name, footer.filter, true))
+      return new Table(file, name, cache, options?.verifyChecksums ?? true, filter, index, properties, fileSize)
+    } catch (err) {
+      file.close()
+      throw err
+    }
+  }
+
+  /** get() calls that consulted the Bloom filter. */
+  get bloomChecked (): number {
+    return this.checked
+  }
+
+  /** get() calls the Bloom filter answered alone (key certainly absent). */
+  get bloomUseful (): number {
+    return this.useful
+  }
+
+  /** Number of data blocks. */
+  get dataBlockCount (): number {
+    return this.blockOffsets.length
+  }
+
+  /** Bloom check over the user key (true if the table has no filter). Counts nothing. */
+  mayContain (userKey: Uint8Array): boolean {
+    return this.filter === null || this.filter.mayContain(userKey)
+  }
+
+  /**
+   * Newest entry for userKey with entry.seq <= seq, or undefined if none in this
+   * table. Bloom-gated; reads at most one data block.
+   */
+  get (userKey: Uint8Array, seq: number): GetResult | undefined {
+    assert(this.refs > 0, `Table ${this.name} used after close`)
+    if (this.filter !== null) {
+      this.checked++
+      if (!this.filter.mayContain(userKey)) {
+        this.useful++
+        return undefined
+      }
+    }
+    // The first index key >= (userKey, seq) names the only block that can hold the
+    // first entry >= (userKey, seq): every earlier block ends below the target,
+    // and every later block starts above this block's separator.
+    const b = this.index.lowerBound(userKey, seq)
+    if (b === this.index.length) return undefined
+    const block = this.dataBlock(b)
+    const i = block.lowerBound(userKey, seq)
+    if (i === block.length) return undefined // falls between this block's last key and its separator
+    const k = block.userKeys[i]
+    if (compareBytes(k, userKey) !== 0) return undefined
+    return { kind: block.kinds[i], value: block.values[i], seq: block.seqs[i] }
+  }
+
+  /** Lazy two-level iterator (index block -> data blocks); takes a reference until closed. */
+  iterator (): InternalIterator {
+    return new TableIterator(this)
+  }
+
+  /** Approximate file offset where userKey would be (for size estimates). */
+  approximateOffsetOf (userKey: Uint8Array): number {
+    const b = this.index.lowerBound(userKey, MAX_SEQ)
+    return b < this.blockOffsets.length ? this.blockOffsets[b] : this.dataEnd
+  }
+
+  ref (): void {
+    assert(this.refs > 0, `Table ${this.name} referenced after close`)
+    this.refs++
+  }
+
+  unref (): void {
+    assert(this.refs > 0, `Table ${this.name} unreferenced too often`)
+    if (--this.refs === 0) {
+      this.file.close()
+      this.cache.eraseTable(this.id)
+    }
+  }
+
+  /** @internal Index block, for the iterator. */
+  indexBlock (): DecodedBlock {
+    return this.index
+  }
+
+  /** @internal Data block `i` (0 <= i < dataBlockCount), from the cache or the file. */
+  dataBlock (i: number): DecodedBlock {
+    assert(this.refs > 0, `Table ${this.name} used after close`)
+    const offset = this.blockOffsets[i]
+    const cached = this.cache.get(this.id, offset)
+    if (cached !== undefined) return cached
+    const handle: BlockHandle = { offset, size: this.blockSizes[i] }
+    const block = decodeBlock(this.name, readBlock(this.file, this.name, handle, this.verifyChecksums))
+    this.cache.set(this.id, offset, block, block.charge)
+    return block
+  }
+}
+
+/**
+ * Two-level iterator: a position in the index (which data block) and a position
+ * in that block. Blocks are loaded only when the iterator moves onto them.
+ */
+class TableIterator implements InternalIterator {
+  private blockIdx = -1
+  private block: DecodedBlock | null = null
+  private pos = -1
+  private closed = false
+
+  constructor (private readonly table: Table) {
+    table.ref()
+  }
+
+  valid (): boolean {
+    return this.block !== null
+  }
+
+  seekToFirst (): void {
+    this.load(0)
+    if (this.block !== null) this.pos = 0
+    this.skipEmptyForward()
+  }
+
+  seekToLast (): void {
+    this.load(this.table.dataBlockCount - 1)
+    if (this.block !== null) this.pos = this.block.length - 1
+    this.skipEmptyBackward()
+  }
+
+  seek (userKey: Uint8Array, seq: number): void {
+    this.load(this.table.indexBlock().lowerBound(userKey, seq))
+    if (this.block !== null) this.pos = this.block.lowerBound(userKey, seq)
+    this.skipEmptyForward()
+  }
+
+  seekForPrev (userKey: Uint8Array, seq: number): void {
+    // Blocks before the first one whose separator is >= target hold only keys <
+    // target, so the answer is in that block or is the last key before it.
+    const index = this.table.indexBlock()
+    let b = index.lowerBound(userKey, seq)
+    if (b === index.length) b = index.length - 1
+    this.load(b)
+    if (this.block !== null) this.pos = this.block.upperBound(userKey, seq) - 1
+    this.skipEmptyBackward()
+  }
+
+  next (): void {
+    assert(this.block !== null, 'next() on an invalid iterator')
+    this.pos++
+    this.skipEmptyForward()
+  }
+
+  prev (): void {
+    assert(this.block !== null, 'prev() on an invalid iterator')
+    this.pos--
+    this.skipEmptyBackward()
+  }
+
+  userKey (): Buffer {
+    return (this.block as DecodedBlock).userKeys[this.pos]
+  }
+
+  seq (): number {
+    return (this.block as DecodedBlock).seqs[this.pos]
+  }
+
+  kind (): number {
+    return (this.block as DecodedBlock).kinds[this.pos]
+  }
+
+  value (): Buffer {
+    return (this.block as DecodedBlock).values[this.pos]
+  }
+
+  close (): void {
+    if (this.closed) return
+    this.closed = true
+    this.block = null
+    this.table.unref()
+  }
+
+  /** Makes block `i` current (or none if out of range); pos is left for the caller. */
+  private load (i: number): void {
+    assert(!this.closed, 'iterator used after close')
+    this.block = null // stays invalid if the read below throws
+    this.blockIdx = i
+    if (i < 0 || i >= this.table.dataBlockCount) return
+    this.block = this.table.dataBlock(i)
+  }
+
+  private skipEmptyForward (): void {
+    while (this.block !== null && this.pos >= this.block.length) {
+      this.load(this.blockIdx + 1)
+      this.pos = 0
+    }
+  }
+
+  private skipEmptyBackward (): void {
+    while (this.block !== null && this.pos < 0) {
+      this.load(this.blockIdx - 1)
+      if (this.block !== null) this.pos = this.block.length - 1
+    }
+  }
+}

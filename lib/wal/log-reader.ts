@@ -1,0 +1,226 @@
+// Streaming reader of log files (lib/wal/log-format.ts): the write-ahead log at
+// recovery and the manifest at open. Files are read in CHUNK-sized positional
+// reads, so a multi-megabyte log never has to sit in memory whole.
+//
+// Point-in-time recovery semantics:
+// - `next()` returns the valid records in file order (one payload per call) and
+//   stops for good at the first record that is incomplete (header or payload
+//   runs past the end of the file), has a reserved type, or fails its checksum.
+//   Nothing after that point is ever returned, even if it is intact: the log is
+//   a history, and replaying writes that come after a hole would produce a state
+//   that never existed.
+// - Once `next()` has returned undefined, `tail` says why the valid prefix ended:
+//     clean    the prefix is the whole file.
+//     torn     the damage runs to the end of the file: no valid record starts at
+//              any later byte. This is what an interrupted last write looks like
+//              (a length pointing past EOF, a zero-filled or garbage tail).
+//     corrupt  a valid record starts at some later byte offset: bytes in the
+//              middle of the log were damaged, and records were lost with them.
+//   The reader only reports; the caller decides (drop a torn tail quietly, refuse
+//   or report a corrupt log).
+// - The search for a later valid record runs only after damage, byte by byte.
+//   Candidates are rejected cheaply first: a reserved type byte, or a length past
+//   EOF. A candidate longer than CHUNK must also be "chained": followed by the end
+//   of the file, by less than a header, or by a byte that could be the next
+//   record's type. A genuine record after mid-log damage always is (unless the
+//   next record is damaged too); random garbage passes only 1 time in 256, which
+//   keeps the checksum work on a garbage tail from growing with the cube of its
+//   size. Checksum work is capped at SCAN_BUDGET bytes; if the cap is hit the
+//   state is 'corrupt' with validRecordAfter false: unable to rule out lost
+//   records, the reader takes the side that does not let the caller silently
+//   drop data. (A torn record whose payload happens to contain a well-formed
+//   record can likewise be reported as 'corrupt'; again the loud direction.)
+// - Damaged bytes never throw. I/O errors do, as LEVEL_IO_ERROR naming the file.
+// - The file's size is taken when the reader is constructed; bytes appended
+//   later are not read.
+import type { FileSystem, RandomAccessFile } from '../fs/fs'
+import { ioError } from '../errors'
+import { getFixed32 } from '../util/coding'
+import { crc, maskCrc } from '../util/crc'
+import { HEADER_SIZE, RECORD_FULL, recordChecksum } from './log-format'
+import { assert } from '../invariants'
+
+const CHUNK = 64 * 1024
+const SCAN_BUDGET = 256 * 1024 * 1024
+
+// CRC of the RECORD_FULL type byte: the running start of every record's CRC.
+const FULL_TYPE_CRC = crc(Uint8Array.of(RECORD_FULL))
+
+export type TailState = 'clean' | 'torn' | 'corrupt'
+
+export interface TailStatus {
+  state: TailState
+  /** Where the valid prefix ends: the offset just past the last record returned. */
+  offset: number
+  /** Bytes from `offset` to the end of the file (0 when clean). */
+  droppedBytes: number
+  /** True when a valid record was found after the damage (state 'corrupt'). */
+  validRecordAfter: boolean
+  /** Offset of the first valid record found after the damage, or -1. */
+  nextValidOffset: number
+}
+
+export class LogReader {
+  readonly name: string
+  private file: RandomAccessFile | undefined
+  private readonly fileSize: number
+  private readonly win = Buffer.allocUnsafe(CHUNK)
+  private winStart = 0
+  private winLen = 0
+  private pos = 0
+  private status: TailStatus | undefined = undefined
+
+  /** Opens `path` for reading; `name` (the file's basename) labels errors. */
+  constructor (fs: FileSystem, path: string, name: string) {
+    this.name = name
+    try {
+      this.file = fs.openRead(path)
+      this.fileSize = this.file.size()
+    } catch (err) {
+      this.close()
+      throw ioError(`Cannot open ${name}: ${(err as Error).message}`, err, name)
+    }
+  }
+
+  /** The next record's payload (a buffer owned by the caller), or undefined at the end of the valid prefix. */
+  next (): Buffer | undefined {
+    if (this.status !== undefined) return undefined
+    const payload = this.readRecord(this.pos)
+    if (payload === undefined) {
+      this.finish()
+      return undefined
+    }
+    this.pos += HEADER_SIZE + payload.length
+    return payload
+  }
+
+  /** Why reading stopped. Only available once `next()` has returned undefined. */
+  get tail (): TailStatus {
+    assert(this.status !== undefined, 'LogReader.tail read before the end of the log')
+    return this.status
+  }
+
+  /** Releases the file. Called automatically at the end of the log; idempotent. */
+  close (): void {
+    const file = this.file
+    this.file = undefined
+    if (file !== undefined) file.close()
+  }
+
+  // The payload of a valid record starting at `off`, or undefined.
+  private readRecord (off: number): Buffer | undefined {
+    const len = this.plausibleHeader(off)
+    if (len < 0) return undefined
+    const stored = getFixed32(this.win, off - this.winStart)
+    if (HEADER_SIZE + len <= CHUNK) {
+      const at = this.ensure(off, HEADER_SIZE + len)
+      const payload = this.win.subarray(at + HEADER_SIZE, at + HEADER_SIZE + len)
+      if (recordChecksum(RECORD_FULL, payload) !== stored) return undefined
+      return Buffer.from(payload)
+    }
+    // A large record: read its payload straight into a buffer of its own.
+    const payload = Buffer.allocUnsafe(len)
+    this.readFully(payload, off + HEADER_SIZE)
+    if (recordChecksum(RECORD_FULL, payload) !== stored) return undefined
+    return payload
+  }
+
+  // If a record header at `off` is plausible (fully inside the file, type FULL,
+  // payload inside the file), loads it into the window and returns the payload
+  // length; otherwise -1. No checksum work.
+  private plausibleHeader (off: number): number {
+    if (off + HEADER_SIZE > this.fileSize) return -1
+    const at = this.ensure(off, HEADER_SIZE)
+    if (this.win[at + 8] !== RECORD_FULL) return -1
+    const len = getFixed32(this.win, at + 4)
+    if (len > this.fileSize - off - HEADER_SIZE) return -1
+    return len
+  }
+
+  private finish (): void {
+    const offset = this.pos
+    const droppedBytes = this.fileSize - offset
+    let state: TailState = 'clean'
+    let nextValidOffset = -1
+    if (droppedBytes > 0) {
+      const found = this.scan(offset + 1)
+      state = found === -1 ? 'torn' : 'corrupt'
+      nextValidOffset = Math.max(found, -1)
+    }
+    this.status = { state, offset, droppedBytes, validRecordAfter: nextValidOffset >= 0, nextValidOffset }
+    this.close()
+  }
+
+  // Offset of the first valid record at or after `from`; -1 if there is none;
+  // -2 if the checksum budget ran out first (reported as 'corrupt').
+  private scan (from: number): number {
+    let budget = SCAN_BUDGET
+    for (let c = from; c + HEADER_SIZE <= this.fileSize; c++) {
+      // Jump to the next offset whose type byte is RECORD_FULL (native search
+      // through the window instead of a header check at every byte).
+      const at = this.ensure(c, HEADER_SIZE)
+      const k = this.win.indexOf(RECORD_FULL, at + 8)
+      if (k < 0 || k >= this.winLen) {
+        c = this.winStart + this.winLen - HEADER_SIZE // the loop's c++ makes it the first unsearched type byte - 8
+        continue
+      }
+      c = this.winStart + k - 8
+      const len = this.plausibleHeader(c)
+      if (len < 0) continue
+      const stored = getFixed32(this.win, c - this.winStart)
+      if (len > CHUNK && !this.chained(c + HEADER_SIZE + len)) continue
+      if (budget < len) return -2
+      budget -= len
+      if (this.rangeChecksum(c + HEADER_SIZE, len) === stored) return c
+    }
+    return -1
+  }
+
+  // Whether what follows a candidate record ending at `end` could be the end of
+  // the log or the next record.
+  private chained (end: number): boolean {
+    if (this.fileSize - end < HEADER_SIZE) return true
+    return this.win[this.ensure(end + 8, 1)] === RECORD_FULL
+  }
+
+  // Masked CRC of a RECORD_FULL record whose payload is the file range
+  // [start, start + len), computed chunk by chunk through the window.
+  private rangeChecksum (start: number, len: number): number {
+    let c = FULL_TYPE_CRC
+    let at = start
+    const end = start + len
+    while (at < end) {
+      const n = Math.min(CHUNK, end - at)
+      const i = this.ensure(at, n)
+      c = crc(this.win.subarray(i, i + n), c)
+      at += n
+    }
+    return maskCrc(c)
+  }
+
+  // Makes file bytes [off, off + len) available in the window (len <= CHUNK,
+  // off + len <= fileSize); returns the index of `off` in the window.
+  private ensure (off: number, len: number): number {
+    if (off >= this.winStart && off + len <= this.winStart + this.winLen) return off - this.winStart
+    const want = Math.min(CHUNK, this.fileSize - off)
+    this.winStart = off
+    this.winLen = 0
+    this.readFully(this.win.subarray(0, want), off)
+    this.winLen = want
+    return 0
+  }
+
+  private readFully (dst: Buffer, position: number): void {
+    const file = this.file
+    assert(file !== undefined, 'LogReader read after close')
+    let n: number
+    try {
+      n = file.read(dst, 0, dst.length, position)
+    } catch (err) {
+      throw ioError(`Cannot read ${this.name}: ${(err as Error).message}`, err, this.name)
+    }
+    if (n !== dst.length) {
+      throw ioError(`Cannot read ${this.name}: short read at offset ${position} (the file shrank while being read)`, undefined, this.name)
+    }
+  }
+}

@@ -1,0 +1,4 @@
+// The abstract-level compliance suite with default options.
+import { runCompliance } from './util/compliance'
+
+runCompliance('default', {})

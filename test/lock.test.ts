@@ -1,0 +1,164 @@
+// The directory lock: within one process, across processes (a forked child
+// holds it), and stale locks left by dead processes.
+import test from 'tape'
+import * as nodeFs from 'node:fs'
+import * as os from 'node:os'
+import * as path from 'node:path'
+import { type ChildProcess, fork, spawn } from 'node:child_process'
+import { acquireLock } from '../lib/lock'
+import { nodeFileSystem } from '../lib/fs/node-fs'
+import { isLevelError } from '../lib/errors'
+import { LOCK } from '../lib/filenames'
+
+const tmpRoot = nodeFs.mkdtempSync(path.join(os.tmpdir(), 'lsm-lock-test-'))
+let dirCounter = 0
+test.onFinish(() => nodeFs.rmSync(tmpRoot, { recursive: true, force: true }))
+
+function freshDir (): string {
+  const dir = path.join(tmpRoot, `db${++dirCounter}`)
+  nodeFs.mkdirSync(dir)
+  return dir
+}
+
+function expectLocked (t: test.Test, fn: () => unknown, what: string, pattern?: RegExp): void {
+  try {
+    const h = fn() as { release?: () => void }
+    t.fail(`${what}: acquired`)
+    h.release?.()
+  } catch (err) {
+    t.ok(isLevelError(err, 'LEVEL_LOCKED'), `${what}: LEVEL_LOCKED (${(err as Error).message})`)
+    if (pattern !== undefined) t.match((err as Error).message, pattern, `${what}: message`)
+  }
+}
+
+function lockText (pid: number, token: string, host = os.hostname()): string {
+  return `version 1\npid ${pid}\nstart 0\nhost ${host}\ntoken ${token}\n`
+}
+
+const HOLDER = path.join(__dirname, 'fixtures', 'lock-holder.js')
+
+function startHolder (dir: string): Promise<{ child: ChildProcess, msg: Record<string, unknown> }> {
+  const child = fork(HOLDER, [dir], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  return new Promise((resolve, reject) => {
+    child.once('message', (msg) => resolve({ child, msg: msg as Record<string, unknown> }))
+    child.once('error', reject)
+    child.once('exit', (code) => reject(new Error(`holder exited early with ${code}`)))
+  })
+}
+
+function exited (child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve()
+  return new Promise((resolve) => child.once('exit', () => resolve()))
+}
+
+test('same process: a second acquire is LEVEL_LOCKED; release then acquire works', (t) => {
+  const dir = freshDir()
+  const a = acquireLock(nodeFileSystem, dir)
+  const text = nodeFs.readFileSync(path.join(dir, LOCK), 'utf8')
+  t.match(text, new RegExp(`^version 1\\npid ${process.pid}\\nstart \\d+\\nhost .+\\ntoken [0-9a-f]{32}\\n$`), 'LOCK contents')
+  expectLocked(t, () => acquireLock(nodeFileSystem, dir), 'same path', /in this process/)
+  expectLocked(t, () => acquireLock(nodeFileSystem, dir + path.sep + '.'), 'same path spelled differently')
+  const link = path.join(tmpRoot, `link${dirCounter}`)
+  nodeFs.symlinkSync(dir, link)
+  expectLocked(t, () => acquireLock(nodeFileSystem, link), 'through a symlink (token check)', /in this process/)
+  t.ok(nodeFs.existsSync(path.join(dir, LOCK)), 'the failed attempts left the LOCK file alone')
+  a.release()
+  t.notOk(nodeFs.existsSync(path.join(dir, LOCK)), 'release removed LOCK')
+  a.release()
+  const b = acquireLock(nodeFileSystem, dir)
+  t.pass('re-acquired after release')
+  b.release()
+  const c = acquireLock(nodeFileSystem, link)
+  t.pass('acquired through the symlink once free')
+  c.release()
+  t.deepEqual(nodeFs.readdirSync(dir), [], 'nothing left behind')
+  t.end()
+})
+
+test('release leaves a LOCK that is no longer ours', (t) => {
+  const dir = freshDir()
+  const a = acquireLock(nodeFileSystem, dir)
+  const other = lockText(1, 'ab'.repeat(16))
+  nodeFs.writeFileSync(path.join(dir, LOCK), other)
+  a.release()
+  t.equal(nodeFs.readFileSync(path.join(dir, LOCK), 'utf8'), other, 'foreign LOCK untouched')
+  t.end()
+})
+
+test('a live holder (pid 1) and a foreign host are LEVEL_LOCKED', (t) => {
+  const dir = freshDir()
+  nodeFs.writeFileSync(path.join(dir, LOCK), lockText(1, 'cd'.repeat(16)))
+  expectLocked(t, () => acquireLock(nodeFileSystem, dir), 'pid 1', /process 1:/)
+  nodeFs.writeFileSync(path.join(dir, LOCK), lockText(process.pid, 'cd'.repeat(16), 'some-other-host.example'))
+  expectLocked(t, () => acquireLock(nodeFileSystem, dir), 'other host', /some-other-host/)
+  t.end()
+})
+
+test('stale locks are taken over: our pid with a foreign token, a dead pid, garbage, empty', (t) => {
+  const dir = freshDir()
+  const lockPath = path.join(dir, LOCK)
+  const takeOver = (what: string): void => {
+    const h = acquireLock(nodeFileSystem, dir)
+    t.match(nodeFs.readFileSync(lockPath, 'utf8'), new RegExp(`pid ${process.pid}\\n`), `${what}: taken over`)
+    h.release()
+    t.deepEqual(nodeFs.readdirSync(dir), [], `${what}: nothing left behind`)
+  }
+
+  nodeFs.writeFileSync(lockPath, lockText(process.pid, 'ef'.repeat(16)))
+  takeOver('our pid, not our token')
+
+  const dead = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' })
+  dead.once('exit', () => {
+    nodeFs.writeFileSync(lockPath, lockText(dead.pid as number, '01'.repeat(16)))
+    takeOver(`dead pid ${dead.pid}`)
+
+    nodeFs.writeFileSync(lockPath, 'garbage\x00\xff')
+    takeOver('garbage')
+    nodeFs.writeFileSync(lockPath, '')
+    takeOver('empty')
+    nodeFs.writeFileSync(lockPath, lockText(0, '01'.repeat(16)))
+    takeOver('pid 0 (never passed to kill)')
+    t.end()
+  })
+})
+
+test('another process holds the lock: LEVEL_LOCKED; after SIGKILL the stale lock is taken over', async (t) => {
+  const dir = freshDir()
+  const { child, msg } = await startHolder(dir)
+  try {
+    t.equal(msg.locked, child.pid, 'child holds the lock')
+    expectLocked(t, () => acquireLock(nodeFileSystem, dir), 'held by the child', new RegExp(`process ${child.pid}:`))
+    child.kill('SIGKILL')
+    await exited(child) // reaped: a zombie would still count as alive
+    t.equal(child.signalCode, 'SIGKILL', 'child killed')
+    const h = acquireLock(nodeFileSystem, dir)
+    t.pass('acquired after the holder died')
+    t.deepEqual(nodeFs.readdirSync(dir), [LOCK], 'the stale LOCK was replaced, nothing else left')
+
+    // Now we hold it: a child cannot take it.
+    const second = await startHolder(dir)
+    t.equal(second.msg.error, 'LEVEL_LOCKED', `child sees LEVEL_LOCKED (${String(second.msg.message)})`)
+    await exited(second.child)
+    h.release()
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  }
+})
+
+test('a child that releases gracefully frees the lock', async (t) => {
+  const dir = freshDir()
+  const { child } = await startHolder(dir)
+  try {
+    expectLocked(t, () => acquireLock(nodeFileSystem, dir), 'held by the child')
+    const released = new Promise((resolve) => child.once('message', resolve))
+    child.send('release')
+    await released
+    t.notOk(nodeFs.existsSync(path.join(dir, LOCK)), 'LOCK removed by the child')
+    const h = acquireLock(nodeFileSystem, dir)
+    t.pass('acquired')
+    h.release()
+  } finally {
+    child.kill('SIGKILL')
+    await exited(child)
+  }
+})

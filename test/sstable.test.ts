@@ -1,0 +1,641 @@
+// SSTables end to end through the real NodeFileSystem: build tables from a
+// seeded random model (many versions per key, tombstones, awkward keys), then
+// check get at many snapshots, both iteration directions, seeks, the Bloom
+// filter's false-positive rate, the block and table caches, and that damaged
+// files fail as LEVEL_CORRUPTION naming the file (never a RangeError, and with
+// checksums on never a wrong answer). Replay a run with SEED=<n>.
+import test from 'tape'
+import * as nodeFs from 'node:fs'
+import * as os from 'node:os'
+import * as path from 'node:path'
+import { NodeFileSystem } from '../lib/fs/node-fs'
+import { KIND_DELETE, KIND_VALUE, MAX_SEQ, compareInternal } from '../lib/keys'
+import { isLevelError } from '../lib/errors'
+import type { InternalIterator } from '../lib/iterators/internal-iterator'
+import { TableBuilder, type TableBuilderOptions } from '../lib/sstable/table-builder'
+import { Table } from '../lib/sstable/table'
+import { TableCache } from '../lib/sstable/table-cache'
+import { BlockCache } from '../lib/sstable/cache'
+import { bloomHash, murmur3, BloomBuilder, BloomFilter } from '../lib/sstable/bloom'
+import { BlockBuilder } from '../lib/sstable/block-builder'
+import { decodeBlock, BlockIterator } from '../lib/sstable/block'
+import { FOOTER_SIZE } from '../lib/sstable/format'
+import { tableName } from '../lib/filenames'
+
+// ---------------------------------------------------------------------------
+// Seeded PRNG (xorshift32 with a multiplicative output mix).
+
+class Rng {
+  private s: number
+  constructor (seed: number) {
+    this.s = (seed >>> 0) || 0x2545f491
+    for (let i = 0; i < 8; i++) this.u32()
+  }
+
+  u32 (): number {
+    let x = this.s
+    x ^= x << 13
+    x ^= x >>> 17
+    x ^= x << 5
+    this.s = x >>> 0
+    return Math.imul(this.s ^ (this.s >>> 15), 0x2c1b3c6d) >>> 0
+  }
+
+  /** Integer in [0, n). */
+  int (n: number): number {
+    return Math.floor((this.u32() / 4294967296) * n)
+  }
+
+  bytes (n: number): Buffer {
+    const b = Buffer.allocUnsafe(n)
+    for (let i = 0; i < n; i++) b[i] = this.u32() & 0xff
+    return b
+  }
+}
+
+const SEED = process.env.SEED !== undefined ? Number(process.env.SEED) : (Date.now() % 1000000007)
+console.log(`# sstable test seed ${SEED} (replay with SEED=${SEED})`)
+
+// ---------------------------------------------------------------------------
+// Model and helpers.
+
+interface Entry { userKey: Buffer, seq: number, kind: number, value: Buffer }
+
+function cmpEntry (a: Entry, b: Entry): number {
+  return compareInternal(a.userKey, a.seq, b.userKey, b.seq)
+}
+
+/** First model index with entry >= (userKey, seq). */
+function lowerBound (model: Entry[], userKey: Uint8Array, seq: number): number {
+  let lo = 0
+  let hi = model.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (compareInternal(model[mid].userKey, model[mid].seq, userKey, seq) < 0) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+function upperBound (model: Entry[], userKey: Uint8Array, seq: number): number {
+  let lo = 0
+  let hi = model.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (compareInternal(model[mid].userKey, model[mid].seq, userKey, seq) <= 0) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+function modelGet (model: Entry[], userKey: Buffer, seq: number): Entry | undefined {
+  const i = lowerBound(model, userKey, seq)
+  return i < model.length && model[i].userKey.equals(userKey) ? model[i] : undefined
+}
+
+/** Keys of mixed shapes: tiny alphabet with 0x00/0xff (prefixes of each other), shared prefixes, random bytes. */
+function makeKey (rng: Rng, prefixes: Buffer[]): Buffer {
+  switch (rng.int(3)) {
+    case 0: {
+      const k = Buffer.allocUnsafe(rng.int(7))
+      for (let i = 0; i < k.length; i++) k[i] = [0x00, 0x01, 0x61, 0xfe, 0xff][rng.int(5)]
+      return k
+    }
+    case 1:
+      return Buffer.concat([prefixes[rng.int(prefixes.length)], rng.bytes(rng.int(10))])
+    default:
+      return rng.bytes(1 + rng.int(24))
+  }
+}
+
+/** A sorted model of about `nKeys` user keys with 1..3 versions each, ~20% tombstones. */
+function makeModel (rng: Rng, nKeys: number): { model: Entry[], keys: Buffer[] } {
+  const prefixes: Buffer[] = []
+  for (let i = 0; i < 40; i++) prefixes.push(rng.bytes(2 + rng.int(10)))
+  const seen = new Set<string>()
+  const keys: Buffer[] = []
+  while (keys.length < nKeys) {
+    const k = makeKey(rng, prefixes)
+    const h = k.toString('hex')
+    if (seen.has(h)) continue
+    seen.add(h)
+    keys.push(k)
+  }
+  const model: Entry[] = []
+  for (const k of keys) {
+    const versions = 1 + rng.int(3)
+    const seqs = new Set<number>()
+    while (seqs.size < versions) seqs.add(rng.int(3) === 0 ? 1 + rng.int(50) : 1 + rng.int(2 ** 40))
+    if (rng.int(500) === 0) seqs.add(MAX_SEQ)
+    for (const seq of seqs) {
+      const del = rng.int(5) === 0
+      const vlen = rng.int(40) === 0 ? 300 + rng.int(700) : rng.int(60)
+      model.push({ userKey: k, seq, kind: del ? KIND_DELETE : KIND_VALUE, value: del ? Buffer.alloc(0) : rng.bytes(vlen) })
+    }
+  }
+  model.sort(cmpEntry)
+  keys.sort(Buffer.compare)
+  return { model, keys }
+}
+
+const nfs = new NodeFileSystem()
+const tmp = nodeFs.mkdtempSync(path.join(os.tmpdir(), 'lsm-sstable-test-'))
+let fileCounter = 0
+
+function buildTable (model: Entry[], options: TableBuilderOptions, file?: string): { path: string, name: string, size: number } {
+  const name = file ?? tableName(++fileCounter)
+  const p = path.join(tmp, name)
+  const w = nfs.openWrite(p)
+  const b = new TableBuilder(w, options)
+  for (const e of model) b.add(e.userKey, e.seq, e.kind, e.value)
+  const res = b.finish()
+  w.sync()
+  w.close()
+  return { path: p, name, size: res.size }
+}
+
+function collectForward (it: InternalIterator): Entry[] {
+  const out: Entry[] = []
+  for (it.seekToFirst(); it.valid(); it.next()) out.push({ userKey: it.userKey(), seq: it.seq(), kind: it.kind(), value: it.value() })
+  return out
+}
+
+function collectBackward (it: InternalIterator): Entry[] {
+  const out: Entry[] = []
+  for (it.seekToLast(); it.valid(); it.prev()) out.push({ userKey: it.userKey(), seq: it.seq(), kind: it.kind(), value: it.value() })
+  return out
+}
+
+function sameEntries (a: Entry[], b: Entry[]): string | null {
+  if (a.length !== b.length) return `length ${a.length} != ${b.length}`
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]
+    const y = b[i]
+    if (!x.userKey.equals(y.userKey) || x.seq !== y.seq || x.kind !== y.kind || !x.value.equals(y.value)) {
+      return `entry ${i} differs: ${x.userKey.toString('hex')}@${x.seq} vs ${y.userKey.toString('hex')}@${y.seq}`
+    }
+  }
+  return null
+}
+
+function itEntry (it: InternalIterator): Entry {
+  return { userKey: it.userKey(), seq: it.seq(), kind: it.kind(), value: it.value() }
+}
+
+/** Runs fn; returns the error it threw (or undefined). */
+function thrown (fn: () => void): unknown {
+  try {
+    fn()
+    return undefined
+  } catch (err) {
+    return err
+  }
+}
+
+function isCorruptionNaming (err: unknown, name: string): boolean {
+  return isLevelError(err, 'LEVEL_CORRUPTION') && err.message.includes(name) && !(err instanceof RangeError)
+}
+
+// ---------------------------------------------------------------------------
+
+test('block: build, decode, search, iterate', (t) => {
+  const rng = new Rng(SEED ^ 0x1111)
+  const { model } = makeModel(rng, 300)
+  for (const interval of [1, 3, 16]) {
+    const bb = new BlockBuilder(interval)
+    for (const e of model) bb.add(e.userKey, e.seq, e.kind, e.value)
+    const w = bb.finish()
+    const block = decodeBlock('x.sst', Buffer.from(w.buf.subarray(0, w.pos)))
+    t.is(block.length, model.length, `interval ${interval}: all entries decoded`)
+    const it = new BlockIterator(block)
+    t.is(sameEntries(collectForward(it), model), null, 'forward matches')
+    t.is(sameEntries(collectBackward(it), model.slice().reverse()), null, 'backward matches')
+    let ok = true
+    for (let i = 0; i < 500; i++) {
+      const e = model[rng.int(model.length)]
+      const seq = rng.int(2 ** 41)
+      if (block.lowerBound(e.userKey, seq) !== lowerBound(model, e.userKey, seq)) ok = false
+      if (block.upperBound(e.userKey, seq) !== upperBound(model, e.userKey, seq)) ok = false
+    }
+    t.ok(ok, 'lowerBound/upperBound match the model')
+  }
+  const empty = new BlockBuilder().finish()
+  t.is(decodeBlock('x.sst', Buffer.from(empty.buf.subarray(0, empty.pos))).length, 0, 'empty block decodes')
+  // Every truncation and every single-byte flip of a small block: corruption or a decode, never another error.
+  const bb = new BlockBuilder(2)
+  for (const e of model.slice(0, 12)) bb.add(e.userKey, e.seq, e.kind, e.value)
+  const w = bb.finish()
+  const good = Buffer.from(w.buf.subarray(0, w.pos))
+  let bad = 0
+  for (let len = 0; len < good.length; len++) {
+    const err = thrown(() => decodeBlock('x.sst', Buffer.from(good.subarray(0, len))))
+    if (err !== undefined && !isCorruptionNaming(err, 'x.sst')) bad++
+  }
+  for (let i = 0; i < good.length; i++) {
+    for (const x of [0x01, 0x80, 0xff]) {
+      const b = Buffer.from(good)
+      b[i] ^= x
+      const err = thrown(() => decodeBlock('x.sst', b))
+      if (err !== undefined && !isCorruptionNaming(err, 'x.sst')) bad++
+    }
+  }
+  t.is(bad, 0, 'damaged blocks fail only with LEVEL_CORRUPTION')
+  t.end()
+})
+
+test('bloom: hash is stable, no false negatives, ~1% false positives at 10 bits/key', (t) => {
+  // bloomHash is part of the on-disk format: pin a few values.
+  t.is(bloomHash(Buffer.alloc(0)), bloomHash(Buffer.alloc(0)), 'deterministic')
+  const pinned = [bloomHash(Buffer.from('')), bloomHash(Buffer.from('a')), bloomHash(Buffer.from('abcd')), bloomHash(Buffer.from('hello world'))]
+  t.deepEqual(pinned, [3651860435, 3348447516, 986616637, 3637465228], 'hash values are pinned (format)')
+  // murmur3 agrees with the reference implementation's published vectors (all tail lengths).
+  const m = (s: string, seed: number): number => murmur3(Buffer.from(s), seed)
+  t.deepEqual(
+    [m('', 0), m('', 1), m('test', 0), m('Hello, world!', 0), m('Hello, world!', 1234), m('a', 0x9747b28c), m('ab', 0x9747b28c), m('aaa', 0x9747b28c)],
+    [0, 0x514e28b7, 0xba6bd213, 0xc0363e43, 0xfaf6cdb3, 0x7fa09ea6, 0x74875592, 0x283e0130],
+    'murmur3 reference vectors')
+  const rng = new Rng(SEED ^ 0x2222)
+  const n = 20000
+  const bb = new BloomBuilder(10)
+  const keys: Buffer[] = []
+  for (let i = 0; i < n; i++) {
+    const k = Buffer.from(`key-${i}-${rng.u32()}`)
+    keys.push(k)
+    bb.addKey(k)
+  }
+  const f = new BloomFilter('f.sst', bb.finish())
+  t.ok(keys.every((k) => f.mayContain(k)), 'no false negatives')
+  let fp = 0
+  const probes = 20000
+  for (let i = 0; i < probes; i++) if (f.mayContain(Buffer.from(`absent-${i}-${rng.u32()}`))) fp++
+  const rate = fp / probes
+  console.log(`# bloom false positive rate at 10 bits/key: ${(rate * 100).toFixed(2)}%`)
+  t.ok(rate < 0.03, `false positive rate ${(rate * 100).toFixed(2)}% < 3%`)
+  t.end()
+})
+
+for (const blockSize of [256, 4096]) {
+  test(`table round trip, blockSize ${blockSize}`, (t) => {
+    const rng = new Rng(SEED ^ blockSize)
+    const { model, keys } = makeModel(rng, 10000)
+    const built = buildTable(model, { blockSize, bloomBitsPerKey: 10 })
+    const cache = new BlockCache(8 << 20)
+    const table = Table.open(nfs, built.path, built.name, cache)
+    t.is(table.entries, model.length, `entries (${model.length})`)
+    t.is(table.fileSize, built.size, 'file size')
+    t.ok(table.smallest.userKey.equals(model[0].userKey) && table.smallest.seq === model[0].seq, 'smallest')
+    const last = model[model.length - 1]
+    t.ok(table.largest.userKey.equals(last.userKey) && table.largest.seq === last.seq, 'largest')
+    console.log(`# blockSize ${blockSize}: ${model.length} entries, ${table.dataBlockCount} data blocks, ${built.size} bytes`)
+
+    // get() of every key at various snapshots.
+    let getMismatch = 0
+    let gets = 0
+    for (let i = 0; i < model.length; i++) {
+      const e = model[i]
+      for (const seq of [MAX_SEQ, e.seq, e.seq + 1, e.seq - 1, 0, rng.int(2 ** 41)]) {
+        if (seq < 0) continue
+        gets++
+        const want = modelGet(model, e.userKey, seq)
+        const got = table.get(e.userKey, seq)
+        if (want === undefined ? got !== undefined : (got === undefined || got.seq !== want.seq || got.kind !== want.kind || !got.value.equals(want.value))) {
+          if (getMismatch++ < 5) t.fail(`get ${e.userKey.toString('hex')}@${seq}: want ${want?.seq}, got ${got?.seq}`)
+        }
+      }
+    }
+    t.is(getMismatch, 0, `${gets} gets match the model`)
+
+    // Absent keys (including ones next to present keys).
+    let absentWrong = 0
+    for (let i = 0; i < 5000; i++) {
+      const base = keys[rng.int(keys.length)]
+      const k = rng.int(2) === 0 ? rng.bytes(1 + rng.int(20)) : Buffer.concat([base, Buffer.from([rng.int(256)])])
+      const want = modelGet(model, k, MAX_SEQ)
+      const got = table.get(k, MAX_SEQ)
+      if ((want === undefined) !== (got === undefined)) absentWrong++
+    }
+    t.is(absentWrong, 0, 'absent keys are absent')
+
+    // Full iteration in both directions.
+    const it = table.iterator()
+    t.is(sameEntries(collectForward(it), model), null, 'forward iteration equals the model')
+    t.is(sameEntries(collectBackward(it), model.slice().reverse()), null, 'reverse iteration equals the model')
+
+    // Seeks to random targets, then a few steps either way.
+    let seekWrong = 0
+    for (let i = 0; i < 3000; i++) {
+      const e = model[rng.int(model.length)]
+      const r = rng.int(4)
+      const target = r === 0 ? rng.bytes(rng.int(12)) : r === 1 ? Buffer.concat([e.userKey, Buffer.from([rng.int(256)])]) : e.userKey
+      const seq = rng.int(3) === 0 ? e.seq : rng.int(2) === 0 ? MAX_SEQ : rng.int(2 ** 41)
+      let pos = lowerBound(model, target, seq)
+      it.seek(target, seq)
+      for (let step = 0; step < 4; step++) {
+        const ok = pos < model.length ? it.valid() && cmpEntry(itEntry(it), model[pos]) === 0 && it.value().equals(model[pos].value) : !it.valid()
+        if (!ok) seekWrong++
+        if (!it.valid()) break
+        if (step % 2 === 0) { it.next(); pos++ } else { it.prev(); pos-- }
+        if (step === 1) { it.next(); pos++ }
+      }
+      pos = upperBound(model, target, seq) - 1
+      it.seekForPrev(target, seq)
+      for (let step = 0; step < 4; step++) {
+        const ok = pos >= 0 ? it.valid() && cmpEntry(itEntry(it), model[pos]) === 0 : !it.valid()
+        if (!ok) seekWrong++
+        if (!it.valid()) break
+        if (step < 2) { it.prev(); pos-- } else { it.next(); pos++ }
+      }
+    }
+    t.is(seekWrong, 0, 'seek / seekForPrev / next / prev match the model')
+    it.seek(Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]), 0)
+    t.notOk(it.valid(), 'seek past the end is invalid')
+    it.seekForPrev(Buffer.alloc(0), MAX_SEQ)
+    t.is(it.valid(), model[0].userKey.length === 0 && model[0].seq === MAX_SEQ, 'seekForPrev before the start is invalid')
+    it.close()
+    it.close()
+
+    // approximateOffsetOf is monotonic and within the file.
+    let prevOff = 0
+    let mono = true
+    for (const k of keys) {
+      const off = table.approximateOffsetOf(k)
+      if (off < prevOff || off > table.fileSize) mono = false
+      prevOff = off
+    }
+    t.ok(mono, 'approximateOffsetOf is monotonic and inside the file')
+
+    t.ok(table.bloomChecked > 0, `bloom checked ${table.bloomChecked}, useful ${table.bloomUseful}`)
+    table.unref()
+    t.end()
+  })
+}
+
+test('table: bloom gating, no-filter tables, empty tables, order assertion', (t) => {
+  const rng = new Rng(SEED ^ 0x3333)
+  const { model } = makeModel(rng, 10000)
+  const withBloom = buildTable(model, { blockSize: 4096, bloomBitsPerKey: 10 })
+  const noBloom = buildTable(model, { blockSize: 4096, bloomBitsPerKey: 0 })
+  const cache = new BlockCache(1 << 20)
+  const a = Table.open(nfs, withBloom.path, withBloom.name, cache)
+  const b = Table.open(nfs, noBloom.path, noBloom.name, cache)
+  let fp = 0
+  let noFilterSaidNo = 0
+  const n = 10000
+  for (let i = 0; i < n; i++) {
+    const k = Buffer.from(`absent/${i}/${rng.u32()}`)
+    if (a.mayContain(k)) fp++
+    if (!b.mayContain(k)) noFilterSaidNo++
+  }
+  t.is(noFilterSaidNo, 0, 'a table without a filter always says maybe')
+  const before = a.bloomUseful
+  for (let i = 0; i < 1000; i++) a.get(Buffer.from(`nope/${i}`), MAX_SEQ)
+  t.ok(a.bloomUseful - before > 950, 'get() is bloom-gated and counts useful checks')
+  console.log(`# table bloom false positive rate: ${(fp / n * 100).toFixed(2)}% (${withBloom.size - noBloom.size} filter bytes)`)
+  t.ok(fp / n < 0.03, 'table filter false positive rate < 3%')
+  a.unref()
+  b.unref()
+
+  const empty = buildTable([], { blockSize: 4096, bloomBitsPerKey: 10 })
+  const e = Table.open(nfs, empty.path, empty.name, cache)
+  t.is(e.entries, 0, 'empty table opens')
+  t.is(e.get(Buffer.from('x'), MAX_SEQ), undefined, 'empty get')
+  const it = e.iterator()
+  it.seekToFirst()
+  t.notOk(it.valid(), 'empty seekToFirst')
+  it.seekToLast()
+  t.notOk(it.valid(), 'empty seekToLast')
+  it.seek(Buffer.from('a'), 1)
+  t.notOk(it.valid(), 'empty seek')
+  it.seekForPrev(Buffer.from('a'), 1)
+  t.notOk(it.valid(), 'empty seekForPrev')
+  it.close()
+  e.unref()
+
+  const w = nfs.openWrite(path.join(tmp, 'order.sst'))
+  const tb = new TableBuilder(w, { blockSize: 4096, bloomBitsPerKey: 10 })
+  tb.add(Buffer.from('b'), 5, KIND_VALUE, Buffer.from('v'))
+  t.throws(() => tb.add(Buffer.from('a'), 9, KIND_VALUE, Buffer.alloc(0)), /increasing internal order/, 'smaller user key rejected')
+  t.throws(() => tb.add(Buffer.from('b'), 5, KIND_VALUE, Buffer.alloc(0)), /increasing internal order/, 'same internal key rejected')
+  t.throws(() => tb.add(Buffer.from('b'), 6, KIND_VALUE, Buffer.alloc(0)), /increasing internal order/, 'higher seq for same key rejected')
+  tb.add(Buffer.from('b'), 4, KIND_DELETE, Buffer.alloc(0))
+  t.is(tb.entryCount(), 2, 'entryCount')
+  t.ok(tb.estimatedSize() > 0, 'estimatedSize')
+  tb.finish()
+  w.close()
+  t.end()
+})
+
+test('block cache: stays under capacity, counts hits, LRU', (t) => {
+  const rng = new Rng(SEED ^ 0x4444)
+  const { model } = makeModel(rng, 5000)
+  const built = buildTable(model, { blockSize: 1024, bloomBitsPerKey: 10 })
+  const capacity = 32 * 1024
+  const cache = new BlockCache(capacity)
+  const table = Table.open(nfs, built.path, built.name, cache)
+  let over = 0
+  for (let i = 0; i < 20000; i++) {
+    const e = model[rng.int(model.length)]
+    table.get(e.userKey, MAX_SEQ)
+    if (cache.usedBytes() > capacity) over++
+  }
+  t.is(over, 0, `usedBytes never above capacity (now ${cache.usedBytes()})`)
+  t.ok(cache.usedBytes() > capacity / 2, 'cache is used')
+  t.ok(cache.hits > 0 && cache.misses > 0, `hits ${cache.hits}, misses ${cache.misses}`)
+  // A hot key keeps hitting.
+  const hot = model[0]
+  table.get(hot.userKey, MAX_SEQ)
+  const h0 = cache.hits
+  for (let i = 0; i < 100; i++) table.get(hot.userKey, MAX_SEQ)
+  t.is(cache.hits - h0, 100, 'repeated gets of one block hit')
+  table.unref()
+  t.is(cache.usedBytes(), 0, 'closing the table drops its blocks')
+
+  const none = new BlockCache(0)
+  const t2 = Table.open(nfs, built.path, built.name, none)
+  t.ok(t2.get(hot.userKey, MAX_SEQ) !== undefined, 'works without a cache')
+  t.is(none.usedBytes(), 0, 'capacity 0 caches nothing')
+  t2.unref()
+  t.end()
+})
+
+function openFdCount (): number {
+  try {
+    return nodeFs.readdirSync('/proc/self/fd').length
+  } catch {
+    return -1
+  }
+}
+
+test('table cache: respects maxOpenFiles, pins tables with iterators', (t) => {
+  const rng = new Rng(SEED ^ 0x5555)
+  const dir = nodeFs.mkdtempSync(path.join(tmp, 'tc-'))
+  const models: Entry[][] = []
+  for (let n = 1; n <= 8; n++) {
+    const { model } = makeModel(rng, 200)
+    models.push(model)
+    const p = path.join(dir, tableName(n))
+    const w = nfs.openWrite(p)
+    const b = new TableBuilder(w, { blockSize: 512, bloomBitsPerKey: 10 })
+    for (const e of model) b.add(e.userKey, e.seq, e.kind, e.value)
+    b.finish()
+    w.close()
+  }
+  const fds0 = openFdCount()
+  const tc = new TableCache(nfs, dir, 3, new BlockCache(1 << 20))
+  let wrong = 0
+  let maxFds = 0
+  let maxSize = 0
+  for (let round = 0; round < 3; round++) {
+    for (let n = 1; n <= 8; n++) {
+      const table = tc.get(n)
+      maxSize = Math.max(maxSize, tc.size())
+      const e = models[n - 1][rng.int(200)]
+      const got = table.get(e.userKey, e.seq)
+      if (got === undefined || !got.value.equals(e.value)) wrong++
+      if (fds0 >= 0) maxFds = Math.max(maxFds, openFdCount() - fds0)
+    }
+  }
+  t.is(wrong, 0, 'tables read correctly through the cache')
+  t.is(maxSize, 3, 'the cache never holds more than maxOpenFiles tables')
+  if (fds0 >= 0) t.ok(maxFds <= 3, `at most 3 table fds open (max seen ${maxFds})`)
+  t.is(tc.opens, 24, 'cyclic access over 8 tables with room for 3 reopens every time')
+  tc.get(8)
+  t.is(tc.opens, 24, 'a cached table is not reopened')
+
+  // An iterator keeps an evicted table readable.
+  const pinned = tc.get(1)
+  const it = pinned.iterator()
+  for (let n = 2; n <= 5; n++) tc.get(n)
+  t.is(sameEntries(collectForward(it), models[0]), null, 'iterator over an evicted table still works')
+  it.close()
+  t.throws(() => pinned.get(models[0][0].userKey, MAX_SEQ), /after close/, 'table closed when the last ref goes')
+
+  tc.evict(5)
+  t.is(tc.size(), 2, 'evict drops a table')
+  t.ok(tc.bloomChecked > 0, `bloom stats ${tc.bloomUseful}/${tc.bloomChecked}`)
+  const missing = thrown(() => tc.get(99))
+  t.ok(isCorruptionNaming(missing, tableName(99)), 'a missing table file is LEVEL_CORRUPTION naming it')
+  tc.close()
+  t.is(tc.size(), 0, 'close empties the cache')
+  if (fds0 >= 0) t.is(openFdCount() - fds0, 0, 'no fds leaked')
+  t.end()
+})
+
+test('corruption: flipped data byte, zeroed footer, truncation', (t) => {
+  const rng = new Rng(SEED ^ 0x6666)
+  const { model } = makeModel(rng, 2000)
+  const built = buildTable(model, { blockSize: 1024, bloomBitsPerKey: 10 })
+  const good = nodeFs.readFileSync(built.path)
+  const name = '000777.sst'
+  const p = path.join(tmp, name)
+
+  // Flip a byte inside data block 0.
+  const flipped = Buffer.from(good)
+  flipped[20] ^= 0x40
+  nodeFs.writeFileSync(p, flipped)
+  const tbl = Table.open(nfs, p, name, new BlockCache(1 << 20))
+  const first = model[0]
+  let err = thrown(() => tbl.get(first.userKey, MAX_SEQ))
+  t.ok(isCorruptionNaming(err, name), `get throws LEVEL_CORRUPTION naming the file: ${(err as Error)?.message}`)
+  const it = tbl.iterator()
+  err = thrown(() => collectForward(it))
+  t.ok(isCorruptionNaming(err, name), 'iteration throws LEVEL_CORRUPTION')
+  t.notOk(it.valid(), 'iterator is invalid after the error')
+  it.close()
+  tbl.unref()
+
+  // Zeroed footer.
+  const zeroed = Buffer.from(good)
+  zeroed.fill(0, zeroed.length - FOOTER_SIZE)
+  nodeFs.writeFileSync(p, zeroed)
+  err = thrown(() => Table.open(nfs, p, name, new BlockCache(0)))
+  t.ok(isCorruptionNaming(err, name), `zeroed footer: ${(err as Error)?.message}`)
+
+  // Truncations.
+  for (const len of [0, 10, FOOTER_SIZE - 1, FOOTER_SIZE, good.length >> 1, good.length - 1]) {
+    nodeFs.writeFileSync(p, good.subarray(0, len))
+    err = thrown(() => Table.open(nfs, p, name, new BlockCache(0)))
+    t.ok(isCorruptionNaming(err, name), `truncated to ${len}: ${(err as Error)?.message}`)
+  }
+  t.end()
+})
+
+test('corruption fuzz: any damage is LEVEL_CORRUPTION; with checksums, never a wrong answer', (t) => {
+  const rng = new Rng(SEED ^ 0x7777)
+  const { model } = makeModel(rng, 400)
+  const built = buildTable(model, { blockSize: 256, bloomBitsPerKey: 10 })
+  const good = nodeFs.readFileSync(built.path)
+  const name = '000888.sst'
+  const p = path.join(tmp, name)
+  let otherErrors = 0
+  let wrongAnswers = 0
+  let undetected = 0
+  const trials = 400
+  for (let trial = 0; trial < trials; trial++) {
+    const verify = trial % 2 === 0
+    const damaged = Buffer.from(good)
+    // Bias toward the metadata at the end of the file, where lengths and offsets live.
+    const pos = rng.int(3) === 0 ? damaged.length - 1 - rng.int(Math.min(600, damaged.length)) : rng.int(damaged.length)
+    damaged[pos] ^= 1 << rng.int(8)
+    nodeFs.writeFileSync(p, damaged)
+    let table: Table | undefined
+    const err = thrown(() => {
+      table = Table.open(nfs, p, name, new BlockCache(1 << 20), { verifyChecksums: verify })
+      const it = table.iterator()
+      try {
+        const fwd = collectForward(it)
+        if (verify && sameEntries(fwd, model) !== null) wrongAnswers++
+        for (let i = 0; i < model.length; i += 7) {
+          const e = model[i]
+          const got = table.get(e.userKey, e.seq)
+          if (verify && (got === undefined || got.seq !== e.seq || !got.value.equals(e.value))) wrongAnswers++
+        }
+      } finally {
+        it.close()
+      }
+    })
+    table?.unref()
+    if (err === undefined) {
+      if (verify) undetected++
+    } else if (!isCorruptionNaming(err, name)) {
+      otherErrors++
+      if (otherErrors < 4) t.fail(`non-corruption error: ${(err as Error)?.stack}`)
+    }
+  }
+  t.is(otherErrors, 0, `${trials} damaged files: every error is LEVEL_CORRUPTION naming the file`)
+  t.is(wrongAnswers, 0, 'with checksums on, never a wrong answer')
+  t.is(undetected, 0, 'with checksums on, every flipped bit is detected')
+  t.end()
+})
+
+test('perf sanity: get() on a cached table', (t) => {
+  const rng = new Rng(SEED ^ 0x8888)
+  const { model } = makeModel(rng, 20000)
+  const t0 = process.hrtime.bigint()
+  const built = buildTable(model, { blockSize: 4096, bloomBitsPerKey: 10 })
+  const buildMs = Number(process.hrtime.bigint() - t0) / 1e6
+  const cache = new BlockCache(64 << 20)
+  const table = Table.open(nfs, built.path, built.name, cache)
+  for (const e of model) table.get(e.userKey, MAX_SEQ) // warm the cache
+  const ops = 300000
+  const probes = model.map((e) => e.userKey)
+  let found = 0
+  const t1 = process.hrtime.bigint()
+  for (let i = 0; i < ops; i++) if (table.get(probes[i % probes.length], MAX_SEQ) !== undefined) found++
+  const sec = Number(process.hrtime.bigint() - t1) / 1e9
+  const it = table.iterator()
+  const t2 = process.hrtime.bigint()
+  let n = 0
+  for (it.seekToFirst(); it.valid(); it.next()) n++
+  const scanMs = Number(process.hrtime.bigint() - t2) / 1e6
+  it.close()
+  console.log(`# build ${model.length} entries: ${buildMs.toFixed(1)} ms; cached get: ${Math.round(ops / sec).toLocaleString('en-US')} ops/s; scan ${n} entries: ${scanMs.toFixed(1)} ms`)
+  t.is(found, ops, 'all probes found')
+  table.unref()
+  t.end()
+})
+
+test('cleanup', (t) => {
+  nodeFs.rmSync(tmp, { recursive: true, force: true })
+  t.end()
+})

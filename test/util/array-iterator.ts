@@ -1,0 +1,116 @@
+// An InternalIterator over a sorted in-memory array: stands in for a table in
+// iterator tests. It records whether it was closed and refuses use after close,
+// so tests can check that owners open lazily and release what they open.
+import { compareInternal } from '../../lib/keys'
+import type { InternalIterator } from '../../lib/iterators/internal-iterator'
+
+export interface Entry {
+  userKey: Buffer
+  seq: number
+  kind: number
+  value: Buffer
+}
+
+export function compareEntries (a: Entry, b: Entry): number {
+  return compareInternal(a.userKey, a.seq, b.userKey, b.seq)
+}
+
+/** Index of the first entry >= (userKey, seq) in a sorted array (length if none). */
+export function lowerBound (entries: readonly Entry[], userKey: Uint8Array, seq: number): number {
+  let lo = 0
+  let hi = entries.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (compareInternal(entries[mid].userKey, entries[mid].seq, userKey, seq) < 0) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+/** Index of the first entry > (userKey, seq) in a sorted array (length if none). */
+export function upperBound (entries: readonly Entry[], userKey: Uint8Array, seq: number): number {
+  let lo = 0
+  let hi = entries.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (compareInternal(entries[mid].userKey, entries[mid].seq, userKey, seq) <= 0) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+export class ArrayIterator implements InternalIterator {
+  private pos = -1
+  closed = false
+
+  /** `entries` must be sorted in internal order. */
+  constructor (private readonly entries: readonly Entry[]) {}
+
+  valid (): boolean {
+    this.check()
+    return this.pos >= 0 && this.pos < this.entries.length
+  }
+
+  seekToFirst (): void {
+    this.check()
+    this.pos = 0
+  }
+
+  seekToLast (): void {
+    this.check()
+    this.pos = this.entries.length - 1
+  }
+
+  seek (userKey: Uint8Array, seq: number): void {
+    this.check()
+    this.pos = lowerBound(this.entries, userKey, seq)
+  }
+
+  seekForPrev (userKey: Uint8Array, seq: number): void {
+    this.check()
+    this.pos = upperBound(this.entries, userKey, seq) - 1
+  }
+
+  next (): void {
+    this.checkValid()
+    this.pos++
+  }
+
+  prev (): void {
+    this.checkValid()
+    this.pos--
+  }
+
+  userKey (): Buffer {
+    this.checkValid()
+    return this.entries[this.pos].userKey
+  }
+
+  seq (): number {
+    this.checkValid()
+    return this.entries[this.pos].seq
+  }
+
+  kind (): number {
+    this.checkValid()
+    return this.entries[this.pos].kind
+  }
+
+  value (): Buffer {
+    this.checkValid()
+    return this.entries[this.pos].value
+  }
+
+  close (): void {
+    this.closed = true
+  }
+
+  private check (): void {
+    if (this.closed) throw new Error('ArrayIterator used after close')
+  }
+
+  private checkValid (): void {
+    this.check()
+    if (this.pos < 0 || this.pos >= this.entries.length) throw new Error('ArrayIterator used while not valid')
+  }
+}

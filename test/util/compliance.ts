@@ -1,0 +1,35 @@
+// Runs the shared abstract-level compliance suite against LsmLevel with the given
+// engine options, each database in its own directory under one temporary root.
+import test from 'tape'
+import * as fs from 'node:fs'
+import * as os from 'node:os'
+import * as path from 'node:path'
+import { LsmLevel } from '../../index'
+import { processCounters } from '../../lib/db'
+
+// eslint-disable-next-line @typescript-eslint/no-var-requires
+const suite = require('abstract-level/test')
+
+export function runCompliance (name: string, engineOptions: Record<string, unknown>): void {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), `lsm-compliance-${name}-`))
+  let n = 0
+  suite({
+    test,
+    factory (options?: Record<string, unknown>) {
+      return new LsmLevel(path.join(root, String(n++)), { ...engineOptions, ...options })
+    }
+  })
+  test(`compliance (${name}): background work during the suite`, (t) => {
+    t.comment(`flushes ${processCounters.flushes}, compactions ${processCounters.compactions}, trivial moves ${processCounters.trivialMoves}`)
+    if (engineOptions.writeBufferSize !== undefined) {
+      t.ok(processCounters.flushes > 100, 'memtables were flushed inside the suite')
+      t.ok(processCounters.compactions > 10, 'compactions ran inside the suite')
+    } else {
+      t.pass('default options: the suite fits in memtables')
+    }
+    t.end()
+  })
+  test.onFinish(() => {
+    fs.rmSync(root, { recursive: true, force: true })
+  })
+}
