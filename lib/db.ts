@@ -560,11 +560,10 @@ export class Engine {
 
   private async flushOldest (): Promise<void> {
     const imm = this.imms[0]
-    const result = await writeTables(imm.mem.iterator(), this.tableWriterParams(Infinity, () => false))
-    if (this.closing) {
-      for (const f of result.outputs) this.fs.remove(join(this.location, tableName(f.number)))
-      return
-    }
+    // A flush is finished even when the database is closing (close waits for it):
+    // it is short, and it saves the next open a log replay.
+    const params = { ...this.tableWriterParams(Infinity, () => false), shouldAbort: () => false }
+    const result = await writeTables(imm.mem.iterator(), params)
     const nextLog = this.imms.length > 1 ? this.imms[1].logNumber : this.logNumber
     this.versions.logAndApply({
       newFiles: result.outputs.map((meta) => ({ level: 0, meta })),
@@ -633,27 +632,37 @@ export class Engine {
     } catch {}
   }
 
-  /** Compacts every table that overlaps [start, end] (undefined = open), level by level down the tree. */
+  /**
+   * Compacts every table that overlaps [start, end] (undefined = open): each
+   * level into the next down to the deepest level holding data, then that level
+   * in place, so that tombstones and overwritten versions that no snapshot needs
+   * are gone from the range afterwards.
+   */
   async compactRange (start?: Uint8Array, end?: Uint8Array): Promise<void> {
     await this.flushMemTable()
-    for (let level = 0; level < NUM_LEVELS - 1; level++) {
+    while (this.compactionJob) await this.compactionJob
+    let bottom = 0
+    this.versions.current.levels.forEach((files, level) => { if (files.length > 0) bottom = level })
+    for (let level = 0; level <= bottom; level++) {
       while (this.compactionJob) await this.compactionJob
       const v = this.versions.current
+      if (v.overlapping(level, start, end).length === 0) continue
       // Level 0 tables may overlap one another: take them all, so that no older
       // L0 table is left above newer data.
       const inputs = level === 0 ? v.levels[0].slice() : v.overlapping(level, start, end)
-      if (inputs.length === 0 || (level === 0 && v.overlapping(0, start, end).length === 0)) continue
+      const outputLevel = level === bottom && level > 0 ? level : level + 1
       const task: CompactionTask = {
         level,
-        outputLevel: level + 1,
+        outputLevel,
         inputs,
-        overlaps: v.overlapping(level + 1, ...rangeOf(inputs)),
+        overlaps: outputLevel === level ? [] : v.overlapping(outputLevel, ...rangeOf(inputs)),
         trivialMove: false,
         score: 0
       }
       this.compactionJob = this.runJob(() => this.compact(task)).finally(() => { this.compactionJob = undefined })
       await this.compactionJob
       if (this.backgroundError) throw this.backgroundError
+      if (level === bottom) break
     }
   }
 
@@ -723,8 +732,8 @@ export class Engine {
 
   /**
    * Waits for queued writes and running jobs to reach a safe point, then closes
-   * files and releases the lock. A flush or compaction in progress is abandoned
-   * (its output is deleted; the log still holds the data).
+   * files and releases the lock. A flush in progress is finished; a compaction in
+   * progress is abandoned (its output is deleted; its inputs stay live).
    */
   async close (): Promise<void> {
     if (this.closed) return

@@ -8,5 +8,5 @@ runCompliance('tiny', {
   targetFileSize: 1024,
   maxBytesForLevelBase: 4096,
   cacheSize: 16 * 1024,
-  level0CompactionTrigger: 2
+  level0CompactionTrigger: 1
 })

@@ -22,8 +22,9 @@ export function runCompliance (name: string, engineOptions: Record<string, unkno
   test(`compliance (${name}): background work during the suite`, (t) => {
     t.comment(`flushes ${processCounters.flushes}, compactions ${processCounters.compactions}, trivial moves ${processCounters.trivialMoves}`)
     if (engineOptions.writeBufferSize !== undefined) {
-      t.ok(processCounters.flushes > 100, 'memtables were flushed inside the suite')
-      t.ok(processCounters.compactions > 10, 'compactions ran inside the suite')
+      t.ok(processCounters.flushes >= 20, 'memtables were flushed inside the suite')
+      t.ok(processCounters.compactions >= 3, 'merging compactions ran inside the suite')
+      t.ok(processCounters.compactions + processCounters.trivialMoves >= 20, 'tables moved down the levels inside the suite')
     } else {
       t.pass('default options: the suite fits in memtables')
     }
