@@ -50,7 +50,9 @@ export class Random {
 
   bytes (n: number): Buffer {
     const out = Buffer.allocUnsafe(n)
-    for (let i = 0; i < n; i++) out[i] = this.next() & 0xff
+    let i = 0
+    for (; i + 4 <= n; i += 4) out.writeUInt32LE(this.next(), i)
+    for (; i < n; i++) out[i] = this.next() & 0xff
     return out
   }
 
