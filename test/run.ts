@@ -19,7 +19,7 @@ const started = Date.now()
 
 for (const file of files) {
   const t0 = Date.now()
-  const r = spawnSync(process.execPath, [path.join(dir, file)], {
+  const r = spawnSync(process.execPath, ['--expose-gc', path.join(dir, file)], {
     stdio: ['ignore', 'pipe', 'inherit'],
     encoding: 'utf8',
     maxBuffer: 256 * 1024 * 1024,
