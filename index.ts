@@ -8,10 +8,11 @@ import type { Snapshot } from './lib/snapshots'
 import { DbIterator } from './lib/iterators/db-iterator'
 import { KIND_DELETE, KIND_VALUE } from './lib/keys'
 import { resolveOptions, ENGINE_OPTION_NAMES, type EngineOptions } from './lib/options'
-import { invalidOption } from './lib/errors'
+import { invalidOption, levelError } from './lib/errors'
+import { formatStats, type LsmStats } from './lib/stats'
 import type { FileMeta } from './lib/manifest/file-meta'
 
-export type { EngineOptions, LevelInfo, RecoveryReport, FileMeta }
+export type { EngineOptions, LevelInfo, RecoveryReport, FileMeta, LsmStats }
 
 type Format = string | Buffer | Uint8Array
 type EncodingName = 'utf8' | 'buffer' | 'view'
@@ -190,7 +191,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
       deferredOpen: true,
       snapshots: true,
       signals: { iterators: true },
-      additionalMethods: {}
+      additionalMethods: { approximateSize: true, compactRange: true, getProperty: true, stats: true, levels: true, flush: true }
     } as any, withoutEngineOptions(options) as any)
     this.location = location
     this.engineOptions = engineOptions
@@ -312,6 +313,47 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
   /** Writes the memtable to a level-0 table and waits for it. */
   async flush (): Promise<void> {
     await this.engine.flushMemTable()
+  }
+
+  /** Structured statistics: levels, amplification, byte counters, Bloom and cache counters (see lib/stats.ts). */
+  stats (): LsmStats {
+    return this.engine.stats()
+  }
+
+  /**
+   * A property as text, synchronously, as in classic-level: 'lsm.stats',
+   * 'lsm.num-files-at-level<N>', 'lsm.sstables', 'lsm.approximate-memory-usage'
+   * (each also under the 'leveldb.' prefix).
+   */
+  getProperty (name: string): string {
+    if (typeof name !== 'string') throw invalidOption('name', 'property name must be a string')
+    const engine = this.engine
+    const m = /^(?:lsm|leveldb)\.(.+)$/.exec(name)
+    const prop = m ? m[1] : ''
+    const files = /^num-files-at-level(\d+)$/.exec(prop)
+    if (files) {
+      const level = Number(files[1])
+      const levels = engine.levels()
+      if (level >= levels.length) throw levelError('LEVEL_NOT_SUPPORTED', `No level ${level}: levels are 0-${levels.length - 1}`)
+      return String(levels[level].files)
+    }
+    if (prop === 'stats') return formatStats(engine.stats())
+    if (prop === 'approximate-memory-usage') {
+      const st = engine.stats()
+      return String(st.memtableBytes + st.blockCache.bytes)
+    }
+    if (prop === 'sstables') {
+      return engine.tables().map((files, level) => `--- level ${level} ---\n` + files.map((f) =>
+        ` ${f.number}:${f.size}[${f.smallest.userKey.toString('hex')} .. ${f.largest.userKey.toString('hex')}]\n`).join('')).join('')
+    }
+    throw levelError('LEVEL_NOT_SUPPORTED', `Unknown property: ${name}`)
+  }
+
+  /** Approximate bytes on disk used by keys in [start, end). */
+  async approximateSize (start: K | Format, end: K | Format, options?: { keyEncoding?: string }): Promise<number> {
+    if (this.status === 'opening') await this.open({ passive: true } as any)
+    const enc = (this as any).keyEncoding(options?.keyEncoding)
+    return this.engine.approximateSize(toView(enc.encode(start)), toView(enc.encode(end)))
   }
 }
 

@@ -44,12 +44,15 @@ import type { InternalIterator } from './iterators/internal-iterator'
 import { DbIterator, type RangeOptions } from './iterators/db-iterator'
 import { pickLeveledCompaction, type CompactionTask } from './compaction/leveled-picker'
 import { writeTables } from './compaction/table-writer'
+import { runCompactionJob, type CompactionJob } from './compaction/job'
+import { sharedCompactionWorker, type CompactionWorker } from './compaction/worker'
 import { SnapshotList, Snapshot } from './snapshots'
 import { acquireLock, type LockHandle } from './lock'
 import { join, logName, parseFileName, tableName } from './filenames'
 import { KIND_VALUE } from './keys'
 import { compareBytes } from './util/coding'
 import { corruption, ioError, levelError, type LevelError } from './errors'
+import type { LsmStats } from './stats'
 
 export { Snapshot } from './snapshots'
 export type { BatchOp } from './wal/batch'
@@ -108,6 +111,8 @@ export class Engine {
   private lock: LockHandle | undefined
 
   private mem = new MemTable()
+  /** Level-0 tables written by log replay during open, not yet in the manifest. */
+  private recoveredTables: FileMeta[] = []
   private imms: FrozenMemTable[] = []
   private log: LogWriter | undefined
   private logNumber = 0
@@ -141,10 +146,17 @@ export class Engine {
     trivialMoves: 0,
     bytesFlushed: 0,
     bytesCompacted: 0,
+    userBytes: 0,
+    walBytes: 0,
+    tableGets: 0,
+    tableGetMisses: 0,
     stallMs: 0
   }
 
   private stallStartedAt = 0
+  /** Runs compactions on a worker thread (node file system only); undefined: on the main thread. */
+  private readonly worker: CompactionWorker | undefined
+  private cancelCompaction: (() => void) | undefined
 
   private constructor (location: string, options: EngineOptions, fs: FileSystem) {
     this.location = location
@@ -154,6 +166,7 @@ export class Engine {
     this.blockCache = new BlockCache(options.cacheSize)
     this.tableCache = new TableCache(fs, location, options.maxOpenFiles, this.blockCache)
     this.versions.onObsoleteTable = (n) => this.removeTable(n)
+    this.worker = options.compactionWorker && fs === nodeFileSystem ? sharedCompactionWorker() : undefined
   }
 
   /** Opens (or creates) the database in `location`. Options are validated first. */
@@ -164,6 +177,12 @@ export class Engine {
       await engine.recover()
     } catch (err) {
       engine.abortOpen()
+      // A file-system error (errno-coded) is an I/O error to the caller; LEVEL_*
+      // errors and broken invariants (plain Errors) pass through unchanged.
+      const code = (err as NodeJS.ErrnoException | undefined)?.code
+      if (typeof code === 'string' && !code.startsWith('LEVEL_')) {
+        throw ioError(`Cannot open the database: ${(err as Error).message}`, err)
+      }
       throw err
     }
     return engine
@@ -174,7 +193,8 @@ export class Engine {
     try { this.log?.close() } catch {}
     try { this.versions.close() } catch {}
     try { this.tableCache.close() } catch {}
-    this.lock?.release()
+    // The error that failed the open matters more than one releasing the lock.
+    try { this.lock?.release() } catch {}
     this.lock = undefined
   }
 
@@ -191,9 +211,12 @@ export class Engine {
       if (options.errorIfExists) throw levelError('LEVEL_INVALID_OPTION', `Database already exists and errorIfExists is true: ${dir}`)
       this.versions.recover()
     } else {
+      // A manifest without CURRENT (and no log or table) is a creation that crashed
+      // before CURRENT was written: it holds no data, so the database is created anew
+      // (the stray manifest is overwritten or removed as an orphan).
       const ours = fs.list(dir).filter((n) => {
         const p = parseFileName(n)
-        return p !== undefined && (p.type === 'table' || p.type === 'log' || p.type === 'manifest')
+        return p !== undefined && (p.type === 'table' || p.type === 'log')
       })
       if (ours.length > 0) throw corruption('CURRENT', `missing, but the directory holds database files (${ours.slice(0, 3).join(', ')})`)
       if (!options.createIfMissing) throw levelError('LEVEL_INVALID_OPTION', `Database does not exist and createIfMissing is false: ${dir}`)
@@ -202,11 +225,26 @@ export class Engine {
 
     await this.replayLogs()
 
-    // A fresh log for new writes; the replayed logs are now in tables.
+    // A fresh log for new writes; the replayed logs are now in tables. The edit
+    // that retires the replayed logs is made durable BEFORE the new log exists: a
+    // crash in between must not leave a replayed log (possibly with a torn tail)
+    // followed by a newer log, which the next open would take for mid-history
+    // damage. A logNumber naming a log that was never created is harmless.
+    // The tables the replay wrote join the version in this same edit, so that they
+    // and the retirement of the logs they came from become durable together: were
+    // the tables recorded first, a crash before the logs' retirement would make
+    // the next open replay those logs again into NEWER-numbered level-0 tables
+    // holding OLDER data (and, if a log lost its unsynced tail meanwhile, less of
+    // it), which reads would then wrongly prefer.
     this.logNumber = this.versions.newFileNumber()
+    this.versions.logAndApply({
+      newFiles: this.recoveredTables.map((meta) => ({ level: 0, meta })),
+      logNumber: this.logNumber,
+      lastSequence: this.visibleSeq
+    })
+    this.recoveredTables = []
     this.log = new LogWriter(fs.openWrite(join(dir, logName(this.logNumber))))
     fs.syncDir(dir)
-    this.versions.logAndApply({ logNumber: this.logNumber, lastSequence: this.visibleSeq })
 
     for (const name of this.versions.orphanFiles(new Set([this.logNumber]))) {
       fs.remove(join(dir, name))
@@ -230,12 +268,23 @@ export class Engine {
       .map((p) => p.number)
       .sort((a, b) => a - b)
     let mem = new MemTable()
+    // Sequence numbers run on without a gap from record to record and from log to
+    // log (the first record may repeat numbers the manifest already counts): a gap
+    // means records were lost, e.g. an older log cut at a record boundary or removed.
+    let nextSeq = -1
     for (let i = 0; i < logs.length; i++) {
       const name = logName(logs[i])
       const reader = new LogReader(fs, join(dir, name), name)
+      let first = true
       try {
         for (let rec = reader.next(); rec !== undefined; rec = reader.next()) {
           const batch = decodeBatch(rec, name)
+          if (nextSeq < 0 ? batch.firstSeq > this.versions.lastSequence + 1 : batch.firstSeq !== nextSeq) {
+            const at = first && i > 0 ? logName(logs[i - 1]) : name
+            throw corruption(at, `records are missing: ${name} continues at sequence number ${batch.firstSeq}, expected ${nextSeq < 0 ? `at most ${this.versions.lastSequence + 1}` : nextSeq}`)
+          }
+          nextSeq = batch.firstSeq + batch.ops.length
+          first = false
           let s = batch.firstSeq
           for (const op of batch.ops) mem.add(s++, op.kind, Buffer.from(op.key), op.value ? Buffer.from(op.value) : EMPTY)
           if (s - 1 > seq) seq = s - 1
@@ -262,12 +311,10 @@ export class Engine {
     if (mem.entryCount() > 0) await this.flushRecovered(mem)
   }
 
+  /** Writes a replayed memtable to level-0 table(s), recorded by recover()'s final edit. */
   private async flushRecovered (mem: MemTable): Promise<void> {
     const result = await writeTables(mem.iterator(), this.tableWriterParams(Infinity, () => false))
-    this.versions.logAndApply({
-      newFiles: result.outputs.map((meta) => ({ level: 0, meta })),
-      lastSequence: this.visibleSeq
-    })
+    this.recoveredTables.push(...result.outputs)
   }
 
   // ---------------------------------------------------------------- writes
@@ -309,6 +356,7 @@ export class Engine {
       seq += w.ops.length
       if (w.sync) needsSync = true
     }
+    const logSizeBefore = this.log!.size()
     try {
       this.log!.addRecords(payloads)
     } catch (err) {
@@ -318,6 +366,8 @@ export class Engine {
       return
     }
     this.allocatedSeq = seq - 1
+    this.counters.walBytes += this.log!.size() - logSizeBefore
+    for (const w of writers) for (const op of w.ops) this.counters.userBytes += op.key.length + (op.value ? op.value.length : 0)
     this.unapplied.push({ writers, lastSeq: seq - 1, needsSync, synced: false })
     if (needsSync) this.requestSync()
     this.drainApplied()
@@ -439,16 +489,20 @@ export class Engine {
     for (let i = 0; i < l0.length; i++) {
       const f = l0[i]
       if (compareBytes(key, f.smallest.userKey) < 0 || compareBytes(key, f.largest.userKey) > 0) continue
+      this.counters.tableGets++
       const r = this.tableCache.get(f.number).get(key, seq)
       if (r !== undefined) return r
+      this.counters.tableGetMisses++
     }
     for (let level = 1; level < NUM_LEVELS; level++) {
       const files = v.levels[level]
       if (files.length === 0) continue
       const i = v.findFile(level, key)
       if (i >= files.length || compareBytes(key, files[i].smallest.userKey) < 0) continue
+      this.counters.tableGets++
       const r = this.tableCache.get(files[i].number).get(key, seq)
       if (r !== undefined) return r
+      this.counters.tableGetMisses++
     }
     return undefined
   }
@@ -525,7 +579,8 @@ export class Engine {
     try {
       await job()
     } catch (err) {
-      if (this.closing && (err as LevelError).code === 'LEVEL_ABORTED') return
+      // Closing aborts compactions (a terminated worker, an abandoned slice): not an error.
+      if (this.closing) return
       const e = (err as LevelError).code === 'LEVEL_CORRUPTION' ? err as LevelError : ioError('Background flush or compaction failed', err)
       if (!this.backgroundError) this.backgroundError = e
       // Without flushes the memtable cannot drain: stop writes rather than grow without bound.
@@ -598,15 +653,36 @@ export class Engine {
     const base = this.versions.current
     base.ref()
     try {
-      const children: InternalIterator[] = []
-      if (task.level === 0) {
-        for (const f of task.inputs) children.push(this.tableCache.get(f.number).iterator())
-      } else {
-        children.push(this.levelIterator(task.inputs))
+      const runs = task.level === 0 ? task.inputs.map((f) => [f]) : [task.inputs]
+      if (task.overlaps.length > 0) runs.push(task.overlaps)
+      let inputBytes = 0
+      for (const run of runs) for (const f of run) inputBytes += f.size
+      const fileNumbers: number[] = []
+      const reserve = 2 * Math.ceil(inputBytes / this.options.targetFileSize) + 8
+      for (let i = 0; i < reserve; i++) fileNumbers.push(this.versions.newFileNumber())
+      const job: CompactionJob = {
+        dir: this.location,
+        runs,
+        deeper: base.levels.slice(task.outputLevel + 1),
+        blockSize: this.options.blockSize,
+        blockRestartInterval: this.options.blockRestartInterval,
+        bloomBitsPerKey: this.options.bloomBitsPerKey,
+        targetFileSize: this.options.targetFileSize,
+        smallestSnapshot: this.snapshots.oldest() ?? this.visibleSeq,
+        fileNumbers
       }
-      if (task.overlaps.length > 0) children.push(this.levelIterator(task.overlaps))
-      const result = await writeTables(new MergingIterator(children),
-        this.tableWriterParams(this.options.targetFileSize, baseLevelChecker(base, task.outputLevel)))
+      let result
+      if (this.worker) {
+        const signal: { cancel?: () => void } = {}
+        this.cancelCompaction = () => signal.cancel?.()
+        try {
+          result = await this.worker.run(job, signal)
+        } finally {
+          this.cancelCompaction = undefined
+        }
+      } else {
+        result = await runCompactionJob(job, this.fs, this.tableCache, () => this.closing)
+      }
       if (this.closing) {
         for (const f of result.outputs) this.fs.remove(join(this.location, tableName(f.number)))
         return
@@ -671,7 +747,14 @@ export class Engine {
     if (this.writeError) throw this.writeError
     while (this.unapplied.length > 0 && this.syncInFlight) await this.syncInFlight
     if (this.mem.entryCount() > 0) {
-      this.rotate()
+      try {
+        this.rotate()
+      } catch (err) {
+        // As in makeRoomForWrite: the log could not be synced or replaced.
+        const e = ioError('Cannot start a new log; the database takes no more writes until reopened', err)
+        this.stopWrites(e)
+        throw e
+      }
     }
     while (this.imms.length > 0) {
       if (this.backgroundError) throw this.backgroundError
@@ -716,6 +799,70 @@ export class Engine {
     return this.versions.current.levels.map((files) => files.slice())
   }
 
+  /** Structured statistics (lib/stats.ts documents every field). */
+  stats (): LsmStats {
+    const levels = this.levels()
+    let tables = 0
+    let deepest = 0
+    let runs = 1 + this.imms.length
+    for (const l of levels) {
+      tables += l.bytes
+      if (l.files > 0) deepest = l.bytes
+      runs += l.level === 0 ? l.files : l.files > 0 ? 1 : 0
+    }
+    const c = this.counters
+    const written = c.bytesFlushed + c.bytesCompacted
+    const bloomUseful = this.tableCache.bloomUseful
+    return {
+      levels,
+      writeAmplification: c.userBytes > 0 ? written / c.userBytes : 0,
+      spaceAmplification: deepest > 0 ? tables / deepest : 0,
+      readAmplification: runs,
+      bytes: { user: c.userBytes, wal: c.walBytes, flushed: c.bytesFlushed, compacted: c.bytesCompacted, tables },
+      bloom: {
+        useful: bloomUseful,
+        falsePositives: Math.max(0, c.tableGetMisses - bloomUseful),
+        checked: this.tableCache.bloomChecked
+      },
+      blockCache: {
+        hits: this.blockCache.hits,
+        misses: this.blockCache.misses,
+        bytes: this.blockCache.usedBytes(),
+        capacity: this.blockCache.capacityBytes
+      },
+      memtableBytes: this.memTableBytes(),
+      stallMs: c.stallMs + (this.stallStartedAt > 0 ? Date.now() - this.stallStartedAt : 0),
+      flushes: c.flushes,
+      compactions: {
+        running: (this.flushJob ? 1 : 0) + (this.compactionJob ? 1 : 0),
+        done: c.compactions,
+        trivialMoves: c.trivialMoves
+      }
+    }
+  }
+
+  /**
+   * Approximate bytes on disk used by keys in [start, end): whole tables inside
+   * the range plus the part of each boundary table before/after the key's
+   * position (from the table's index). The memtables are not counted.
+   */
+  approximateSize (start: Uint8Array, end: Uint8Array): number {
+    if (compareBytes(start, end) >= 0) return 0
+    let total = 0
+    for (const files of this.versions.current.levels) {
+      for (const f of files) {
+        if (compareBytes(f.largest.userKey, start) < 0 || compareBytes(f.smallest.userKey, end) >= 0) continue
+        const inside = compareBytes(f.smallest.userKey, start) >= 0 && compareBytes(f.largest.userKey, end) < 0
+        if (inside) { total += f.size; continue }
+        const table = this.tableCache.get(f.number)
+        const from = compareBytes(f.smallest.userKey, start) >= 0 ? 0 : table.approximateOffsetOf(start)
+        const to = compareBytes(f.largest.userKey, end) < 0 ? f.size : table.approximateOffsetOf(end)
+        total += Math.max(0, to - from)
+      }
+    }
+    return total
+  }
+
   memTableBytes (): number {
     return this.mem.approximateBytes() + this.imms.reduce((s, i) => s + i.mem.approximateBytes(), 0)
   }
@@ -743,6 +890,7 @@ export class Engine {
     while (this.unapplied.length > 0 && this.syncInFlight) await this.syncInFlight
     this.closing = true
     if (this.unapplied.length > 0) this.stopWrites(levelError('LEVEL_DATABASE_NOT_OPEN', 'Database closed'))
+    this.cancelCompaction?.()
     while (this.flushJob || this.compactionJob) {
       await Promise.all([this.flushJob, this.compactionJob])
     }
@@ -767,22 +915,4 @@ function rangeOf (files: FileMeta[]): [Buffer, Buffer] {
     if (compareBytes(f.largest.userKey, largest) > 0) largest = f.largest.userKey
   }
   return [smallest, largest]
-}
-
-/**
- * For a compaction into `outputLevel`: true if no table in a deeper level can
- * hold the key. Keys arrive in ascending order, so each level keeps a cursor.
- */
-function baseLevelChecker (v: Version, outputLevel: number): (userKey: Uint8Array) => boolean {
-  const cursors = new Array(NUM_LEVELS).fill(0)
-  return (userKey) => {
-    for (let level = outputLevel + 1; level < NUM_LEVELS; level++) {
-      const files = v.levels[level]
-      let i = cursors[level]
-      while (i < files.length && compareBytes(files[i].largest.userKey, userKey) < 0) i++
-      cursors[level] = i
-      if (i < files.length && compareBytes(files[i].smallest.userKey, userKey) <= 0) return false
-    }
-    return true
-  }
 }

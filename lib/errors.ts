@@ -12,6 +12,7 @@ export type LevelErrorCode =
   | 'LEVEL_WRITE_STOPPED'
   | 'LEVEL_NOT_FOUND'
   | 'LEVEL_ABORTED'
+  | 'LEVEL_NOT_SUPPORTED'
 
 export interface LevelError extends Error {
   code: LevelErrorCode

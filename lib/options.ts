@@ -37,6 +37,12 @@ export interface EngineOptions {
   level0StopWritesTrigger: number
   /** Frozen memtables waiting for flush before writes wait. Default 2. */
   maxImmutableMemtables: number
+  /**
+   * Run compactions on a worker thread (the second core) so they never block the
+   * event loop. Default true. Only with the node file system; flushes stay on the
+   * main thread, in short slices.
+   */
+  compactionWorker: boolean
 }
 
 export const DEFAULT_WRITE_BUFFER_SIZE = 4 * 1024 * 1024
@@ -69,7 +75,8 @@ const validators: Record<keyof EngineOptions, Validator> = {
   levelMultiplier: positiveInt(2, 1000),
   level0CompactionTrigger: positiveInt(1, 1000),
   level0StopWritesTrigger: positiveInt(1, 10000),
-  maxImmutableMemtables: positiveInt(1, 64)
+  maxImmutableMemtables: positiveInt(1, 64),
+  compactionWorker: boolean
 }
 
 export const ENGINE_OPTION_NAMES = Object.keys(validators) as Array<keyof EngineOptions>
@@ -96,7 +103,8 @@ export function resolveOptions (input: Partial<Record<keyof EngineOptions, unkno
     levelMultiplier: pick('levelMultiplier', 10),
     level0CompactionTrigger: pick('level0CompactionTrigger', 4),
     level0StopWritesTrigger: pick('level0StopWritesTrigger', 12),
-    maxImmutableMemtables: pick('maxImmutableMemtables', 2)
+    maxImmutableMemtables: pick('maxImmutableMemtables', 2),
+    compactionWorker: pick('compactionWorker', true)
   }
   if (opts.level0StopWritesTrigger < opts.level0CompactionTrigger) {
     throw invalidOption('level0StopWritesTrigger', `must be >= level0CompactionTrigger (${opts.level0CompactionTrigger})`)

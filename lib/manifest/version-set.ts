@@ -19,7 +19,7 @@ import { Version } from './version'
 import { decodeVersionEdit, encodeVersionEdit, type VersionEdit } from './version-edit'
 import { LogReader } from '../wal/log-reader'
 import { LogWriter } from '../wal/log-writer'
-import { CURRENT, join, manifestName, parseFileName, tempName } from '../filenames'
+import { CURRENT, join, logName, manifestName, parseFileName, tableName, tempName } from '../filenames'
 import { corruption, ioError, isLevelError } from '../errors'
 import { NUM_LEVELS } from '../options'
 import type { InternalKey } from '../keys'
@@ -94,9 +94,39 @@ export class VersionSet {
     for (const files of version.levels) {
       for (const f of files) if (f.number >= this.nextFileNumber) this.nextFileNumber = f.number + 1
     }
+    this.checkAgainstDirectory(version, name, reader.tail.state === 'clean' ? -1 : reader.tail.offset)
     this.manifestNumber = Number(m[2])
     if (this.manifestNumber >= this.nextFileNumber) this.nextFileNumber = this.manifestNumber + 1
     this.replaceCurrent(version)
+  }
+
+  /**
+   * The recovered state must agree with the directory: every table it names
+   * exists, and so does the log it starts from whenever a newer log exists (logs
+   * are created in number order, so that log was created and has since been
+   * lost). A damaged last record (`tornAt` >= 0) is taken for an interrupted
+   * append only if the state without it passes this check; otherwise the lost
+   * edit mattered (a flush or compaction whose inputs are gone) and opening
+   * would silently lose its data and delete its tables as orphans. File numbers
+   * found in the directory are never reused.
+   */
+  private checkAgainstDirectory (version: Version, name: string, tornAt: number): void {
+    const present = new Set<string>()
+    let newerLog = false
+    for (const n of this.fs.list(this.dir)) {
+      const p = parseFileName(n)
+      if (p === undefined) continue
+      present.add(n)
+      if (p.number >= this.nextFileNumber) this.nextFileNumber = p.number + 1
+      if (p.type === 'log' && p.number > this.logNumber) newerLog = true
+    }
+    const missing: string[] = []
+    for (const files of version.levels) for (const f of files) if (!present.has(tableName(f.number))) missing.push(tableName(f.number))
+    if (this.logNumber > 0 && newerLog && !present.has(logName(this.logNumber))) missing.push(logName(this.logNumber))
+    if (missing.length === 0) return
+    const list = missing.slice(0, 4).join(', ') + (missing.length > 4 ? ', ...' : '')
+    if (tornAt >= 0) throw corruption(name, `damaged record at offset ${tornAt}; without it the state names missing files (${list})`)
+    throw corruption(missing[0], `missing, but ${name} names it (missing: ${list})`)
   }
 
   /**

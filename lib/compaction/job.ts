@@ -1,0 +1,86 @@
+// A compaction job as plain data, so it can run on the main thread or in a
+// worker thread (lib/compaction/worker.ts) alike: which tables to merge, where
+// the output goes, and the drop rules' inputs.
+import type { FileSystem } from '../fs/fs'
+import type { FileMeta } from '../manifest/file-meta'
+import type { InternalIterator } from '../iterators/internal-iterator'
+import { MergingIterator } from '../iterators/merging-iterator'
+import { LevelIterator } from '../iterators/level-iterator'
+import type { TableCache } from '../sstable/table-cache'
+import { writeTables, type TableWriterResult } from './table-writer'
+import { compareBytes } from '../util/coding'
+import { NUM_LEVELS } from '../options'
+
+export interface CompactionJob {
+  dir: string
+  /** Input runs, newest first: each L0 table alone, then a level's tables as one run. */
+  runs: FileMeta[][]
+  /** Tables of the levels below the output, per level (for the tombstone rule). */
+  deeper: FileMeta[][]
+  blockSize: number
+  blockRestartInterval: number
+  bloomBitsPerKey: number
+  targetFileSize: number
+  smallestSnapshot: number
+  /** File numbers reserved for the outputs, used in order. */
+  fileNumbers: number[]
+}
+
+/** Rebuilds Buffers in FileMeta keys after a structured clone (which yields Uint8Arrays). */
+export function reviveMeta (f: FileMeta): FileMeta {
+  const b = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength)
+  return {
+    ...f,
+    smallest: { ...f.smallest, userKey: b(f.smallest.userKey) },
+    largest: { ...f.largest, userKey: b(f.largest.userKey) }
+  }
+}
+
+export function reviveJob (job: CompactionJob): CompactionJob {
+  return {
+    ...job,
+    runs: job.runs.map((r) => r.map(reviveMeta)),
+    deeper: job.deeper.map((r) => r.map(reviveMeta))
+  }
+}
+
+/**
+ * True if no table in a deeper level can hold the key. Keys arrive in ascending
+ * order, so each level keeps a cursor.
+ */
+export function baseLevelChecker (deeper: FileMeta[][]): (userKey: Uint8Array) => boolean {
+  const cursors = new Array(NUM_LEVELS).fill(0)
+  return (userKey) => {
+    for (let level = 0; level < deeper.length; level++) {
+      const files = deeper[level]
+      let i = cursors[level]
+      while (i < files.length && compareBytes(files[i].largest.userKey, userKey) < 0) i++
+      cursors[level] = i
+      if (i < files.length && compareBytes(files[i].smallest.userKey, userKey) <= 0) return false
+    }
+    return true
+  }
+}
+
+/** Runs `job`, reading tables through `tables`. */
+export async function runCompactionJob (job: CompactionJob, fs: FileSystem, tables: TableCache, shouldAbort: () => boolean): Promise<TableWriterResult> {
+  const children: InternalIterator[] = job.runs.map((run) => run.length === 1
+    ? tables.get(run[0].number).iterator()
+    : new LevelIterator(run, (meta) => tables.get(meta.number).iterator()))
+  let next = 0
+  return await writeTables(new MergingIterator(children), {
+    fs,
+    dir: job.dir,
+    blockSize: job.blockSize,
+    blockRestartInterval: job.blockRestartInterval,
+    bloomBitsPerKey: job.bloomBitsPerKey,
+    targetFileSize: job.targetFileSize,
+    smallestSnapshot: job.smallestSnapshot,
+    isBaseLevelForKey: baseLevelChecker(job.deeper),
+    newFileNumber: () => {
+      if (next >= job.fileNumbers.length) throw new Error('lsm-level invariant broken: compaction ran out of reserved file numbers')
+      return job.fileNumbers[next++]
+    },
+    shouldAbort
+  })
+}

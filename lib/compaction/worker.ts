@@ -1,0 +1,119 @@
+// Compactions off the event loop: one worker thread that runs compaction jobs
+// (lib/compaction/job.ts) on the second core while the main thread keeps
+// serving reads and writes. The worker opens the input tables itself (its own
+// file descriptors and a small block cache) and writes the outputs; the main
+// thread then installs them with one manifest edit. Errors come back with their
+// LEVEL_* code and file name.
+import { Worker, isMainThread, parentPort } from 'node:worker_threads'
+import { nodeFileSystem } from '../fs/node-fs'
+import { BlockCache } from '../sstable/cache'
+import { TableCache } from '../sstable/table-cache'
+import { runCompactionJob, reviveJob, reviveMeta, type CompactionJob } from './job'
+import type { TableWriterResult } from './table-writer'
+import { levelError, type LevelErrorCode } from '../errors'
+
+interface Request { id: number, job?: CompactionJob, cancel?: boolean }
+interface Reply { id: number, result?: TableWriterResult, error?: { code?: string, message: string, file?: string, stack?: string } }
+
+/**
+ * The main thread's handle on the worker thread. One worker serves every
+ * database in the process (`sharedCompactionWorker()`); it is unref'd, so it
+ * never keeps the process alive.
+ */
+export class CompactionWorker {
+  private worker: Worker | undefined
+  private nextId = 1
+  private readonly waiting = new Map<number, { resolve: (r: TableWriterResult) => void, reject: (e: Error) => void }>()
+
+  private start (): Worker {
+    const w = new Worker(__filename)
+    w.on('message', (reply: Reply) => {
+      const p = this.waiting.get(reply.id)
+      if (!p) return
+      this.waiting.delete(reply.id)
+      if (this.waiting.size === 0) w.unref()
+      if (reply.error) {
+        const e = reply.error.code?.startsWith('LEVEL_')
+          ? levelError(reply.error.code as LevelErrorCode, reply.error.message, undefined, reply.error.file)
+          : new Error(reply.error.message)
+        if (reply.error.stack) e.stack = reply.error.stack
+        p.reject(e)
+      } else {
+        const r = reply.result!
+        p.resolve({ ...r, outputs: r.outputs.map(reviveMeta) })
+      }
+    })
+    w.on('error', (err) => this.failAll(err))
+    w.on('exit', (code) => {
+      this.worker = undefined
+      this.failAll(new Error(`compaction worker exited (${code})`))
+    })
+    return w
+  }
+
+  private failAll (err: Error): void {
+    const all = [...this.waiting.values()]
+    this.waiting.clear()
+    for (const p of all) p.reject(err)
+  }
+
+  /**
+   * Runs `job` on the worker. `signal.cancel()` asks the worker to abandon it at
+   * its next slice (the promise then rejects with LEVEL_ABORTED and the partial
+   * outputs are removed).
+   */
+  run (job: CompactionJob, signal?: { cancel?: () => void }): Promise<TableWriterResult> {
+    if (!this.worker) this.worker = this.start()
+    const id = this.nextId++
+    const w = this.worker
+    if (signal) signal.cancel = () => w.postMessage({ id, cancel: true } satisfies Request)
+    return new Promise((resolve, reject) => {
+      // Referenced only while a job is in flight: an idle worker never keeps the process alive.
+      if (this.waiting.size === 0) w.ref()
+      this.waiting.set(id, { resolve, reject })
+      w.postMessage({ id, job } satisfies Request)
+    })
+  }
+
+  /** Stops the worker; a job in progress fails (its partial outputs are orphans, removed on the next open). */
+  async close (): Promise<void> {
+    const w = this.worker
+    this.worker = undefined
+    if (w) await w.terminate()
+  }
+}
+
+let shared: CompactionWorker | undefined
+
+export function sharedCompactionWorker (): CompactionWorker {
+  if (!shared) shared = new CompactionWorker()
+  return shared
+}
+
+// ---------------------------------------------------------------- worker side
+
+if (!isMainThread && parentPort) {
+  const port = parentPort
+  const tableCaches = new Map<string, TableCache>()
+  const cancelled = new Set<number>()
+  port.on('message', (req: Request) => {
+    if (req.cancel) { cancelled.add(req.id); return }
+    const job = reviveJob(req.job!)
+    let tables = tableCaches.get(job.dir)
+    if (!tables) {
+      // Compaction reads each block once: a small cache is enough.
+      tables = new TableCache(nodeFileSystem, job.dir, 64, new BlockCache(1024 * 1024))
+      tableCaches.set(job.dir, tables)
+    }
+    const used = new Set<number>(job.runs.flat().map((f) => f.number))
+    runCompactionJob(job, nodeFileSystem, tables, () => cancelled.has(req.id)).then((result) => {
+      port.postMessage({ id: req.id, result } satisfies Reply)
+    }, (err: any) => {
+      port.postMessage({ id: req.id, error: { code: err?.code, message: String(err?.message ?? err), file: err?.file, stack: err?.stack } } satisfies Reply)
+    }).finally(() => {
+      // The inputs are about to be deleted: close them.
+      for (const n of used) tables!.evict(n)
+      cancelled.delete(req.id)
+    })
+  })
+}

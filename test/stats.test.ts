@@ -1,0 +1,62 @@
+// db.stats(), getProperty(), approximateSize(): structured, consistent with the
+// tree, and moving the right way as work happens.
+import test from 'tape'
+import { LsmLevel } from '../index'
+import { tempDir } from './util/temp'
+
+const key = (i: number): string => 'k' + String(i).padStart(8, '0')
+
+test('stats, properties and approximate sizes follow the tree', async (t) => {
+  const db = new LsmLevel(tempDir(), { writeBufferSize: 8 * 1024, blockSize: 512, targetFileSize: 8 * 1024, maxBytesForLevelBase: 32 * 1024 })
+  await db.open()
+  const empty = db.stats()
+  t.is(empty.writeAmplification, 0, 'empty: no write amplification')
+  t.is(empty.bytes.user, 0, 'empty: no user bytes')
+  const value = 'x'.repeat(100)
+  const N = 10_000
+  for (let i = 0; i < N; i += 100) {
+    await db.batch(Array.from({ length: 100 }, (_, j) => ({ type: 'put' as const, key: key(i + j), value })))
+  }
+  for (let i = 0; i < N; i += 10) await db.put(key(i), value) // overwrites
+  await db.engine.waitForIdle()
+  const s = db.stats()
+  t.is(s.levels.length, 7, 'seven levels')
+  t.same(s.levels, db.levels(), 'levels() and stats().levels agree')
+  const userBytes = (N + N / 10) * (9 + 100)
+  t.is(s.bytes.user, userBytes, 'user bytes count keys and values')
+  t.ok(s.bytes.wal > userBytes, 'the log holds at least the user bytes')
+  t.ok(s.flushes > 0 && s.bytes.flushed > 0, `flushes counted (${s.flushes})`)
+  t.ok(s.compactions.done + s.compactions.trivialMoves > 0, `compactions counted (${s.compactions.done} + ${s.compactions.trivialMoves} moves)`)
+  t.ok(s.writeAmplification >= 1, `write amplification ${s.writeAmplification.toFixed(2)} >= 1`)
+  t.is(s.bytes.tables, s.levels.reduce((a, l) => a + l.bytes, 0), 'table bytes are the sum of the levels')
+  const expectedRuns = 1 + s.levels[0].files + s.levels.slice(1).filter((l) => l.files > 0).length
+  t.is(s.readAmplification, expectedRuns, `read amplification counts sorted runs (${expectedRuns})`)
+  t.ok(s.spaceAmplification >= 1, `space amplification ${s.spaceAmplification.toFixed(2)} >= 1`)
+
+  for (let i = 0; i < 2000; i++) await db.get(key(i * 5) + '-absent') // inside tables' key ranges
+  for (let i = 0; i < 2000; i++) await db.get(key(i * 5))
+  const r = db.stats()
+  t.ok(r.bloom.useful > 1000, `Bloom filters skipped tables for absent keys (${r.bloom.useful} useful, ${r.bloom.falsePositives} false positives)`)
+  t.ok(r.bloom.falsePositives < r.bloom.useful / 10, 'false positives are rare')
+  t.ok(r.blockCache.hits > 0 && r.blockCache.misses > 0, `block cache counted (${r.blockCache.hits} hits, ${r.blockCache.misses} misses)`)
+  t.ok(r.blockCache.bytes <= r.blockCache.capacity, 'block cache within capacity')
+
+  const text = db.getProperty('lsm.stats')
+  t.ok(/write amplification/.test(text) && /Level\s+Files/.test(text), 'lsm.stats renders text')
+  for (let level = 0; level < 7; level++) {
+    t.is(db.getProperty(`lsm.num-files-at-level${level}`), String(r.levels[level].files), `num-files-at-level${level}`)
+  }
+  t.is(db.getProperty('leveldb.num-files-at-level0'), String(r.levels[0].files), 'leveldb.* alias')
+  t.ok(db.getProperty('lsm.sstables').includes('--- level 0 ---'), 'lsm.sstables lists tables')
+  t.throws(() => db.getProperty('lsm.nope'), /Unknown property/, 'unknown property: clear error')
+  t.throws(() => db.getProperty('lsm.num-files-at-level9'), /No level 9/, 'level out of range: clear error')
+
+  await db.compactRange()
+  const total = db.stats().bytes.tables
+  const all = await db.approximateSize(key(0), key(N))
+  t.ok(Math.abs(all - total) <= total * 0.05, `approximateSize of everything ${all} ~ table bytes ${total}`)
+  const half = await db.approximateSize(key(0), key(N / 2))
+  t.ok(Math.abs(half - total / 2) <= total * 0.1, `approximateSize of half ${half} ~ ${Math.round(total / 2)}`)
+  t.is(await db.approximateSize(key(N), key(0)), 0, 'empty range: 0')
+  await db.close()
+})
