@@ -5,6 +5,7 @@ import { AbstractLevel, AbstractIterator, AbstractSnapshot } from 'abstract-leve
 import ModuleError = require('module-error')
 import { Engine, type BatchOp, type RangeOptions, type LevelInfo, type RecoveryReport } from './lib/db'
 import type { Snapshot } from './lib/snapshots'
+import { nextTurn, type TurnBudget } from './lib/util/turn'
 import { DbIterator } from './lib/iterators/db-iterator'
 import { KIND_DELETE, KIND_VALUE } from './lib/keys'
 import { resolveOptions, ENGINE_OPTION_NAMES, type EngineOptions } from './lib/options'
@@ -92,9 +93,11 @@ class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
   private readonly valueEncoding: EncodingName
   private readonly signal: AbortSignal | undefined
   private remaining: number
+  private readonly turn: TurnBudget
 
   constructor (db: LsmLevel<any, any>, options: Record<string, any>, engine: Engine) {
     super(db, options as any)
+    this.turn = engine.turn
     const snapshot = options.snapshot as LsmSnapshot | undefined
     this.it = engine.iterator(rangeFrom(options), snapshot?.inner)
     this.keys = options.keys !== false
@@ -106,6 +109,7 @@ class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
   }
 
   private async checkSignal (): Promise<void> {
+    if (this.turn.exhausted()) await nextTurn()
     if (this.signal) {
       // Give an abort issued right after the call a chance to land.
       await undefined
@@ -242,25 +246,47 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     return value === undefined ? undefined : decodeOut(value, options.valueEncoding)
   }
 
+  /**
+   * The read's snapshot: the caller's, or the current sequence number. When the
+   * event loop's turn is used up the read continues on the next turn, still at
+   * the sequence number taken now (abstract-level's snapshot contract).
+   */
+  private async readPoint (engine: Engine, options: Record<string, any>): Promise<Snapshot | undefined> {
+    const snapshot = (options.snapshot as LsmSnapshot | undefined)?.inner
+    if (!engine.turn.exhausted()) return snapshot
+    const point = snapshot ?? engine.pointInTime()
+    await nextTurn()
+    return point
+  }
+
   async _get (key: Format, options: Record<string, any>): Promise<any> {
-    return this._getSync(key, options)
+    const engine = this[ENGINE]!
+    const at = await this.readPoint(engine, options)
+    const value = engine.get(toView(key), at)
+    return value === undefined ? undefined : decodeOut(value, options.valueEncoding)
   }
 
   async _getMany (keys: Format[], options: Record<string, any>): Promise<any[]> {
+    const engine = this[ENGINE]!
+    const at = await this.readPoint(engine, options)
     const out = new Array(keys.length)
-    for (let i = 0; i < keys.length; i++) out[i] = this._getSync(keys[i], options)
+    for (let i = 0; i < keys.length; i++) {
+      const value = engine.get(toView(keys[i]), at)
+      out[i] = value === undefined ? undefined : decodeOut(value, options.valueEncoding)
+    }
     return out
   }
 
   async _has (key: Format, options: Record<string, any>): Promise<boolean> {
-    const snapshot = options.snapshot as LsmSnapshot | undefined
-    return this[ENGINE]!.get(toView(key), snapshot?.inner) !== undefined
+    const engine = this[ENGINE]!
+    const at = await this.readPoint(engine, options)
+    return engine.get(toView(key), at) !== undefined
   }
 
   async _hasMany (keys: Format[], options: Record<string, any>): Promise<boolean[]> {
-    const snapshot = options.snapshot as LsmSnapshot | undefined
     const engine = this[ENGINE]!
-    return keys.map((k) => engine.get(toView(k), snapshot?.inner) !== undefined)
+    const at = await this.readPoint(engine, options)
+    return keys.map((k) => engine.get(toView(k), at) !== undefined)
   }
 
   _iterator (options: Record<string, any>): LsmIterator<K, V> {

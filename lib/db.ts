@@ -53,6 +53,7 @@ import { KIND_VALUE } from './keys'
 import { compareBytes } from './util/coding'
 import { corruption, ioError, levelError, type LevelError } from './errors'
 import type { LsmStats } from './stats'
+import { TurnBudget } from './util/turn'
 
 export { Snapshot } from './snapshots'
 export type { BatchOp } from './wal/batch'
@@ -68,6 +69,8 @@ interface Writer {
 
 interface Group {
   writers: Writer[]
+  /** The memtable of the log the group was written to (frozen if a rotation came since). */
+  mem: MemTable
   lastSeq: number
   needsSync: boolean
   synced: boolean
@@ -76,6 +79,8 @@ interface Group {
 interface FrozenMemTable {
   mem: MemTable
   logNumber: number
+  /** Groups written to its log but not yet applied (waiting for a sync); it is flushed only at 0. */
+  pendingGroups: number
 }
 
 /** What recovery found and did, for users and tests. */
@@ -127,6 +132,8 @@ export class Engine {
   private unapplied: Group[] = []
   private syncInFlight: Promise<void> | undefined
   private readonly logsToCloseAfterSync: LogWriter[] = []
+  /** Resolves when every retired log's closing fsync has completed. */
+  private retiredLogsSynced: Promise<void> = Promise.resolve()
   /** Set after a failed write or fsync: all further writes fail until reopen. */
   private writeError: LevelError | undefined
   /** Set after a failed flush or compaction. */
@@ -154,6 +161,9 @@ export class Engine {
   }
 
   private stallStartedAt = 0
+  /** Shared by writes and reads so that a loop of awaited operations lets the event loop turn. */
+  readonly turn = new TurnBudget()
+  private closeRequested = false
   /** Runs compactions on a worker thread (node file system only); undefined: on the main thread. */
   private readonly worker: CompactionWorker | undefined
   private cancelCompaction: (() => void) | undefined
@@ -333,8 +343,13 @@ export class Engine {
   }
 
   private commit (): void {
+    if (this.pending.length === 0) { this.commitScheduled = false; return }
+    if (!this.closeRequested && this.turn.exhausted()) {
+      // Let the event loop turn (timers, I/O, flush slices) before committing more.
+      setImmediate(() => this.commit())
+      return
+    }
     this.commitScheduled = false
-    if (this.pending.length === 0) return
     if (this.writeError) return this.failPending(this.writeError)
     if (!this.makeRoomForWrite()) {
       if (this.stallStartedAt === 0) this.stallStartedAt = Date.now()
@@ -368,7 +383,7 @@ export class Engine {
     this.allocatedSeq = seq - 1
     this.counters.walBytes += this.log!.size() - logSizeBefore
     for (const w of writers) for (const op of w.ops) this.counters.userBytes += op.key.length + (op.value ? op.value.length : 0)
-    this.unapplied.push({ writers, lastSeq: seq - 1, needsSync, synced: false })
+    this.unapplied.push({ writers, mem: this.mem, lastSeq: seq - 1, needsSync, synced: false })
     if (needsSync) this.requestSync()
     this.drainApplied()
   }
@@ -379,12 +394,16 @@ export class Engine {
       const g = this.unapplied[0]
       if (g.needsSync && !g.synced) break
       this.unapplied.shift()
-      const mem = this.mem
+      const mem = g.mem
       for (const w of g.writers) {
         let s = w.firstSeq
         for (const op of w.ops) mem.add(s++, op.kind, op.key, op.value ?? EMPTY)
       }
       this.visibleSeq = g.lastSeq
+      if (mem !== this.mem) {
+        const frozen = this.imms.find((f) => f.mem === mem)
+        if (frozen && --frozen.pendingGroups === 0) this.scheduleBackground()
+      }
       for (const w of g.writers) w.resolve()
     }
     if (this.unapplied.length === 0 && this.closing) this.notifyIdle()
@@ -396,7 +415,9 @@ export class Engine {
     const log = this.log!
     const covered = this.unapplied.filter((g) => g.needsSync && !g.synced)
     if (covered.length === 0) return
-    this.syncInFlight = log.syncAsync().then(() => {
+    // Earlier logs' syncs (started at rotation) must be done too: a sync write is
+    // acknowledged only when everything before it in the write order is durable.
+    this.syncInFlight = Promise.all([this.retiredLogsSynced, log.syncAsync()]).then(() => {
       this.syncInFlight = undefined
       for (const g of covered) g.synced = true
       this.closeRetiredLogs()
@@ -453,17 +474,24 @@ export class Engine {
   private rotate (): void {
     const { fs, location: dir } = this
     const old = this.log!
-    // The old log is synced before the new one takes writes, so that a power loss
-    // can never keep a later log's synced writes while losing an earlier log's.
-    old.sync()
-    for (const g of this.unapplied) g.synced = true
-    this.drainApplied()
     const number = this.versions.newFileNumber()
     const file = fs.openWrite(join(dir, logName(number)))
     fs.syncDir(dir)
-    if (this.syncInFlight) this.logsToCloseAfterSync.push(old)
-    else old.close()
-    this.imms.push({ mem: this.mem, logNumber: this.logNumber })
+    // The old log is synced off the event loop; every later sync write waits for
+    // it (requestSync), so a power loss can never keep a later log's synced writes
+    // while losing an earlier log's.
+    const synced = old.syncAsync()
+    this.retiredLogsSynced = Promise.all([this.retiredLogsSynced, synced]).then(() => {})
+    this.retiredLogsSynced.catch(() => {}) // reported below, once
+    synced.then(() => {
+      if (this.syncInFlight) this.logsToCloseAfterSync.push(old)
+      else { try { old.close() } catch {} }
+    }, (err) => {
+      this.logsToCloseAfterSync.push(old)
+      this.stopWrites(ioError('fsync of a retired log failed; the database takes no more writes until reopened', err))
+    })
+    const pendingGroups = this.unapplied.filter((g) => g.mem === this.mem).length
+    this.imms.push({ mem: this.mem, logNumber: this.logNumber, pendingGroups })
     this.mem = new MemTable()
     this.log = new LogWriter(file)
     this.logNumber = number
@@ -526,7 +554,10 @@ export class Engine {
 
   private levelIterators (v: Version): InternalIterator[] {
     const out: InternalIterator[] = []
-    for (const f of v.levels[0]) out.push(this.tableCache.get(f.number).iterator())
+    // Each L0 table as a one-file level: opened on the first seek that needs it, so
+    // that a damaged table fails the iterator's next() (LEVEL_CORRUPTION) rather
+    // than its creation, which would leak the tables opened before it.
+    for (const f of v.levels[0]) out.push(this.levelIterator([f]))
     for (let level = 1; level < NUM_LEVELS; level++) {
       if (v.levels[level].length > 0) out.push(this.levelIterator(v.levels[level]))
     }
@@ -539,6 +570,15 @@ export class Engine {
 
   snapshot (): Snapshot {
     return this.snapshots.acquire(this.visibleSeq)
+  }
+
+  /**
+   * The current sequence number as an unregistered snapshot, for a read that
+   * continues on a later turn: safe because compaction only drops versions
+   * hidden at a sequence number no newer than this one.
+   */
+  pointInTime (): Snapshot {
+    return new Snapshot(this.visibleSeq)
   }
 
   releaseSnapshot (s: Snapshot): void {
@@ -558,7 +598,7 @@ export class Engine {
 
   private startBackgroundWork (): void {
     if (this.closing || this.backgroundError) return
-    if (!this.flushJob && this.imms.length > 0) {
+    if (!this.flushJob && this.imms.length > 0 && this.imms[0].pendingGroups === 0) {
       this.flushJob = this.runJob(() => this.flushOldest()).finally(() => {
         this.flushJob = undefined
         this.afterBackgroundWork()
@@ -884,6 +924,7 @@ export class Engine {
    */
   async close (): Promise<void> {
     if (this.closed) return
+    this.closeRequested = true
     if (this.commitScheduled || this.pending.length > 0) this.commit()
     // Queued writes that could not commit (a stall) fail rather than hang.
     this.failPending(levelError('LEVEL_DATABASE_NOT_OPEN', 'Database closed before the write could commit'))

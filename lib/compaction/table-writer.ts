@@ -18,6 +18,7 @@ import { join, tableName } from '../filenames'
 import { KIND_DELETE } from '../keys'
 import { compareBytes } from '../util/coding'
 import { levelError } from '../errors'
+import { performance } from 'node:perf_hooks'
 
 export interface TableWriterParams {
   fs: FileSystem
@@ -42,7 +43,8 @@ export interface TableWriterResult {
   bytesWritten: number
 }
 
-const ENTRIES_PER_SLICE = 2000
+/** A slice of work between yields to the event loop: checked every 64 entries. */
+const SLICE_MS = 2
 
 export async function writeTables (input: InternalIterator, p: TableWriterParams): Promise<TableWriterResult> {
   const outputs: FileMeta[] = []
@@ -56,10 +58,12 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
   let currentKey: Buffer | undefined
   let lastSeqForKey = Infinity
 
-  const finishOutput = (): void => {
+  // Outputs are fsynced off the event loop (a multi-megabyte fsync can take
+  // hundreds of milliseconds).
+  const finishOutput = async (): Promise<void> => {
     if (!builder || !file) return
     const r = builder.finish()
-    file.sync()
+    await file.syncAsync()
     file.close()
     outputs.push({ number, size: r.size, entries: r.entries, smallest: r.smallest, largest: r.largest })
     bytesWritten += r.size
@@ -70,11 +74,12 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
   try {
     input.seekToFirst()
     let slice = 0
+    let sliceStart = performance.now()
     while (input.valid()) {
-      if (++slice >= ENTRIES_PER_SLICE) {
-        slice = 0
+      if ((++slice & 63) === 0 && performance.now() - sliceStart > SLICE_MS) {
         await new Promise<void>((resolve) => setImmediate(resolve))
         if (p.shouldAbort()) throw levelError('LEVEL_ABORTED', 'Background job aborted: database closing')
+        sliceStart = performance.now()
       }
       entriesIn++
       const uk = input.userKey()
@@ -85,7 +90,7 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
         currentKey = uk
         lastSeqForKey = Infinity
         // Split only between user keys: all versions of a key stay in one table.
-        if (builder && builder.estimatedSize() >= p.targetFileSize) finishOutput()
+        if (builder && builder.estimatedSize() >= p.targetFileSize) await finishOutput()
       }
       let drop = false
       if (lastSeqForKey <= p.smallestSnapshot) drop = true
@@ -108,7 +113,7 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
       }
       input.next()
     }
-    finishOutput()
+    await finishOutput()
     if (outputs.length > 0) p.fs.syncDir(p.dir)
   } catch (err) {
     if (file) { try { file.close() } catch {} }

@@ -1,0 +1,32 @@
+// Event-loop fairness. Writes and reads that complete without I/O wait resolve
+// through microtasks only, so a loop of awaited operations never lets the event
+// loop turn: timers, sockets and our own flush slices would starve. A TurnBudget
+// notices when the current macrotask turn has run longer than `budgetMs` and
+// asks the caller to continue on the next turn (setImmediate) instead: one
+// deferral every few milliseconds, a negligible cost per operation.
+import { performance } from 'node:perf_hooks'
+
+export class TurnBudget {
+  private turnStart = 0
+  private markerPending = false
+  private readonly clearMarker = (): void => { this.markerPending = false }
+
+  constructor (private readonly budgetMs = 4) {}
+
+  /** True if the caller should defer its work to the next turn of the event loop. */
+  exhausted (): boolean {
+    const now = performance.now()
+    if (!this.markerPending) {
+      // First operation of this turn: remember when it started, and learn when it ends.
+      this.markerPending = true
+      this.turnStart = now
+      setImmediate(this.clearMarker)
+      return false
+    }
+    return now - this.turnStart > this.budgetMs
+  }
+}
+
+export function nextTurn (): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve))
+}
