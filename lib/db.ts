@@ -54,6 +54,7 @@ import { compareBytes } from './util/coding'
 import { corruption, ioError, levelError, type LevelError } from './errors'
 import type { LsmStats } from './stats'
 import { TurnBudget } from './util/turn'
+import { syncDirAsync } from './fs/fs'
 
 export { Snapshot } from './snapshots'
 export type { BatchOp } from './wal/batch'
@@ -247,7 +248,7 @@ export class Engine {
     // holding OLDER data (and, if a log lost its unsynced tail meanwhile, less of
     // it), which reads would then wrongly prefer.
     this.logNumber = this.versions.newFileNumber()
-    this.versions.logAndApply({
+    await this.versions.logAndApply({
       newFiles: this.recoveredTables.map((meta) => ({ level: 0, meta })),
       logNumber: this.logNumber,
       lastSequence: this.visibleSeq
@@ -476,11 +477,11 @@ export class Engine {
     const old = this.log!
     const number = this.versions.newFileNumber()
     const file = fs.openWrite(join(dir, logName(number)))
-    fs.syncDir(dir)
-    // The old log is synced off the event loop; every later sync write waits for
-    // it (requestSync), so a power loss can never keep a later log's synced writes
-    // while losing an earlier log's.
-    const synced = old.syncAsync()
+    // The old log and the new log's directory entry are synced off the event
+    // loop; every later sync write waits for both (requestSync), so a power loss
+    // can never keep a later log's synced writes while losing an earlier log's,
+    // nor lose the new log itself.
+    const synced = Promise.all([old.syncAsync(), syncDirAsync(fs, dir)])
     this.retiredLogsSynced = Promise.all([this.retiredLogsSynced, synced]).then(() => {})
     this.retiredLogsSynced.catch(() => {}) // reported below, once
     synced.then(() => {
@@ -660,7 +661,7 @@ export class Engine {
     const params = { ...this.tableWriterParams(Infinity, () => false), shouldAbort: () => false }
     const result = await writeTables(imm.mem.iterator(), params)
     const nextLog = this.imms.length > 1 ? this.imms[1].logNumber : this.logNumber
-    this.versions.logAndApply({
+    await this.versions.logAndApply({
       newFiles: result.outputs.map((meta) => ({ level: 0, meta })),
       logNumber: nextLog,
       lastSequence: this.visibleSeq
@@ -681,7 +682,7 @@ export class Engine {
     for (const f of task.inputs) if (compareBytes(f.largest.userKey, largest.userKey) > 0) largest = f.largest
     const pointer = [{ level: task.level, key: largest }]
     if (task.trivialMove) {
-      this.versions.logAndApply({
+      await this.versions.logAndApply({
         deletedFiles: deleted,
         newFiles: [{ level: task.outputLevel, meta: task.inputs[0] }],
         compactPointers: pointer
@@ -732,7 +733,7 @@ export class Engine {
         newFiles: result.outputs.map((meta) => ({ level: task.outputLevel, meta })),
         compactPointers: pointer
       }
-      this.versions.logAndApply(edit)
+      await this.versions.logAndApply(edit)
       this.counters.compactions++
       processCounters.compactions++
       this.counters.bytesCompacted += result.bytesWritten

@@ -10,7 +10,7 @@
 //     (its seq <= smallestSnapshot);
 //   - a tombstone is dropped if it is visible to every snapshot and no level
 //     below the output can hold an older version of its key (`isBaseLevelForKey`).
-import type { FileSystem } from '../fs/fs'
+import { syncDirAsync, type FileSystem } from '../fs/fs'
 import type { InternalIterator } from '../iterators/internal-iterator'
 import type { FileMeta } from '../manifest/file-meta'
 import { TableBuilder } from '../sstable/table-builder'
@@ -114,7 +114,7 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
       input.next()
     }
     await finishOutput()
-    if (outputs.length > 0) p.fs.syncDir(p.dir)
+    if (outputs.length > 0) await syncDirAsync(p.fs, p.dir)
   } catch (err) {
     if (file) { try { file.close() } catch {} }
     for (const n of created) { try { p.fs.remove(join(p.dir, tableName(n))) } catch {} }

@@ -47,6 +47,14 @@ export interface FileSystem {
   mkdirp (path: string): void
   /** fsync of a directory, making creates, renames and removes in it durable. */
   syncDir (path: string): void
+  /** The same as `syncDir`, off the event loop (optional: `syncDirAsync()` below falls back to syncDir). */
+  syncDirAsync? (path: string): Promise<void>
   /** Truncates a file to `length` bytes. */
   truncate (path: string, length: number): void
+}
+
+/** fsync of a directory off the event loop where the file system offers it. */
+export async function syncDirAsync (fs: FileSystem, path: string): Promise<void> {
+  if (fs.syncDirAsync) await fs.syncDirAsync(path)
+  else fs.syncDir(path)
 }

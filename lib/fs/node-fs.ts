@@ -140,6 +140,15 @@ export class NodeFileSystem implements FileSystem {
     }
   }
 
+  async syncDirAsync (path: string): Promise<void> {
+    const handle = await fs.promises.open(path, 'r')
+    try {
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+  }
+
   truncate (path: string, length: number): void {
     fs.truncateSync(path, length)
   }

@@ -186,19 +186,36 @@ export class VersionSet {
   }
 
   /**
-   * Makes `edit` durable in the manifest, then installs the version it yields.
-   * Throws (and installs nothing) if the manifest cannot be written and synced;
-   * the caller must then stop taking writes.
+   * Makes `edit` durable in the manifest (its fsync off the event loop), then
+   * installs the version it yields. Edits are applied one at a time, in call
+   * order. Rejects (and installs nothing) if the manifest cannot be written and
+   * synced; every later edit then fails too, and the caller must stop taking
+   * writes: the manifest's tail is no longer known.
    * REQUIRES: a manifest is open (writeNewManifest was called).
    */
-  logAndApply (edit: VersionEdit): void {
+  logAndApply (edit: VersionEdit): Promise<void> {
+    const run = this.applyQueue.then(() => this.applyNow(edit))
+    this.applyQueue = run.catch(() => {})
+    return run
+  }
+
+  private applyQueue: Promise<void> = Promise.resolve()
+  private manifestFailure: unknown
+
+  private async applyNow (edit: VersionEdit): Promise<void> {
     if (!this.manifest) throw new Error('lsm-level invariant broken: no manifest open')
+    if (this.manifestFailure !== undefined) throw this.manifestFailure
     if (edit.logNumber !== undefined && edit.logNumber < this.logNumber) edit.logNumber = this.logNumber
     edit.nextFileNumber = this.nextFileNumber
     if (edit.lastSequence === undefined || edit.lastSequence < this.lastSequence) edit.lastSequence = this.lastSequence
     const next = this.current.apply(edit)
-    this.manifest.addRecord(encodeVersionEdit(edit))
-    this.manifest.sync()
+    try {
+      this.manifest.addRecord(encodeVersionEdit(edit))
+      await this.manifest.syncAsync()
+    } catch (err) {
+      this.manifestFailure = err
+      throw err
+    }
     if (edit.logNumber !== undefined) this.logNumber = edit.logNumber
     this.lastSequence = edit.lastSequence
     for (const cp of edit.compactPointers ?? []) this.compactPointers[cp.level] = cp.key
