@@ -43,6 +43,7 @@ import { LevelIterator } from './iterators/level-iterator'
 import type { InternalIterator } from './iterators/internal-iterator'
 import { DbIterator, type RangeOptions } from './iterators/db-iterator'
 import { pickLeveledCompaction, type CompactionTask } from './compaction/leveled-picker'
+import { pickTieredCompaction } from './compaction/tiered-picker'
 import { writeTables } from './compaction/table-writer'
 import { runCompactionJob, type CompactionJob } from './compaction/job'
 import { sharedCompactionWorker, type CompactionWorker } from './compaction/worker'
@@ -135,6 +136,8 @@ export class Engine {
   private readonly logsToCloseAfterSync: LogWriter[] = []
   /** Resolves when every retired log's closing fsync has completed. */
   private retiredLogsSynced: Promise<void> = Promise.resolve()
+  /** Rotations whose retired-log fsync (and new log's directory entry) is not done yet. */
+  private retiredSyncsPending = 0
   /** Set after a failed write or fsync: all further writes fail until reopen. */
   private writeError: LevelError | undefined
   /** Set after a failed flush or compaction. */
@@ -312,14 +315,27 @@ export class Engine {
       this.recovery.logsReplayed++
       const tail = reader.tail
       if (tail.state !== 'clean') {
-        if (i < logs.length - 1) {
+        // Newer logs that are empty hold nothing that could follow the damage (a log
+        // takes records only once the logs before it are synced: a crash right after
+        // a rotation can leave a torn retired log and an empty new one).
+        if (i < logs.length - 1 && !logs.slice(i + 1).every((n) => this.logIsEmpty(n))) {
           throw corruption(name, `damaged record at offset ${tail.offset} in a log followed by newer logs`)
         }
         this.recovery.droppedTail = { file: name, offset: tail.offset, bytes: tail.droppedBytes, state: tail.state }
+        break
       }
     }
     this.visibleSeq = this.allocatedSeq = seq
     if (mem.entryCount() > 0) await this.flushRecovered(mem)
+  }
+
+  private logIsEmpty (number: number): boolean {
+    const file = this.fs.openRead(join(this.location, logName(number)))
+    try {
+      return file.size() === 0
+    } finally {
+      file.close()
+    }
   }
 
   /** Writes a replayed memtable to level-0 table(s), recorded by recover()'s final edit. */
@@ -356,6 +372,11 @@ export class Engine {
       if (this.stallStartedAt === 0) this.stallStartedAt = Date.now()
       return // retried when background work makes room
     }
+    // No record goes into a new log before the logs it follows are durable (and
+    // its own directory entry): otherwise a power loss could keep a later log's
+    // records while tearing an earlier log, a hole in the history that recovery
+    // cannot replay past. Retried when the retired logs' fsync completes.
+    if (this.retiredSyncsPending > 0) return
     if (this.stallStartedAt !== 0) {
       this.counters.stallMs += Date.now() - this.stallStartedAt
       this.stallStartedAt = 0
@@ -484,10 +505,18 @@ export class Engine {
     const synced = Promise.all([old.syncAsync(), syncDirAsync(fs, dir)])
     this.retiredLogsSynced = Promise.all([this.retiredLogsSynced, synced]).then(() => {})
     this.retiredLogsSynced.catch(() => {}) // reported below, once
+    this.retiredSyncsPending++
     synced.then(() => {
+      this.retiredSyncsPending--
       if (this.syncInFlight) this.logsToCloseAfterSync.push(old)
       else { try { old.close() } catch {} }
+      // Writes held back until the retired logs were durable (see commit).
+      if (this.pending.length > 0 && !this.commitScheduled) {
+        this.commitScheduled = true
+        queueMicrotask(() => this.commit())
+      }
     }, (err) => {
+      this.retiredSyncsPending--
       this.logsToCloseAfterSync.push(old)
       this.stopWrites(ioError('fsync of a retired log failed; the database takes no more writes until reopened', err))
     })
@@ -606,7 +635,7 @@ export class Engine {
       })
     }
     if (!this.compactionJob) {
-      const task = pickLeveledCompaction({ levels: this.versions.current.levels, compactPointers: this.versions.compactPointers }, this.options)
+      const task = this.pickCompaction()
       if (task) {
         this.compactionJob = this.runJob(() => this.compact(task)).finally(() => {
           this.compactionJob = undefined
@@ -673,14 +702,25 @@ export class Engine {
     this.fs.remove(join(this.location, logName(imm.logNumber)))
   }
 
+  /** The next compaction the configured strategy wants, if any (pure pickers, lib/compaction/). */
+  private pickCompaction (): CompactionTask | undefined {
+    const shape = { levels: this.versions.current.levels, compactPointers: this.versions.compactPointers }
+    if (this.options.compaction === 'leveled') return pickLeveledCompaction(shape, this.options)
+    const t = pickTieredCompaction(shape, this.options)
+    if (!t) return undefined
+    return { level: t.runs[0].level, outputLevel: t.outputLevel, inputs: t.runs[0].files, overlaps: [], trivialMove: false, score: 0, runs: t.runs }
+  }
+
   private async compact (task: CompactionTask): Promise<void> {
-    const deleted = [
-      ...task.inputs.map((f) => ({ level: task.level, number: f.number })),
-      ...task.overlaps.map((f) => ({ level: task.outputLevel, number: f.number }))
+    const inputRuns = task.runs ?? [
+      { level: task.level, files: task.inputs },
+      ...(task.overlaps.length > 0 ? [{ level: task.outputLevel, files: task.overlaps }] : [])
     ]
+    const deleted = inputRuns.flatMap((r) => r.files.map((f) => ({ level: r.level, number: f.number })))
     let largest = task.inputs[0].largest
     for (const f of task.inputs) if (compareBytes(f.largest.userKey, largest.userKey) > 0) largest = f.largest
-    const pointer = [{ level: task.level, key: largest }]
+    // The leveled picker's round-robin position within the level.
+    const pointer = task.runs ? [] : [{ level: task.level, key: largest }]
     if (task.trivialMove) {
       await this.versions.logAndApply({
         deletedFiles: deleted,
@@ -694,8 +734,8 @@ export class Engine {
     const base = this.versions.current
     base.ref()
     try {
-      const runs = task.level === 0 ? task.inputs.map((f) => [f]) : [task.inputs]
-      if (task.overlaps.length > 0) runs.push(task.overlaps)
+      // Each level-0 table is a run of its own; a deeper level is one run.
+      const runs = inputRuns.flatMap((r) => r.level === 0 ? r.files.map((f) => [f]) : [r.files])
       let inputBytes = 0
       for (const run of runs) for (const f of run) inputBytes += f.size
       const fileNumbers: number[] = []
@@ -811,7 +851,7 @@ export class Engine {
       if (this.backgroundError) throw this.backgroundError
       if (this.flushJob) { await this.flushJob; continue }
       if (this.compactionJob) { await this.compactionJob; continue }
-      if (this.imms.length > 0 || pickLeveledCompaction({ levels: this.versions.current.levels, compactPointers: this.versions.compactPointers }, this.options)) {
+      if (this.imms.length > 0 || this.pickCompaction()) {
         this.startBackgroundWork()
         if (!this.flushJob && !this.compactionJob) return
         continue
@@ -926,6 +966,8 @@ export class Engine {
   async close (): Promise<void> {
     if (this.closed) return
     this.closeRequested = true
+    // Writes held back behind a retired log's fsync commit once it is done.
+    while (this.retiredSyncsPending > 0 && this.pending.length > 0 && !this.writeError) await this.retiredLogsSynced.catch(() => {})
     if (this.commitScheduled || this.pending.length > 0) this.commit()
     // Queued writes that could not commit (a stall) fail rather than hang.
     this.failPending(levelError('LEVEL_DATABASE_NOT_OPEN', 'Database closed before the write could commit'))

@@ -43,6 +43,17 @@ export interface EngineOptions {
    * main thread, in short slices.
    */
   compactionWorker: boolean
+  /**
+   * Compaction strategy. 'leveled' (default): one sorted run per level, levels
+   * `levelMultiplier` apart; low read and space amplification, higher write
+   * amplification. 'tiered' (universal-style): runs of similar size merged
+   * together; lower write amplification, more runs to read and more space.
+   */
+  compaction: 'leveled' | 'tiered'
+  /** Tiered: merge everything once the newer runs exceed this percentage of the oldest run. Default 200. */
+  maxSizeAmplificationPercent: number
+  /** Tiered: runs within this percentage of the window's total size are merged together. Default 1. */
+  sizeRatioPercent: number
 }
 
 export const DEFAULT_WRITE_BUFFER_SIZE = 4 * 1024 * 1024
@@ -76,7 +87,12 @@ const validators: Record<keyof EngineOptions, Validator> = {
   level0CompactionTrigger: positiveInt(1, 1000),
   level0StopWritesTrigger: positiveInt(1, 10000),
   maxImmutableMemtables: positiveInt(1, 64),
-  compactionWorker: boolean
+  compactionWorker: boolean,
+  compaction: (name, value) => {
+    if (value !== 'leveled' && value !== 'tiered') throw invalidOption(name, `must be 'leveled' or 'tiered', got ${String(value)}`)
+  },
+  maxSizeAmplificationPercent: positiveInt(1, 100000),
+  sizeRatioPercent: positiveInt(0, 100000)
 }
 
 export const ENGINE_OPTION_NAMES = Object.keys(validators) as Array<keyof EngineOptions>
@@ -104,7 +120,10 @@ export function resolveOptions (input: Partial<Record<keyof EngineOptions, unkno
     level0CompactionTrigger: pick('level0CompactionTrigger', 4),
     level0StopWritesTrigger: pick('level0StopWritesTrigger', 12),
     maxImmutableMemtables: pick('maxImmutableMemtables', 2),
-    compactionWorker: pick('compactionWorker', true)
+    compactionWorker: pick('compactionWorker', true),
+    compaction: pick('compaction', 'leveled'),
+    maxSizeAmplificationPercent: pick('maxSizeAmplificationPercent', 200),
+    sizeRatioPercent: pick('sizeRatioPercent', 1)
   }
   if (opts.level0StopWritesTrigger < opts.level0CompactionTrigger) {
     throw invalidOption('level0StopWritesTrigger', `must be >= level0CompactionTrigger (${opts.level0CompactionTrigger})`)

@@ -5,7 +5,7 @@
 // buffers make flushes and compactions happen all the time.
 // Replay a failure with SEED=<n>; OPS=<n> runs longer.
 import test from 'tape'
-import { LsmLevel } from '../index'
+import { LsmLevel, type LsmLevelOptions } from '../index'
 import { Random, seedFromEnv } from './util/random'
 import { tempDir } from './util/temp'
 
@@ -24,10 +24,11 @@ function expectedRange (model: Model, o: { gt?: string, gte?: string, lt?: strin
   return keys.map((k) => [k, model.get(k)!])
 }
 
-const OPTION_SETS = [
+const OPTION_SETS: LsmLevelOptions[] = [
   { writeBufferSize: 1024, blockSize: 256, targetFileSize: 1024, maxBytesForLevelBase: 4096, level0CompactionTrigger: 2, cacheSize: 8192 },
   { writeBufferSize: 4096, blockSize: 128, blockRestartInterval: 2, targetFileSize: 2048, maxBytesForLevelBase: 8192, bloomBitsPerKey: 0, maxOpenFiles: 4 },
-  { writeBufferSize: 64 * 1024 }
+  { writeBufferSize: 64 * 1024 },
+  { compaction: 'tiered', writeBufferSize: 1024, blockSize: 256, targetFileSize: 2048, level0CompactionTrigger: 3 }
 ]
 
 OPTION_SETS.forEach((options, setIndex) => {

@@ -9,7 +9,7 @@ import * as nodeFs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import { NodeFileSystem } from '../lib/fs/node-fs'
-import { KIND_DELETE, KIND_VALUE, MAX_SEQ, compareInternal } from '../lib/keys'
+import { KIND_DELETE, KIND_VALUE, MAX_SEQ, compareInternal, encodeInternalKey } from '../lib/keys'
 import { isLevelError } from '../lib/errors'
 import type { InternalIterator } from '../lib/iterators/internal-iterator'
 import { TableBuilder, type TableBuilderOptions } from '../lib/sstable/table-builder'
@@ -18,7 +18,9 @@ import { TableCache } from '../lib/sstable/table-cache'
 import { BlockCache } from '../lib/sstable/cache'
 import { bloomHash, murmur3, BloomBuilder, BloomFilter } from '../lib/sstable/bloom'
 import { BlockBuilder } from '../lib/sstable/block-builder'
-import { decodeBlock, BlockIterator } from '../lib/sstable/block'
+import { decodeBlock, BlockIterator, compareRange } from '../lib/sstable/block'
+import { checks } from '../lib/invariants'
+import { ByteWriter, compareBytes } from '../lib/util/coding'
 import { FOOTER_SIZE } from '../lib/sstable/format'
 import { tableName } from '../lib/filenames'
 
@@ -240,6 +242,115 @@ test('block: build, decode, search, iterate', (t) => {
     }
   }
   t.is(bad, 0, 'damaged blocks fail only with LEVEL_CORRUPTION')
+  t.end()
+})
+
+test('decoded blocks: the cache charge matches live memory after GC (needs --expose-gc)', (t) => {
+  const gc = (globalThis as { gc?: () => void }).gc
+  if (gc === undefined) {
+    t.skip('run with --expose-gc')
+    t.end()
+    return
+  }
+  const live = (): number => {
+    gc()
+    gc()
+    const m = process.memoryUsage()
+    return m.heapUsed + m.arrayBuffers
+  }
+  const rng = new Rng(SEED ^ 0x9999)
+  // Entry-dominated, byte-dominated and block-dominated shapes; ~5-20 MB each.
+  const shapes = [
+    { keyLen: 16, valueLen: 100, blockSize: 4096, n: 100000 },
+    { keyLen: 8, valueLen: 8, blockSize: 4096, n: 300000 },
+    { keyLen: 16, valueLen: 100, blockSize: 256, n: 40000 }
+  ]
+  for (const { keyLen, valueLen, blockSize, n } of shapes) {
+    const model: Entry[] = []
+    for (let i = 0; i < n; i++) {
+      const k = rng.bytes(keyLen)
+      k.writeUInt32BE(i, 0) // sorted and unique
+      model.push({ userKey: k, seq: 1 + rng.int(2 ** 40), kind: KIND_VALUE, value: rng.bytes(valueLen) })
+    }
+    const built = buildTable(model, { blockSize, bloomBitsPerKey: 10 })
+    const cache = new BlockCache(1 << 30)
+    const table = Table.open(nfs, built.path, built.name, cache)
+    const before = live()
+    for (let i = 0; i < table.dataBlockCount; i++) table.dataBlock(i)
+    const grown = live() - before
+    const charged = cache.usedBytes()
+    const ratio = grown / charged
+    const what = `${keyLen} B keys, ${valueLen} B values, ${table.dataBlockCount} blocks of ~${blockSize} B`
+    console.log(`# ${what}: live ${(grown / 1e6).toFixed(2)} MB, charged ${(charged / 1e6).toFixed(2)} MB (ratio ${ratio.toFixed(3)})`)
+    t.ok(ratio > 0.75 && ratio < 1.25, `${what}: live memory within 25% of the charge (${ratio.toFixed(3)})`)
+    // Every entry still reads back (the blocks are intact after GC).
+    let wrong = 0
+    for (let i = 0; i < n; i += 97) {
+      const got = table.get(model[i].userKey, MAX_SEQ)
+      if (got === undefined || got.seq !== model[i].seq || !got.value.equals(model[i].value)) wrong++
+    }
+    t.is(wrong, 0, `${what}: gets after GC are right`)
+    table.unref()
+    t.is(cache.usedBytes(), 0, 'closing the table releases the charge')
+  }
+  t.end()
+})
+
+test('decoded blocks: range compare, views outlive eviction, paranoid order check', (t) => {
+  const rng = new Rng(SEED ^ 0xaaaa)
+  // compareRange agrees with compareBytes on sub-ranges (signs only).
+  let wrong = 0
+  for (let i = 0; i < 2000; i++) {
+    const a = rng.bytes(rng.int(12))
+    const b = rng.int(3) === 0 ? Buffer.concat([a.subarray(0, rng.int(a.length + 1)), rng.bytes(rng.int(4))]) : rng.bytes(rng.int(12))
+    const pa = rng.bytes(rng.int(5))
+    const pb = rng.bytes(rng.int(5))
+    const wa = Buffer.concat([pa, a, rng.bytes(3)])
+    const wb = Buffer.concat([pb, b])
+    const got = Math.sign(compareRange(wa, pa.length, pa.length + a.length, wb, pb.length, pb.length + b.length))
+    if (got !== Math.sign(compareBytes(a, b))) wrong++
+  }
+  t.is(wrong, 0, 'compareRange orders ranges like compareBytes')
+
+  // Views handed out stay valid after their block is evicted from the cache.
+  const { model } = makeModel(rng, 3000)
+  const built = buildTable(model, { blockSize: 512, bloomBitsPerKey: 10 })
+  const cache = new BlockCache(4096)
+  const table = Table.open(nfs, built.path, built.name, cache)
+  const held: Array<{ e: Entry, key: Buffer, value: Buffer }> = []
+  const it = table.iterator()
+  let i = 0
+  for (it.seekToFirst(); it.valid(); it.next(), i++) if (i % 50 === 0) held.push({ e: model[i], key: it.userKey(), value: it.value() })
+  it.close()
+  for (let j = 0; j < model.length; j += 7) table.get(model[j].userKey, MAX_SEQ) // churn the tiny cache
+  t.ok(held.length > 10 && held.every((h) => h.key.equals(h.e.userKey) && h.value.equals(h.e.value)), `${held.length} held views unchanged after eviction`)
+  table.unref()
+
+  // An out-of-order block (valid framing) is corruption in paranoid mode.
+  const entries: Array<[string, number]> = [['b', 5], ['a', 9]]
+  const w = new ByteWriter()
+  const restarts: number[] = []
+  for (const [k, seq] of entries) {
+    restarts.push(w.pos)
+    const ik = encodeInternalKey(Buffer.from(k), seq, KIND_VALUE)
+    w.varint(0)
+    w.varint(ik.length)
+    w.varint(1)
+    w.bytes(ik)
+    w.byte(0x76)
+  }
+  for (const r of restarts) w.fixed32(r)
+  w.fixed32(restarts.length)
+  const raw = Buffer.from(w.view())
+  const saved = checks.paranoid
+  try {
+    checks.paranoid = true
+    t.ok(isCorruptionNaming(thrown(() => decodeBlock('order.sst', raw)), 'order.sst'), 'paranoid: out-of-order entries are LEVEL_CORRUPTION')
+    checks.paranoid = false
+    t.is(decodeBlock('order.sst', raw).length, 2, 'without paranoid checks the block decodes')
+  } finally {
+    checks.paranoid = saved
+  }
   t.end()
 })
 

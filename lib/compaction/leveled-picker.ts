@@ -30,6 +30,12 @@ export interface CompactionTask {
   overlaps: FileMeta[]
   trivialMove: boolean
   score: number
+  /**
+   * All input runs, newest first, when the task is not the leveled shape
+   * (`inputs` from `level` plus `overlaps` from `outputLevel`): set by the tiered
+   * picker, whose merges may span several levels.
+   */
+  runs?: Array<{ level: number, files: FileMeta[] }>
 }
 
 export type PickerOptions = Pick<EngineOptions, 'level0CompactionTrigger' | 'maxBytesForLevelBase' | 'levelMultiplier' | 'targetFileSize'>

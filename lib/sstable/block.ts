@@ -1,48 +1,120 @@
-// Reading blocks (layout in block-builder.ts): a block is decoded once into
-// parallel arrays, then searched by binary search in internal order. Decoding
-// validates every varint, length and restart offset, so a damaged block (read
-// with checksums off, or damaged in a way the CRC cannot see) is a corruption
-// error naming the table, never a wrong key or a RangeError.
+// Reading blocks (layout in block-builder.ts): a block is decoded once into a
+// compact columnar form, then searched by binary search in internal order.
+// Decoding validates every varint, length and restart offset, so a damaged block
+// (read with checksums off, or damaged in a way the CRC cannot see) is a
+// corruption error naming the table, never a wrong key or a RangeError.
+//
+// Decoded form: no object per entry (the block cache holds many blocks, and every
+// per-entry object would be long-lived garbage-collector work), and few objects
+// per block. Besides the raw contents (kept: values are read from it in place),
+// each block has ONE packed ArrayBuffer, seen through three views:
+//
+//   seqs   Float64Array  [0, n)            sequence numbers
+//   ints   Int32Array    [0, n]            key offsets: user key i = bytes[ints[i], ints[i + 1])
+//                        [n + 1, 2n + 1)   value starts: value i = contents[start, end)
+//                        [2n + 1, 3n + 1)  value ends
+//   bytes  Uint8Array    [kindsAt, + n)    kinds
+//   (whole buffer)       [kindsAt + n, end) the key arena: every user key back to
+//                                          back, prefix compression undone
+//
+// Searches compare the target against arena bytes in place; userKey(i) and
+// value(i) make short-lived views on demand. Views stay valid forever (the
+// block is immutable and never reused), which is what the iterator contract asks.
 import { corruption } from '../errors'
 import { checks } from '../invariants'
-import { compareInternal, KIND_DELETE, KIND_VALUE, TRAILER_SIZE, trailerSeq } from '../keys'
+import { KIND_DELETE, KIND_VALUE, TRAILER_SIZE } from '../keys'
 import { getFixed32, getVarint, varintOut } from '../util/coding'
 import type { InternalIterator } from '../iterators/internal-iterator'
 
 /**
- * Memory per decoded entry beyond its bytes: two Buffer views (key, value) and
- * four array slots. Measured on Node 20 (heapUsed + arrayBuffers after GC):
- * ~223 B per entry, so the block cache's byte budget is honest about live memory.
+ * Memory per decoded block beyond its contents and packed buffer: the
+ * DecodedBlock, its three views, two ArrayBuffer objects, the 5 trailer bytes
+ * kept with the contents and the block cache's entry (~650 B on the JS heap,
+ * measured by the sstable test "decoded blocks: the cache charge matches live
+ * memory"), plus the off-heap bookkeeping of the two ArrayBuffers (~120 B each
+ * on Node 20, which heapUsed and arrayBuffers do not show).
  */
-const ENTRY_OVERHEAD = 232
+const BLOCK_OVERHEAD = 896
+
+/**
+ * Bytewise comparison of a[aStart, aEnd) with b[bStart, bEnd): the ordering of
+ * user keys (util/coding.ts compareBytes) over ranges, without making views.
+ */
+export function compareRange (a: Uint8Array, aStart: number, aEnd: number, b: Uint8Array, bStart: number, bEnd: number): number {
+  const aLen = aEnd - aStart
+  const bLen = bEnd - bStart
+  const len = aLen < bLen ? aLen : bLen
+  for (let i = 0; i < len; i++) {
+    const d = a[aStart + i] - b[bStart + i]
+    if (d !== 0) return d
+  }
+  return aLen - bLen
+}
 
 export class DecodedBlock {
-  /**
-   * User keys are materialized once (prefix compression is undone at decode);
-   * values are views into the block's own buffer. Neither may be mutated.
-   */
-  constructor (
-    readonly userKeys: Buffer[],
-    readonly seqs: number[],
-    readonly kinds: number[],
-    readonly values: Buffer[],
-    /** Approximate memory held, for the block cache. */
-    readonly charge: number
-  ) {}
+  readonly length: number
+  /** Approximate memory held (bytes), for the block cache. */
+  readonly charge: number
+  readonly seqs: Float64Array
+  /** Key offsets, value starts, value ends (layout at the top of the file). */
+  readonly ints: Int32Array
+  /** The whole packed buffer: kinds, then the key arena. */
+  readonly bytes: Uint8Array
+  private readonly kindsAt: number
+  // Values: views of the raw contents' ArrayBuffer (the contents view itself is not kept).
+  private readonly valueBuffer: ArrayBuffer
+  private readonly valueBase: number
 
-  get length (): number {
-    return this.seqs.length
+  /** @internal Use decodeBlock. Nothing here may be mutated. */
+  constructor (contents: Buffer, packed: ArrayBuffer, n: number) {
+    this.length = n
+    this.seqs = new Float64Array(packed, 0, n)
+    this.ints = new Int32Array(packed, 8 * n, 3 * n + 1)
+    this.bytes = new Uint8Array(packed)
+    this.kindsAt = 8 * n + 4 * (3 * n + 1)
+    this.valueBuffer = contents.buffer as ArrayBuffer
+    this.valueBase = contents.byteOffset
+    this.charge = contents.length + packed.byteLength + BLOCK_OVERHEAD
+  }
+
+  /** User key of entry i (a view into the block's arena). */
+  userKey (i: number): Buffer {
+    const start = this.ints[i]
+    return Buffer.from(this.bytes.buffer, start, this.ints[i + 1] - start)
+  }
+
+  /** Value of entry i (a view into the block's contents). */
+  value (i: number): Buffer {
+    const start = this.ints[this.length + 1 + i]
+    return Buffer.from(this.valueBuffer, this.valueBase + start, this.ints[2 * this.length + 1 + i] - start)
+  }
+
+  seq (i: number): number {
+    return this.seqs[i]
+  }
+
+  kind (i: number): number {
+    return this.bytes[this.kindsAt + i]
+  }
+
+  /** Compares the user key of entry i with userKey (bytewise). */
+  compareKey (i: number, userKey: Uint8Array): number {
+    return compareRange(this.bytes, this.ints[i], this.ints[i + 1], userKey, 0, userKey.length)
   }
 
   /** Index of the first entry >= (userKey, seq); `length` if none. */
   lowerBound (userKey: Uint8Array, seq: number): number {
     let lo = 0
-    let hi = this.seqs.length
-    const keys = this.userKeys
+    let hi = this.length
+    const bytes = this.bytes
+    const offs = this.ints
     const seqs = this.seqs
+    const keyLen = userKey.length
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
-      if (compareInternal(keys[mid], seqs[mid], userKey, seq) < 0) lo = mid + 1
+      // entry(mid) < target: user key smaller, or same user key and larger seq.
+      const c = compareRange(bytes, offs[mid], offs[mid + 1], userKey, 0, keyLen)
+      if (c < 0 || (c === 0 && seqs[mid] > seq)) lo = mid + 1
       else hi = mid
     }
     return lo
@@ -51,43 +123,83 @@ export class DecodedBlock {
   /** Index of the first entry > (userKey, seq); `length` if none. */
   upperBound (userKey: Uint8Array, seq: number): number {
     let lo = 0
-    let hi = this.seqs.length
-    const keys = this.userKeys
+    let hi = this.length
+    const bytes = this.bytes
+    const offs = this.ints
     const seqs = this.seqs
+    const keyLen = userKey.length
     while (lo < hi) {
       const mid = (lo + hi) >>> 1
-      if (compareInternal(keys[mid], seqs[mid], userKey, seq) <= 0) lo = mid + 1
+      // entry(mid) <= target
+      const c = compareRange(bytes, offs[mid], offs[mid + 1], userKey, 0, keyLen)
+      if (c < 0 || (c === 0 && seqs[mid] >= seq)) lo = mid + 1
       else hi = mid
     }
     return lo
   }
 }
 
-// Scratch space reused by every decode (decoding is synchronous, never reentrant).
-let keyScratch = Buffer.allocUnsafeSlow(256)
-let arenaScratch = Buffer.allocUnsafeSlow(16384)
+// Scratch space reused by every decode (decoding is synchronous, never
+// reentrant); each decode copies the used part into its block's packed buffer.
+let keyScratch = new Uint8Array(256) // the full internal key being reconstructed
+let arenaScratch = new Uint8Array(16384)
+let seqScratch = new Float64Array(1024)
+let keyEndScratch = new Int32Array(1024)
+let valueStartScratch = new Int32Array(1024)
+let valueEndScratch = new Int32Array(1024)
+let kindScratch = new Uint8Array(1024)
+
+/** Offsets are kept in Int32Arrays: larger decoded blocks are refused (no writer makes them). */
+const MAX_DECODED_BYTES = 0x7fffffff
+
+/** Doubles the per-entry scratch arrays (keeping the first n entries). */
+function growEntryScratch (n: number): void {
+  const cap = seqScratch.length * 2
+  const seqs = new Float64Array(cap)
+  seqs.set(seqScratch.subarray(0, n))
+  seqScratch = seqs
+  const ends = new Int32Array(cap)
+  ends.set(keyEndScratch.subarray(0, n))
+  keyEndScratch = ends
+  const vs = new Int32Array(cap)
+  vs.set(valueStartScratch.subarray(0, n))
+  valueStartScratch = vs
+  const ve = new Int32Array(cap)
+  ve.set(valueEndScratch.subarray(0, n))
+  valueEndScratch = ve
+  const kinds = new Uint8Array(cap)
+  kinds.set(kindScratch.subarray(0, n))
+  kindScratch = kinds
+}
+
+/** Do not pin a one-off huge scratch (a big index block) for the process lifetime. */
+function shrinkScratch (): void {
+  if (arenaScratch.length > 1 << 20) arenaScratch = new Uint8Array(16384)
+  if (keyScratch.length > 1 << 16) keyScratch = new Uint8Array(256)
+  if (seqScratch.length > 1 << 16) {
+    seqScratch = new Float64Array(1024)
+    keyEndScratch = new Int32Array(1024)
+    valueStartScratch = new Int32Array(1024)
+    valueEndScratch = new Int32Array(1024)
+    kindScratch = new Uint8Array(1024)
+  }
+}
 
 /** Decodes block `contents` of table `name`. Throws corruption on any damage. */
 export function decodeBlock (name: string, contents: Buffer): DecodedBlock {
   const size = contents.length
   if (size < 4) throw corruption(name, 'block too short for its restart count')
+  if (size > MAX_DECODED_BYTES) throw corruption(name, `block of ${size} bytes is too large`)
   const numRestarts = getFixed32(contents, size - 4)
   // The restart array must fit: 4 bytes each plus the count.
   if (numRestarts > (size - 4) / 4) throw corruption(name, `block restart count ${numRestarts} exceeds block size ${size}`)
   const limit = size - 4 - numRestarts * 4 // end of the entries
 
-  const userKeys: Buffer[] = []
-  const seqs: number[] = []
-  const kinds: number[] = []
-  const values: Buffer[] = []
-
-  // The key being reconstructed, and the user keys gathered into a shared
-  // scratch arena; at the end they are copied into one exact-size buffer so all
-  // keys of a block are a single allocation.
   let key = keyScratch
   let keyLen = 0
-  const keyEnds: number[] = []
+  let arena = arenaScratch
   let keyBytes = 0
+  let n = 0
 
   let nextRestart = 0
   let pos = 0
@@ -113,11 +225,11 @@ export function decodeBlock (name: string, contents: Buffer): DecodedBlock {
     const newLen = shared + unshared
     if (newLen < TRAILER_SIZE) throw corruption(name, `key of ${newLen} bytes is shorter than its trailer`)
     if (newLen > key.length) {
-      const bigger = Buffer.allocUnsafe(Math.max(newLen, key.length * 2))
-      key.copy(bigger, 0, 0, shared)
-      key = bigger
+      const bigger = new Uint8Array(Math.max(newLen, key.length * 2))
+      bigger.set(key.subarray(0, shared))
+      key = keyScratch = bigger
     }
-    contents.copy(key, shared, pos, pos + unshared)
+    for (let j = 0; j < unshared; j++) key[shared + j] = contents[pos + j]
     keyLen = newLen
     pos += unshared
 
@@ -126,40 +238,55 @@ export function decodeBlock (name: string, contents: Buffer): DecodedBlock {
     if ((kind !== KIND_DELETE && kind !== KIND_VALUE) || key[t + 7] !== 0) {
       throw corruption(name, `bad key trailer at block offset ${entryStart}`)
     }
-    if (keyBytes + t > arenaScratch.length) {
-      const bigger = Buffer.allocUnsafeSlow(Math.max(keyBytes + t, arenaScratch.length * 2))
-      arenaScratch.copy(bigger, 0, 0, keyBytes)
-      arenaScratch = bigger
+    if (keyBytes + t > arena.length) {
+      // Prefix sharing lets a damaged small block claim huge keys: bound the arena.
+      if (keyBytes + t > MAX_DECODED_BYTES - 25 * (n + 1)) throw corruption(name, 'block keys expand past the decoded size limit')
+      const bigger = new Uint8Array(Math.min(Math.max(keyBytes + t, arena.length * 2), MAX_DECODED_BYTES))
+      bigger.set(arena.subarray(0, keyBytes))
+      arena = arenaScratch = bigger
     }
-    key.copy(arenaScratch, keyBytes, 0, t)
+    for (let j = 0; j < t; j++) arena[keyBytes + j] = key[j]
     keyBytes += t
-    keyEnds.push(keyBytes)
-    seqs.push(trailerSeq(key, t))
-    kinds.push(kind)
-    values.push(contents.subarray(pos, pos + valueLen))
+    if (n === seqScratch.length) growEntryScratch(n)
+    keyEndScratch[n] = keyBytes
+    // 6-byte little-endian seq after the kind byte (keys.ts trailerSeq).
+    seqScratch[n] = key[t + 1] + key[t + 2] * 0x100 + key[t + 3] * 0x10000 + key[t + 4] * 0x1000000 +
+      key[t + 5] * 0x100000000 + key[t + 6] * 0x10000000000
+    kindScratch[n] = kind
+    valueStartScratch[n] = pos
     pos += valueLen
+    valueEndScratch[n] = pos
+    n++
   }
   if (nextRestart !== numRestarts) throw corruption(name, 'block restart array does not match its entries')
-  keyScratch = key
 
-  const arena = Buffer.allocUnsafeSlow(keyBytes)
-  arenaScratch.copy(arena, 0, 0, keyBytes)
-  if (arenaScratch.length > 1 << 20) arenaScratch = Buffer.allocUnsafeSlow(16384) // do not pin a huge one-off
-  let start = 0
-  for (let i = 0; i < keyEnds.length; i++) {
-    userKeys.push(arena.subarray(start, keyEnds[i]))
-    start = keyEnds[i]
-  }
+  // Copy the used scratch into one exact-size buffer (layout at the top).
+  const kindsAt = 8 * n + 4 * (3 * n + 1)
+  const arenaAt = kindsAt + n
+  if (arenaAt + keyBytes > MAX_DECODED_BYTES) throw corruption(name, 'block keys expand past the decoded size limit')
+  const packed = new ArrayBuffer(arenaAt + keyBytes)
+  new Float64Array(packed, 0, n).set(seqScratch.subarray(0, n))
+  const ints = new Int32Array(packed, 8 * n, 3 * n + 1)
+  ints[0] = arenaAt
+  for (let i = 0; i < n; i++) ints[i + 1] = arenaAt + keyEndScratch[i]
+  ints.set(valueStartScratch.subarray(0, n), n + 1)
+  ints.set(valueEndScratch.subarray(0, n), 2 * n + 1)
+  const bytes = new Uint8Array(packed)
+  bytes.set(kindScratch.subarray(0, n), kindsAt)
+  bytes.set(arena.subarray(0, keyBytes), arenaAt)
+  shrinkScratch()
 
+  const block = new DecodedBlock(contents, packed, n)
   if (checks.paranoid) {
-    for (let i = 1; i < seqs.length; i++) {
-      if (compareInternal(userKeys[i - 1], seqs[i - 1], userKeys[i], seqs[i]) >= 0) {
-        throw corruption(name, 'block entries out of order')
-      }
+    const offs = block.ints
+    const seqs = block.seqs
+    const keys = block.bytes
+    for (let i = 1; i < n; i++) {
+      const c = compareRange(keys, offs[i - 1], offs[i], keys, offs[i], offs[i + 1])
+      if (c > 0 || (c === 0 && seqs[i - 1] <= seqs[i])) throw corruption(name, 'block entries out of order')
     }
   }
-  const charge = size + keyBytes + seqs.length * ENTRY_OVERHEAD
-  return new DecodedBlock(userKeys, seqs, kinds, values, charge)
+  return block
 }
 
 /** InternalIterator over one decoded block. */
@@ -197,7 +324,7 @@ export class BlockIterator implements InternalIterator {
   }
 
   userKey (): Buffer {
-    return this.block.userKeys[this.pos]
+    return this.block.userKey(this.pos)
   }
 
   seq (): number {
@@ -205,11 +332,11 @@ export class BlockIterator implements InternalIterator {
   }
 
   kind (): number {
-    return this.block.kinds[this.pos]
+    return this.block.kind(this.pos)
   }
 
   value (): Buffer {
-    return this.block.values[this.pos]
+    return this.block.value(this.pos)
   }
 
   close (): void {

@@ -10,7 +10,6 @@ import { corruption } from '../errors'
 import type { FileSystem, RandomAccessFile } from '../fs/fs'
 import { assert } from '../invariants'
 import { type InternalKey, MAX_SEQ } from '../keys'
-import { compareBytes } from '../util/coding'
 import type { InternalIterator } from '../iterators/internal-iterator'
 import { BloomFilter } from './bloom'
 import { type DecodedBlock, decodeBlock } from './block'
@@ -44,10 +43,11 @@ export class Table {
   private useful = 0
 
   private refs = 1
-  // The index, decoded once: data block i spans [blockOffsets[i], + blockSizes[i]).
+  // The index, decoded once (the compact form of block.ts, like data blocks):
+  // data block i spans [blockOffsets[i], + blockSizes[i]).
   private readonly index: DecodedBlock
-  private readonly blockOffsets: number[]
-  private readonly blockSizes: number[]
+  private readonly blockOffsets: Float64Array
+  private readonly blockSizes: Float64Array
   private readonly dataEnd: number
 
   private constructor (
@@ -67,14 +67,14 @@ export class Table {
     this.smallest = properties.smallest
     this.largest = properties.largest
     this.index = index
-    this.blockOffsets = []
-    this.blockSizes = []
+    this.blockOffsets = new Float64Array(index.length)
+    this.blockSizes = new Float64Array(index.length)
     let end = 0
     for (let i = 0; i < index.length; i++) {
-      const h = decodeHandle(name, index.values[i], fileSize - FOOTER_SIZE)
+      const h = decodeHandle(name, index.value(i), fileSize - FOOTER_SIZE)
       if (h.offset < end) throw corruption(name, `data block ${i} overlaps its predecessor`)
-      this.blockOffsets.push(h.offset)
-      this.blockSizes.push(h.size)
+      this.blockOffsets[i] = h.offset
+      this.blockSizes[i] = h.size
       end = h.offset + h.size + BLOCK_TRAILER_SIZE
     }
     this.dataEnd = end
@@ -129,7 +129,8 @@ export class Table {
 
   /**
    * Newest entry for userKey with entry.seq <= seq, or undefined if none in this
-   * table. Bloom-gated; reads at most one data block.
+   * table. Bloom-gated; reads at most one data block. Allocates only the value
+   * view and the (fresh, caller-owned) result object.
    */
   get (userKey: Uint8Array, seq: number): GetResult | undefined {
     assert(this.refs > 0, `Table ${this.name} used after close`)
@@ -148,9 +149,8 @@ export class Table {
     const block = this.dataBlock(b)
     const i = block.lowerBound(userKey, seq)
     if (i === block.length) return undefined // falls between this block's last key and its separator
-    const k = block.userKeys[i]
-    if (compareBytes(k, userKey) !== 0) return undefined
-    return { kind: block.kinds[i], value: block.values[i], seq: block.seqs[i] }
+    if (block.compareKey(i, userKey) !== 0) return undefined
+    return { kind: block.kind(i), value: block.value(i), seq: block.seqs[i] }
   }
 
   /** Lazy two-level iterator (index block -> data blocks); takes a reference until closed. */
@@ -255,7 +255,7 @@ class TableIterator implements InternalIterator {
   }
 
   userKey (): Buffer {
-    return (this.block as DecodedBlock).userKeys[this.pos]
+    return (this.block as DecodedBlock).userKey(this.pos)
   }
 
   seq (): number {
@@ -263,11 +263,11 @@ class TableIterator implements InternalIterator {
   }
 
   kind (): number {
-    return (this.block as DecodedBlock).kinds[this.pos]
+    return (this.block as DecodedBlock).kind(this.pos)
   }
 
   value (): Buffer {
-    return (this.block as DecodedBlock).values[this.pos]
+    return (this.block as DecodedBlock).value(this.pos)
   }
 
   close (): void {

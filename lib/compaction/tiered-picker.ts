@@ -1,0 +1,106 @@
+// The size-tiered (universal-style) compaction picker: a pure function of the
+// LSM's shape, like the leveled one.
+//
+// Sorted runs, newest first: each level-0 table is a run of its own, and each
+// non-empty level 1..6 is one run (levels hold successively older data). When
+// there are at least `level0CompactionTrigger` runs:
+//   1. space amplification: if the runs above the oldest one hold more than
+//      `maxSizeAmplificationPercent` of its size, everything is merged into one
+//      run (a full compaction: tombstones and old versions disappear);
+//   2. size ratio: otherwise, starting from the newest run, a window of adjacent
+//      runs grows while the next (older) run is no larger than the window's total
+//      times (1 + sizeRatioPercent / 100); a window of two or more is merged;
+//   3. otherwise the newest runs are merged, enough to bring the count under
+//      the trigger.
+// Each byte is thus rewritten about once per "tier" of similar sizes, instead
+// of about levelMultiplier/2 times per level under leveled compaction: less
+// write amplification, paid for with more runs to read and more space.
+//
+// Placement keeps the age order of runs: the merged run goes to the level of
+// the oldest run in the window, or, when the window holds only level-0 tables,
+// to the deepest empty level above the next older run. A window that includes
+// a level-0 table always includes every older level-0 table too.
+import type { FileMeta } from '../manifest/file-meta'
+import { NUM_LEVELS } from '../options'
+import type { LsmShape } from './leveled-picker'
+
+export interface TieredOptions {
+  level0CompactionTrigger: number
+  /** Default 200: the newer runs may hold twice the oldest run's bytes. */
+  maxSizeAmplificationPercent: number
+  /** Default 1 (RocksDB's universal compaction default). */
+  sizeRatioPercent: number
+}
+
+export interface SortedRun {
+  level: number
+  files: FileMeta[]
+  bytes: number
+}
+
+export interface TieredTask {
+  /** Runs merged, newest first. */
+  runs: SortedRun[]
+  outputLevel: number
+  reason: 'space-amplification' | 'size-ratio' | 'run-count'
+}
+
+export function sortedRuns (shape: LsmShape): SortedRun[] {
+  const runs: SortedRun[] = []
+  for (const f of shape.levels[0]) runs.push({ level: 0, files: [f], bytes: f.size })
+  for (let level = 1; level < NUM_LEVELS; level++) {
+    const files = shape.levels[level]
+    if (files.length > 0) runs.push({ level, files, bytes: files.reduce((s, f) => s + f.size, 0) })
+  }
+  return runs
+}
+
+/**
+ * Where a merge of runs[i..j] may go, or -1 if nowhere (the caller widens the
+ * window). REQUIRES: runs[j] is not a level-0 run unless every older run is in a level >= 1.
+ */
+function placement (runs: SortedRun[], j: number): number {
+  if (runs[j].level > 0) return runs[j].level
+  const olderLevel = j + 1 < runs.length ? runs[j + 1].level : NUM_LEVELS
+  return olderLevel - 1 >= 1 ? olderLevel - 1 : -1
+}
+
+/** Extends a window end so that it never leaves an older level-0 table behind. */
+function closeOverL0 (runs: SortedRun[], j: number): number {
+  while (j + 1 < runs.length && runs[j + 1].level === 0) j++
+  return j
+}
+
+function task (runs: SortedRun[], i: number, j: number, reason: TieredTask['reason']): TieredTask | undefined {
+  j = closeOverL0(runs, j)
+  let out = placement(runs, j)
+  while (out < 0 && j + 1 < runs.length) { j++; out = placement(runs, j) }
+  if (out < 0 || j - i + 1 < 2) return undefined
+  return { runs: runs.slice(i, j + 1), outputLevel: out, reason }
+}
+
+export function pickTieredCompaction (shape: LsmShape, opts: TieredOptions): TieredTask | undefined {
+  const runs = sortedRuns(shape)
+  if (runs.length < Math.max(2, opts.level0CompactionTrigger)) return undefined
+  const last = runs[runs.length - 1]
+  let newer = 0
+  for (let k = 0; k < runs.length - 1; k++) newer += runs[k].bytes
+  if (last.bytes > 0 && newer * 100 > last.bytes * opts.maxSizeAmplificationPercent) {
+    const t = task(runs, 0, runs.length - 1, 'space-amplification')
+    if (t) return t
+  }
+  for (let i = 0; i < runs.length - 1; i++) {
+    let total = runs[i].bytes
+    let j = i
+    while (j + 1 < runs.length && runs[j + 1].bytes * 100 <= total * (100 + opts.sizeRatioPercent)) {
+      j++
+      total += runs[j].bytes
+    }
+    if (j > i) {
+      const t = task(runs, i, j, 'size-ratio')
+      if (t) return t
+    }
+  }
+  const width = runs.length - opts.level0CompactionTrigger + 2
+  return task(runs, 0, Math.min(runs.length - 1, Math.max(1, width - 1)), 'run-count')
+}

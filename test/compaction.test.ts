@@ -1,0 +1,125 @@
+// Compaction pickers from textual fixtures (they are pure functions of the LSM's
+// shape), and the shape of the tree after real workloads under each strategy.
+import test from 'tape'
+import { pickLeveledCompaction, levelScores } from '../lib/compaction/leveled-picker'
+import { pickTieredCompaction, sortedRuns } from '../lib/compaction/tiered-picker'
+import type { FileMeta } from '../lib/manifest/file-meta'
+import { NUM_LEVELS, resolveOptions, maxBytesForLevel } from '../lib/options'
+import { LsmLevel } from '../index'
+import { Random, seedFromEnv } from './util/random'
+import { tempDir } from './util/temp'
+
+const seed = seedFromEnv()
+
+/**
+ * Parses a shape: one line per level, "L<n>: <number>[<smallest>..<largest>]<bytes> ...".
+ * Keys are single words compared bytewise.
+ */
+function shape (text: string): { levels: FileMeta[][], compactPointers: any[] } {
+  const levels: FileMeta[][] = Array.from({ length: NUM_LEVELS }, () => [])
+  for (const line of text.trim().split('\n')) {
+    const m = /^\s*L(\d):(.*)$/.exec(line)
+    if (!m) throw new Error('bad fixture line: ' + line)
+    for (const f of m[2].trim().split(/\s+/).filter(Boolean)) {
+      const p = /^(\d+)\[(\w+)\.\.(\w+)\](\d+)$/.exec(f)
+      if (!p) throw new Error('bad fixture file: ' + f)
+      levels[Number(m[1])].push({
+        number: Number(p[1]),
+        size: Number(p[4]),
+        entries: 1,
+        smallest: { userKey: Buffer.from(p[2]), seq: 1, kind: 1 },
+        largest: { userKey: Buffer.from(p[3]), seq: 1, kind: 1 }
+      })
+    }
+  }
+  return { levels, compactPointers: new Array(NUM_LEVELS).fill(undefined) }
+}
+
+const opts = resolveOptions({ writeBufferSize: 1000, targetFileSize: 500, maxBytesForLevelBase: 2000, level0CompactionTrigger: 4 })
+const names = (files: FileMeta[]): number[] => files.map((f) => f.number)
+
+test('leveled picker: fixtures', (t) => {
+  t.is(pickLeveledCompaction(shape('L0: 9[a..c]100 8[b..d]100 7[c..e]100\nL1: 1[a..m]1000'), opts), undefined, 'three L0 tables under a trigger of 4: nothing')
+  let task = pickLeveledCompaction(shape('L0: 9[a..c]100 8[b..d]100 7[c..e]100 6[x..z]100\nL1: 1[a..b]500 2[c..f]500 3[g..z]500'), opts)!
+  t.is(task.level, 0, 'four L0 tables: L0 compaction')
+  t.same(names(task.inputs), [9, 8, 7, 6], 'takes every L0 table')
+  t.same(names(task.overlaps), [1, 2, 3], 'with the L1 tables they overlap')
+  task = pickLeveledCompaction(shape('L1: 1[a..b]900 2[c..d]900 3[e..f]900\nL2: 4[a..a]100 5[c..c]100 6[d..z]100'), opts)!
+  t.is(task.level, 1, 'L1 over its 2000-byte limit')
+  t.same(names(task.inputs), [1], 'one L1 table (round robin from the start)')
+  t.same(names(task.overlaps), [4], 'and what it overlaps in L2')
+  const sh = shape('L1: 1[a..b]900 2[c..d]900 3[e..f]900\nL2: 4[a..a]100 5[c..c]100 6[d..z]100')
+  sh.compactPointers[1] = sh.levels[1][0].largest
+  task = pickLeveledCompaction(sh, opts)!
+  t.same(names(task.inputs), [2], 'the compact pointer moves the choice on')
+  t.same(names(task.overlaps), [5, 6], 'overlaps follow')
+  task = pickLeveledCompaction(shape('L1: 1[a..b]900 2[c..d]900 3[e..f]900\nL2: 6[x..z]100'), opts)!
+  t.ok(task.trivialMove, 'nothing under it: a trivial move')
+  const scores = levelScores(shape('L0: 1[a..b]1 2[a..b]1\nL1: 3[a..b]1000\nL2: 4[a..b]30000'), opts)
+  t.same(scores.slice(0, 3), [0.5, 0.5, 1.5], 'scores: L0 count / trigger, level bytes / limit')
+  t.end()
+})
+
+const tiered = { level0CompactionTrigger: 4, maxSizeAmplificationPercent: 200, sizeRatioPercent: 1 }
+
+test('tiered picker: fixtures', (t) => {
+  t.is(pickTieredCompaction(shape('L0: 3[a..z]100 2[a..z]100\nL6: 1[a..z]10000'), tiered), undefined, 'three runs under a trigger of 4: nothing')
+  let task = pickTieredCompaction(shape('L0: 5[a..z]100 4[a..z]100 3[a..z]100 2[a..z]100\nL6: 1[a..z]10000'), tiered)!
+  t.is(task.reason, 'size-ratio', 'four similar L0 runs: a size-ratio merge')
+  t.same(task.runs.map((r) => r.files[0].number), [5, 4, 3, 2], 'merges the similar runs')
+  t.is(task.outputLevel, 5, 'into the deepest empty level above the older run')
+  task = pickTieredCompaction(shape('L0: 5[a..z]100 4[a..z]100 3[a..z]100\nL5: 2[a..z]5000\nL6: 1[a..z]1000'), tiered)!
+  t.is(task.reason, 'space-amplification', 'newer runs 5.3x the oldest: a full merge')
+  t.is(task.runs.length, 5, 'every run')
+  t.is(task.outputLevel, 6, 'into the oldest run\'s level')
+  task = pickTieredCompaction(shape('L0: 9[a..z]10 8[a..z]100 7[a..z]1000\nL4: 3[a..z]10000\nL5: 2[a..z]100000\nL6: 1[a..z]1000000'), tiered)!
+  t.is(task.reason, 'run-count', 'no similar sizes: merge the newest to get under the trigger')
+  t.same(task.runs.map((r) => r.level), [0, 0, 0, 4], 'six runs, trigger 4: the four newest merge into one (3 runs left)')
+  t.is(task.outputLevel, 4, 'into the oldest merged run\'s level')
+  task = pickTieredCompaction(shape('L0: 9[a..z]10 8[a..z]1000 7[a..z]100000\nL6: 1[a..z]1000000'), tiered)!
+  t.same(task.runs.map((r) => r.files[0].number), [9, 8, 7], 'merging the two newest would leave older L0 table 7 above newer data: the window takes it too')
+  t.is(task.outputLevel, 5, 'placed in the deepest empty level above L6')
+  const runs = sortedRuns(shape('L0: 9[a..z]10 8[a..z]100\nL3: 3[a..m]10 4[n..z]10'))
+  t.same(runs.map((r) => [r.level, r.bytes]), [[0, 10], [0, 100], [3, 20]], 'sorted runs: each L0 table, then each level')
+  t.end()
+})
+
+for (const strategy of ['leveled', 'tiered'] as const) {
+  test(`${strategy}: the tree's shape after a random-write workload, and every key reads back`, async (t) => {
+    const rnd = new Random(seed)
+    const dir = tempDir()
+    const options = { compaction: strategy, writeBufferSize: 16 * 1024, blockSize: 1024, targetFileSize: 16 * 1024, maxBytesForLevelBase: 64 * 1024 }
+    const db = new LsmLevel(dir, options)
+    await db.open()
+    const model = new Map<string, string>()
+    for (let i = 0; i < 60_000; i += 200) {
+      const ops = []
+      for (let j = 0; j < 200; j++) {
+        const k = 'k' + String(rnd.int(30_000)).padStart(6, '0')
+        if (rnd.int(10) === 0) { ops.push({ type: 'del' as const, key: k }); model.delete(k) } else { const v = 'v' + (i + j); ops.push({ type: 'put' as const, key: k, value: v }); model.set(k, v) }
+      }
+      await db.batch(ops)
+    }
+    await db.engine.waitForIdle()
+    const s = db.stats()
+    const o = resolveOptions(options)
+    t.comment(`${strategy}: ${JSON.stringify(s.levels.filter((l) => l.files > 0))}; write amp ${s.writeAmplification.toFixed(2)}, space amp ${s.spaceAmplification.toFixed(2)}, runs ${s.readAmplification}`)
+    if (strategy === 'leveled') {
+      t.ok(s.levels[0].files < o.level0CompactionTrigger, `L0 under its trigger (${s.levels[0].files})`)
+      const deepest = Math.max(...s.levels.filter((l) => l.files > 0).map((l) => l.level))
+      for (const l of s.levels) {
+        if (l.level >= 1 && l.level < deepest) t.ok(l.bytes <= maxBytesForLevel(o, l.level), `L${l.level} ${l.bytes} B within its limit ${maxBytesForLevel(o, l.level)}`)
+      }
+      const tables = db.engine.tables()
+      t.ok(tables.slice(1).every((files) => files.every((f, i) => i === 0 || Buffer.compare(files[i - 1].largest.userKey, f.smallest.userKey) < 0)), 'levels 1+ do not overlap')
+    } else {
+      const runs = s.levels[0].files + s.levels.slice(1).filter((l) => l.files > 0).length
+      t.ok(runs < o.level0CompactionTrigger, `sorted runs under the trigger (${runs})`)
+    }
+    let wrong = 0
+    for (const [k, v] of model) if (await db.get(k) !== v) wrong++
+    t.is(wrong, 0, `every live key reads back (${model.size})`)
+    t.is((await db.keys().all()).length, model.size, 'iteration sees exactly the live keys')
+    await db.close()
+  })
+}
