@@ -161,6 +161,7 @@ export class Engine {
     walBytes: 0,
     tableGets: 0,
     tableGetMisses: 0,
+    slowdowns: 0,
     stallMs: 0
   }
 
@@ -168,6 +169,7 @@ export class Engine {
   /** Shared by writes and reads so that a loop of awaited operations lets the event loop turn. */
   readonly turn = new TurnBudget()
   private closeRequested = false
+  private slowedDown = false
   /** Runs compactions on a worker thread (node file system only); undefined: on the main thread. */
   private readonly worker: CompactionWorker | undefined
   private cancelCompaction: (() => void) | undefined
@@ -366,6 +368,17 @@ export class Engine {
       setImmediate(() => this.commit())
       return
     }
+    if (!this.closeRequested && !this.slowedDown && this.versions.current.levels[0].length >= this.options.level0SlowdownWritesTrigger) {
+      // Level 0 is filling faster than compaction drains it: delay this group by
+      // a millisecond (LevelDB's slowdown), handing compaction time before
+      // writes would have to stop altogether.
+      this.slowedDown = true
+      this.counters.slowdowns++
+      const t0 = Date.now()
+      setTimeout(() => { this.counters.stallMs += Date.now() - t0; this.commit() }, 1)
+      return
+    }
+    this.slowedDown = false
     this.commitScheduled = false
     if (this.writeError) return this.failPending(this.writeError)
     if (!this.makeRoomForWrite()) {
@@ -913,6 +926,7 @@ export class Engine {
       },
       memtableBytes: this.memTableBytes(),
       stallMs: c.stallMs + (this.stallStartedAt > 0 ? Date.now() - this.stallStartedAt : 0),
+      slowdowns: c.slowdowns,
       flushes: c.flushes,
       compactions: {
         running: (this.flushJob ? 1 : 0) + (this.compactionJob ? 1 : 0),

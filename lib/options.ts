@@ -33,6 +33,8 @@ export interface EngineOptions {
   levelMultiplier: number
   /** Number of L0 tables that triggers an L0 -> L1 compaction. Default 4. */
   level0CompactionTrigger: number
+  /** Number of L0 tables at which each write group is delayed by 1 ms (a slowdown). Default 8. */
+  level0SlowdownWritesTrigger: number
   /** Number of L0 tables at which writes wait for compaction (a write stall). Default 12. */
   level0StopWritesTrigger: number
   /** Frozen memtables waiting for flush before writes wait. Default 2. */
@@ -85,6 +87,7 @@ const validators: Record<keyof EngineOptions, Validator> = {
   maxBytesForLevelBase: positiveInt(256),
   levelMultiplier: positiveInt(2, 1000),
   level0CompactionTrigger: positiveInt(1, 1000),
+  level0SlowdownWritesTrigger: positiveInt(1, 10000),
   level0StopWritesTrigger: positiveInt(1, 10000),
   maxImmutableMemtables: positiveInt(1, 64),
   compactionWorker: boolean,
@@ -118,6 +121,7 @@ export function resolveOptions (input: Partial<Record<keyof EngineOptions, unkno
     maxBytesForLevelBase: pick('maxBytesForLevelBase', Math.max(256, Math.floor(writeBufferSize * 2.5))),
     levelMultiplier: pick('levelMultiplier', 10),
     level0CompactionTrigger: pick('level0CompactionTrigger', 4),
+    level0SlowdownWritesTrigger: pick('level0SlowdownWritesTrigger', 8),
     level0StopWritesTrigger: pick('level0StopWritesTrigger', 12),
     maxImmutableMemtables: pick('maxImmutableMemtables', 2),
     compactionWorker: pick('compactionWorker', true),

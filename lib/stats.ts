@@ -51,8 +51,10 @@ export interface LsmStats {
   blockCache: { hits: number, misses: number, bytes: number, capacity: number }
   /** Bytes in the active and frozen memtables. */
   memtableBytes: number
-  /** Time writes spent waiting for flushes or compactions (write stalls), in ms. */
+  /** Time writes spent delayed or waiting for flushes or compactions (write stalls), in ms. */
   stallMs: number
+  /** Write groups delayed by 1 ms because level 0 reached level0SlowdownWritesTrigger. */
+  slowdowns: number
   flushes: number
   compactions: { running: number, done: number, trivialMoves: number }
 }
@@ -75,7 +77,7 @@ export function formatStats (s: LsmStats): string {
     `bytes: user ${fmtBytes(s.bytes.user)}, wal ${fmtBytes(s.bytes.wal)}, flushed ${fmtBytes(s.bytes.flushed)}, compacted ${fmtBytes(s.bytes.compacted)}, tables ${fmtBytes(s.bytes.tables)}`,
     `bloom: ${s.bloom.useful} useful, ${s.bloom.falsePositives} false positives, ${s.bloom.checked} checked`,
     `block cache: ${s.blockCache.hits} hits, ${s.blockCache.misses} misses, ${fmtBytes(s.blockCache.bytes)} of ${fmtBytes(s.blockCache.capacity)}`,
-    `memtables ${fmtBytes(s.memtableBytes)}, stalls ${s.stallMs} ms, flushes ${s.flushes}, compactions ${s.compactions.done} (+${s.compactions.trivialMoves} moves, ${s.compactions.running} running)`
+    `memtables ${fmtBytes(s.memtableBytes)}, stalls ${s.stallMs} ms (${s.slowdowns} slowdowns), flushes ${s.flushes}, compactions ${s.compactions.done} (+${s.compactions.trivialMoves} moves, ${s.compactions.running} running)`
   )
   return lines.join('\n') + '\n'
 }

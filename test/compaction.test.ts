@@ -123,3 +123,37 @@ for (const strategy of ['leveled', 'tiered'] as const) {
     await db.close()
   })
 }
+
+test('flow control: writes slow down, then wait, so level 0 and the memtables stay bounded', async (t) => {
+  const options = {
+    writeBufferSize: 4 * 1024,
+    blockSize: 512,
+    targetFileSize: 4 * 1024,
+    maxBytesForLevelBase: 16 * 1024,
+    level0CompactionTrigger: 2,
+    level0SlowdownWritesTrigger: 3,
+    level0StopWritesTrigger: 4,
+    maxImmutableMemtables: 1
+  }
+  const db = new LsmLevel(tempDir(), options)
+  await db.open()
+  let maxL0 = 0
+  let maxMem = 0
+  const value = 'x'.repeat(100)
+  // Many writers in flight at once, never waiting for one another.
+  await Promise.all(Array.from({ length: 16 }, async (_, w) => {
+    for (let i = 0; i < 400; i++) {
+      await db.put(`w${w}-${i}`, value)
+      const s = db.stats()
+      maxL0 = Math.max(maxL0, s.levels[0].files)
+      maxMem = Math.max(maxMem, s.memtableBytes)
+    }
+  }))
+  await db.engine.waitForIdle()
+  const s = db.stats()
+  t.comment(`max L0 ${maxL0}, max memtable bytes ${maxMem}, stalls ${s.stallMs} ms, ${s.slowdowns} slowdowns`)
+  t.ok(maxL0 <= options.level0StopWritesTrigger + 1, `level 0 stayed bounded (max ${maxL0})`)
+  t.ok(maxMem <= options.writeBufferSize * (options.maxImmutableMemtables + 1) + 16 * 200 * 2, `memtables stayed bounded (max ${maxMem} B)`)
+  t.is((await db.keys().all()).length, 16 * 400, 'every write landed')
+  await db.close()
+})
