@@ -381,6 +381,23 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     const enc = (this as any).keyEncoding(options?.keyEncoding)
     return this.engine.approximateSize(toView(enc.encode(start)), toView(enc.encode(end)))
   }
+
+  /**
+   * Rebuilds a usable database in `location` from the tables and logs that
+   * survive damage (see lib/repair.ts); the database must not be open. Returns
+   * what was kept, salvaged, dropped and replayed.
+   */
+  static async repair (location: string, options?: import('./lib/repair').RepairOptions): Promise<import('./lib/repair').RepairReport> {
+    return await (await import('./lib/repair')).repair(location, options)
+  }
+
+  /**
+   * Deletes the database in `location` (its own files, then the directory if
+   * empty). Fails with LEVEL_LOCKED if it is open.
+   */
+  static async destroy (location: string): Promise<void> {
+    await (await import('./lib/repair')).destroy(location)
+  }
 }
 
 /** The Level options alone: engine options stay with the engine (and out of hooks' view). */

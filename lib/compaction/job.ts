@@ -64,9 +64,10 @@ export function baseLevelChecker (deeper: FileMeta[][]): (userKey: Uint8Array) =
 
 /** Runs `job`, reading tables through `tables`. */
 export async function runCompactionJob (job: CompactionJob, fs: FileSystem, tables: TableCache, shouldAbort: () => boolean): Promise<TableWriterResult> {
-  const children: InternalIterator[] = job.runs.map((run) => run.length === 1
-    ? tables.get(run[0].number).iterator()
-    : new LevelIterator(run, (meta) => tables.get(meta.number).iterator()))
+  // Every run (a lone L0 table too) opens its tables lazily, inside writeTables,
+  // which closes the merged input on any error: a table that fails to open must
+  // not leak the ones opened before it.
+  const children: InternalIterator[] = job.runs.map((run) => new LevelIterator(run, (meta) => tables.get(meta.number).iterator()))
   let next = 0
   return await writeTables(new MergingIterator(children), {
     fs,

@@ -106,14 +106,20 @@ if (!isMainThread && parentPort) {
       tableCaches.set(job.dir, tables)
     }
     const used = new Set<number>(job.runs.flat().map((f) => f.number))
-    runCompactionJob(job, nodeFileSystem, tables, () => cancelled.has(req.id)).then((result) => {
-      port.postMessage({ id: req.id, result } satisfies Reply)
-    }, (err: any) => {
-      port.postMessage({ id: req.id, error: { code: err?.code, message: String(err?.message ?? err), file: err?.file, stack: err?.stack } } satisfies Reply)
-    }).finally(() => {
-      // The inputs are about to be deleted: close them.
-      for (const n of used) tables!.evict(n)
-      cancelled.delete(req.id)
+    runCompactionJob(job, nodeFileSystem, tables, () => cancelled.has(req.id)).then((result): Reply => {
+      return { id: req.id, result }
+    }, (err: any): Reply => {
+      return { id: req.id, error: { code: err?.code, message: String(err?.message ?? err), file: err?.file, stack: err?.stack } }
+    }).then((reply) => {
+      // The inputs are about to be deleted: close them, BEFORE replying, so that
+      // once the job is over (and a close() waiting for it has returned) no file
+      // of the database is still open here.
+      try {
+        for (const n of used) tables!.evict(n)
+        cancelled.delete(req.id)
+      } finally {
+        port.postMessage(reply)
+      }
     })
   })
 }
