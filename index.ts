@@ -162,7 +162,9 @@ class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
   }
 
   async _close (): Promise<void> {
-    this.it.close()
+    // Undefined if the engine refused to create the iterator (the constructor
+    // threw after abstract-level had registered it for closing).
+    this.it?.close()
   }
 }
 
