@@ -193,8 +193,10 @@ test('iterating 1,000,000 entries keeps memory bounded', async (t) => {
   t.ok(gc !== undefined, 'measured after full GCs')
   t.comment(`live memory (heap + array buffers) before the scan ${(before / 1e6).toFixed(1)} MB, peak during it ${(peakAbs / 1e6).toFixed(1)} MB`)
   t.ok(peakAbs < 40e6, `absolute live memory stays far below the data size (${(peakAbs / 1e6).toFixed(1)} MB < 40 MB)`)
-  // The bound: the block cache (8 MiB) plus one block per level plus slack, far below the data size.
-  t.ok(peak < 16e6, `live memory growth during the scan ${(peak / 1e6).toFixed(1)} MB for ${dataMb.toFixed(0)} MB of data (bound 16 MB)`)
+  // The bound: the block cache (8 MiB) plus the open tables' indexes and Bloom
+  // filters (~1.3 MB per million keys) plus the iterators' current blocks and
+  // V8's slack: well below the data size, and independent of it.
+  t.ok(peak < 24e6, `live memory growth during the scan ${(peak / 1e6).toFixed(1)} MB for ${dataMb.toFixed(0)} MB of data (bound 24 MB)`)
   await db.close()
 })
 
