@@ -41,6 +41,6 @@ export function invalidOption (name: string, message: string): LevelError {
 }
 
 export function isLevelError (err: unknown, code?: LevelErrorCode): err is LevelError {
-  return err instanceof Error && typeof (err as LevelError).code === 'string' &&
-    (code === undefined || (err as LevelError).code === code)
+  const c = err instanceof Error ? (err as LevelError).code : undefined
+  return typeof c === 'string' && c.startsWith('LEVEL_') && (code === undefined || c === code)
 }

@@ -450,10 +450,9 @@ test('read faults: table block reads give errors, never wrong values, and do not
   await engine.close()
 })
 
-// Read errors should reach the caller as LEVEL_IO_ERROR (naming the file). The
-// table read path (lib/sstable/format.ts readBlock, Table.open) passes the file
-// system's error through unwrapped; until it wraps it, this is a TODO.
-test('read faults: table read errors are LEVEL_IO_ERROR', { todo: true }, (t) => {
+// Read errors reach the caller as LEVEL_IO_ERROR naming the file, with the file
+// system's error as the cause.
+test('read faults: table read errors are LEVEL_IO_ERROR', (t) => {
   for (const [what, err] of readErrors) t.is((err as any).code, 'LEVEL_IO_ERROR', `${what}: ${describe(err)}`)
   t.end()
 })

@@ -61,7 +61,7 @@
 //
 // Every length and offset read from disk is validated against the file size
 // before use; damage surfaces as corruption(name, ...) naming the table file.
-import { corruption } from '../errors'
+import { corruption, ioError } from '../errors'
 import type { RandomAccessFile } from '../fs/fs'
 import { type InternalKey, TRAILER_SIZE, KIND_DELETE, KIND_VALUE, encodeInternalKey, trailerKind, trailerSeq } from '../keys'
 import { crc, maskCrc, unmaskCrc } from '../util/crc'
@@ -126,7 +126,12 @@ export function appendBlockTrailer (w: ByteWriter, start: number): void {
 export function readBlock (file: RandomAccessFile, name: string, h: BlockHandle, verify: boolean): Buffer {
   const total = h.size + BLOCK_TRAILER_SIZE
   const buf = Buffer.allocUnsafeSlow(total)
-  const n = file.read(buf, 0, total, h.offset)
+  let n: number
+  try {
+    n = file.read(buf, 0, total, h.offset)
+  } catch (err) {
+    throw ioError(`Read of ${name} failed at offset ${h.offset}`, err, name)
+  }
   if (n !== total) throw corruption(name, `truncated block at offset ${h.offset} (read ${n} of ${total} bytes)`)
   const type = buf[h.size]
   if (type !== BLOCK_TYPE_UNCOMPRESSED) throw corruption(name, `unknown block type ${type} at offset ${h.offset}`)

@@ -6,7 +6,7 @@
 // TableCache). Iterators take their own reference, so a table evicted from the
 // table cache stays readable until its last iterator closes; the file descriptor
 // is closed, and the table's cached blocks dropped, when references reach 0.
-import { corruption } from '../errors'
+import { corruption, ioError } from '../errors'
 import type { FileSystem, RandomAccessFile } from '../fs/fs'
 import { assert } from '../invariants'
 import { type InternalKey, MAX_SEQ } from '../keys'
@@ -94,7 +94,12 @@ export class Table {
       const fileSize = file.size()
       if (fileSize < FOOTER_SIZE) throw corruption(name, `file too short to be a table (${fileSize} bytes)`)
       const footerBuf = Buffer.allocUnsafe(FOOTER_SIZE)
-      const n = file.read(footerBuf, 0, FOOTER_SIZE, fileSize - FOOTER_SIZE)
+      let n: number
+      try {
+        n = file.read(footerBuf, 0, FOOTER_SIZE, fileSize - FOOTER_SIZE)
+      } catch (err) {
+        throw ioError(`Read of ${name} failed`, err, name)
+      }
       if (n !== FOOTER_SIZE) throw corruption(name, 'short read of footer')
       const footer = decodeFooter(name, footerBuf, fileSize)
       const index = decodeBlock(name, readBlock(file, name, footer.index, true))
