@@ -11,7 +11,7 @@ export class TurnBudget {
   private markerPending = false
   private readonly clearMarker = (): void => { this.markerPending = false }
 
-  constructor (private readonly budgetMs = 4) {}
+  constructor (private readonly budgetMs = 2) {}
 
   /** True if the caller should defer its work to the next turn of the event loop. */
   exhausted (): boolean {
