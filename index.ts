@@ -2,6 +2,7 @@
 // only translates between the Level API (encodings, options, iterators,
 // snapshots) and the engine; it holds no storage logic.
 import { AbstractLevel, AbstractIterator, AbstractSnapshot } from 'abstract-level'
+import type { AbstractPutOptions, AbstractDelOptions, AbstractBatchOptions, AbstractBatchOperation, AbstractChainedBatch } from 'abstract-level'
 import ModuleError = require('module-error')
 import { Engine, type BatchOp, type RangeOptions, type LevelInfo, type RecoveryReport } from './lib/db'
 import type { Snapshot } from './lib/snapshots'
@@ -420,6 +421,33 @@ function pickEngineOptions (options: Record<string, any>): Partial<EngineOptions
 
 // createIfMissing / errorIfExists come through open()'s options, normalized by abstract-level.
 const ENGINE_OPTION_KEYS = ENGINE_OPTION_NAMES.filter((n) => n !== 'createIfMissing' && n !== 'errorIfExists')
+
+/** Options of put(): abstract-level's plus `sync` (resolve only after an fdatasync covering the write). */
+export interface LsmPutOptions<K, V> extends AbstractPutOptions<K, V> {
+  sync?: boolean | undefined
+}
+
+/** Options of del(): abstract-level's plus `sync`. */
+export interface LsmDelOptions<K> extends AbstractDelOptions<K> {
+  sync?: boolean | undefined
+}
+
+/** Options of batch(): abstract-level's plus `sync`. */
+export interface LsmBatchOptions<K, V> extends AbstractBatchOptions<K, V> {
+  sync?: boolean | undefined
+}
+
+// Declaration merging: the write methods' signatures with the `sync` option
+// (abstract-level's typings have none). Types only; the methods are inherited.
+export interface LsmLevel<K = string, V = string> {
+  put (key: K, value: V): Promise<void>
+  put<PK = K, PV = V> (key: PK, value: PV, options: LsmPutOptions<PK, PV>): Promise<void>
+  del (key: K): Promise<void>
+  del<DK = K> (key: DK, options: LsmDelOptions<DK>): Promise<void>
+  batch (operations: Array<AbstractBatchOperation<this, K, V>>): Promise<void>
+  batch<BK = K, BV = V> (operations: Array<AbstractBatchOperation<this, BK, BV>>, options: LsmBatchOptions<BK, BV>): Promise<void>
+  batch (): AbstractChainedBatch<this, K, V>
+}
 
 export { LsmLevel as Level }
 export default LsmLevel

@@ -1,0 +1,83 @@
+// A TypeScript user of lsm-level, importing it by its package name (resolved
+// through package.json "exports" to dist/index.d.ts). Type-checked only:
+// test/types.test.ts runs `tsc -p test/types/tsconfig.json --noEmit`.
+import { LsmLevel, Level, type LsmStats, type LsmPutOptions, type LsmBatchOptions } from 'lsm-level'
+
+interface User { name: string, age: number }
+
+export async function consumer (dir: string): Promise<void> {
+  const db = new LsmLevel<string, any>(dir, {
+    valueEncoding: 'json',
+    writeBufferSize: 1024 * 1024,
+    compaction: 'tiered',
+    bloomBitsPerKey: 10,
+    compactionWorker: false
+  })
+  await db.open()
+
+  // Writes, with and without the engine's `sync` option.
+  await db.put('a', { x: 1 })
+  await db.put('b', { x: 2 }, { sync: true })
+  await db.put('c', { x: 3 }, { sync: false, valueEncoding: 'json' })
+  await db.del('a')
+  await db.del('b', { sync: true })
+  await db.batch([
+    { type: 'put', key: 'd', value: { x: 4 } },
+    { type: 'del', key: 'c' }
+  ])
+  await db.batch([{ type: 'put', key: 'e', value: 5 }], { sync: true })
+  await db.batch().put('f', 6).del('e').write()
+  const putOptions: LsmPutOptions<string, any> = { sync: true }
+  await db.put('g', 7, putOptions)
+  const batchOptions: LsmBatchOptions<string, any> = { sync: true, keyEncoding: 'utf8' }
+  await db.batch([{ type: 'put', key: 'h', value: 8 }], batchOptions)
+
+  // Per-call encodings keep their generics.
+  await db.put<string, Buffer>('raw', Buffer.from('bytes'), { valueEncoding: 'buffer', sync: true })
+  const raw: Buffer | undefined = await db.get<string, Buffer>('raw', { valueEncoding: 'buffer' })
+  const value: any = await db.get('d')
+  const many: any[] = await db.getMany(['d', 'f'])
+  const present: boolean = await db.has('d')
+
+  // Extensions.
+  const stats: LsmStats = db.stats()
+  const wamp: number = stats.writeAmplification
+  const levelFiles: number[] = stats.levels.map((l) => l.files)
+  const text: string = db.getProperty('lsm.stats')
+  const l0: number = Number(db.getProperty('lsm.num-files-at-level0'))
+  const size: number = await db.approximateSize('a', 'z')
+  await db.compactRange()
+  await db.compactRange('a', 'm')
+  await db.flush()
+
+  // Iterators and snapshots.
+  for await (const [key, v] of db.iterator({ gte: 'a', lt: 'z', limit: 10 })) {
+    const k: string = key
+    void k, v
+  }
+  const keys: string[] = await db.keys({ reverse: true }).all()
+  const values: any[] = await db.values().all()
+  const snapshot = db.snapshot()
+  const old: any = await db.get('d', { snapshot })
+  const it = db.iterator({ snapshot })
+  const first: [string, any] | undefined = await it.next()
+  await it.close()
+  await snapshot.close()
+
+  // Sublevels.
+  const users = db.sublevel<string, User>('users', { valueEncoding: 'json' })
+  await users.put('u1', { name: 'Ada', age: 36 })
+  const user: User | undefined = await users.get('u1')
+
+  await db.close()
+  await LsmLevel.repair(dir)
+  await Level.destroy(dir)
+
+  // A default-typed database: string keys and values.
+  const plain = new Level(dir)
+  await plain.put('k', 'v', { sync: true })
+  const s: string | undefined = await plain.get('k')
+  await plain.close()
+
+  void raw, value, many, present, wamp, levelFiles, text, l0, size, keys, values, old, first, user, s
+}
