@@ -2,7 +2,7 @@
 // only translates between the Level API (encodings, options, iterators,
 // snapshots) and the engine; it holds no storage logic.
 import { AbstractLevel, AbstractIterator, AbstractSnapshot } from 'abstract-level'
-import type { AbstractPutOptions, AbstractDelOptions, AbstractBatchOptions, AbstractBatchOperation, AbstractChainedBatch } from 'abstract-level'
+import type { AbstractPutOptions, AbstractDelOptions, AbstractBatchOptions, AbstractBatchOperation, AbstractChainedBatch, AbstractChainedBatchWriteOptions } from 'abstract-level'
 import ModuleError = require('module-error')
 import { Engine, type BatchOp, type RangeOptions, type LevelInfo, type RecoveryReport } from './lib/db'
 import type { Snapshot } from './lib/snapshots'
@@ -446,7 +446,18 @@ export interface LsmLevel<K = string, V = string> {
   del<DK = K> (key: DK, options: LsmDelOptions<DK>): Promise<void>
   batch (operations: Array<AbstractBatchOperation<this, K, V>>): Promise<void>
   batch<BK = K, BV = V> (operations: Array<AbstractBatchOperation<this, BK, BV>>, options: LsmBatchOptions<BK, BV>): Promise<void>
-  batch (): AbstractChainedBatch<this, K, V>
+  batch (): LsmChainedBatch<this, K, V>
+}
+
+/** Options of a chained batch's write(): abstract-level's plus `sync`. */
+export interface LsmChainedBatchWriteOptions extends AbstractChainedBatchWriteOptions {
+  sync?: boolean | undefined
+}
+
+/** A chained batch whose write() takes `sync`. */
+export interface LsmChainedBatch<TDatabase, K, V> extends AbstractChainedBatch<TDatabase, K, V> {
+  write (): Promise<void>
+  write (options: LsmChainedBatchWriteOptions): Promise<void>
 }
 
 export { LsmLevel as Level }

@@ -26,6 +26,7 @@ export async function consumer (dir: string): Promise<void> {
     { type: 'del', key: 'c' }
   ])
   await db.batch([{ type: 'put', key: 'e', value: 5 }], { sync: true })
+  await db.batch().put('f', 6).del('e').write({ sync: true })
   await db.batch().put('f', 6).del('e').write()
   const putOptions: LsmPutOptions<string, any> = { sync: true }
   await db.put('g', 7, putOptions)
