@@ -5,6 +5,7 @@
 // files fail as LEVEL_CORRUPTION naming the file (never a RangeError, and with
 // checksums on never a wrong answer). Replay a run with SEED=<n>.
 import test from 'tape'
+import { compareEntries, lowerBound, upperBound, type Entry } from './util/array-iterator'
 import * as nodeFs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
@@ -61,34 +62,8 @@ console.log(`# sstable test seed ${SEED} (replay with SEED=${SEED})`)
 // ---------------------------------------------------------------------------
 // Model and helpers.
 
-interface Entry { userKey: Buffer, seq: number, kind: number, value: Buffer }
-
-function cmpEntry (a: Entry, b: Entry): number {
-  return compareInternal(a.userKey, a.seq, b.userKey, b.seq)
-}
-
-/** First model index with entry >= (userKey, seq). */
-function lowerBound (model: Entry[], userKey: Uint8Array, seq: number): number {
-  let lo = 0
-  let hi = model.length
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (compareInternal(model[mid].userKey, model[mid].seq, userKey, seq) < 0) lo = mid + 1
-    else hi = mid
-  }
-  return lo
-}
-
-function upperBound (model: Entry[], userKey: Uint8Array, seq: number): number {
-  let lo = 0
-  let hi = model.length
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (compareInternal(model[mid].userKey, model[mid].seq, userKey, seq) <= 0) lo = mid + 1
-    else hi = mid
-  }
-  return lo
-}
+// The sorted-array model's helpers are shared with the iterator tests.
+const cmpEntry = compareEntries
 
 function modelGet (model: Entry[], userKey: Buffer, seq: number): Entry | undefined {
   const i = lowerBound(model, userKey, seq)

@@ -120,22 +120,12 @@ export class DecodedBlock {
     return lo
   }
 
-  /** Index of the first entry > (userKey, seq); `length` if none. */
+  /**
+   * Index of the first entry > (userKey, seq); `length` if none. Sequence numbers
+   * are integers, so "> (k, s)" is ">= (k, s - 1)" in internal order (seq descending).
+   */
   upperBound (userKey: Uint8Array, seq: number): number {
-    let lo = 0
-    let hi = this.length
-    const bytes = this.bytes
-    const offs = this.ints
-    const seqs = this.seqs
-    const keyLen = userKey.length
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1
-      // entry(mid) <= target
-      const c = compareRange(bytes, offs[mid], offs[mid + 1], userKey, 0, keyLen)
-      if (c < 0 || (c === 0 && seqs[mid] >= seq)) lo = mid + 1
-      else hi = mid
-    }
-    return lo
+    return this.lowerBound(userKey, seq - 1)
   }
 }
 
