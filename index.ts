@@ -9,6 +9,9 @@ import type { Snapshot } from './lib/snapshots'
 import { nextTurn, type TurnBudget } from './lib/util/turn'
 import { DbIterator } from './lib/iterators/db-iterator'
 import { KIND_DELETE, KIND_VALUE } from './lib/keys'
+import { OP_RANGE_DELETE } from './lib/wal/batch'
+import { clearBounds } from './lib/range-tombstones'
+import { compareBytes } from './lib/util/coding'
 import { resolveOptions, ENGINE_OPTION_NAMES, type EngineOptions } from './lib/options'
 import { invalidOption, levelError } from './lib/errors'
 import { formatStats, type LsmStats } from './lib/stats'
@@ -301,11 +304,21 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
   }
 
   /**
-   * Deletes the range in batches of deletes read from a snapshot, so memory stays
-   * bounded whatever the size of the range.
+   * Without a limit or a snapshot: one range tombstone (lib/range-tombstones.ts),
+   * whatever the size of the range; entries written after the call are not
+   * affected. With either: point deletes in batches of 1,000 read from a snapshot,
+   * so memory stays bounded whatever the size of the range.
    */
   async _clear (options: Record<string, any>): Promise<void> {
     const engine = this[ENGINE]!
+    const limited = options.limit >= 0 && options.limit !== Infinity
+    if (!limited && options.snapshot === undefined) {
+      const { start, end } = clearBounds(rangeFrom(options))
+      if (end !== undefined && compareBytes(start, end) >= 0) return
+      // Copied: the memtable keeps them, and the caller may reuse its buffers.
+      await engine.write([{ kind: OP_RANGE_DELETE, key: Buffer.from(start), end: end === undefined ? undefined : Buffer.from(end) }], false)
+      return
+    }
     const snapshot = (options.snapshot as LsmSnapshot | undefined)?.inner
     const ownSnapshot = snapshot ? undefined : engine.snapshot()
     const it = engine.iterator(rangeFrom(options), snapshot ?? ownSnapshot)

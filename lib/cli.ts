@@ -14,7 +14,7 @@ import { LsmLevel } from '../index'
 import { nodeFileSystem } from './fs/node-fs'
 import { CURRENT, parseFileName, tableName } from './filenames'
 import { LogReader, type TailStatus } from './wal/log-reader'
-import { decodeBatch } from './wal/batch'
+import { decodeBatch, OP_RANGE_DELETE } from './wal/batch'
 import { decodeVersionEdit, type VersionEdit } from './manifest/version-edit'
 import { Table } from './sstable/table'
 import { BlockCache } from './sstable/cache'
@@ -181,7 +181,7 @@ export function printable (b: Uint8Array): string {
 }
 
 function kindName (kind: number): string {
-  return kind === KIND_VALUE ? 'put' : kind === KIND_DELETE ? 'del' : `kind${kind}`
+  return kind === KIND_VALUE ? 'put' : kind === KIND_DELETE ? 'del' : kind === OP_RANGE_DELETE ? 'delrange' : `kind${kind}`
 }
 
 function fmtKey (k: InternalKey): string {
@@ -420,9 +420,13 @@ function editToJson (e: VersionEdit): Record<string, unknown> {
       file: tableName(n.meta.number),
       size: n.meta.size,
       entries: n.meta.entries,
+      ...(n.meta.floor !== undefined ? { floor: n.meta.floor } : {}),
       smallest: fmtKey(n.meta.smallest),
       largest: fmtKey(n.meta.largest)
     }))
+  }
+  if (e.rangeTombstones?.length) {
+    o.rangeTombstones = e.rangeTombstones.map((t) => ({ seq: t.seq, start: printable(t.start), end: t.end === undefined ? null : printable(t.end) }))
   }
   return o
 }
@@ -492,7 +496,9 @@ async function dumpLog (file: string, name: string, out: Out): Promise<boolean> 
         await out.line(`batch ${n}: first seq ${b.firstSeq}, ${b.ops.length} ops`)
         for (let i = 0; i < b.ops.length; i++) {
           const op = b.ops[i]
-          const v = op.kind === KIND_VALUE && op.value !== undefined ? ' ' + printable(op.value) : ''
+          const v = op.kind === KIND_VALUE && op.value !== undefined
+            ? ' ' + printable(op.value)
+            : op.kind === OP_RANGE_DELETE ? ' to ' + (op.end === undefined ? '(end)' : printable(op.end)) : ''
           await out.line(`  ${printable(op.key)} @${b.firstSeq + i} ${kindName(op.kind)}${v}`)
         }
       } catch (err) {

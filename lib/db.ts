@@ -35,7 +35,8 @@ import type { VersionEdit } from './manifest/version-edit'
 import { MemTable } from './memtable/memtable'
 import { LogWriter } from './wal/log-writer'
 import { LogReader } from './wal/log-reader'
-import { encodeBatch, decodeBatch, type BatchOp } from './wal/batch'
+import { encodeBatch, decodeBatch, OP_RANGE_DELETE, type BatchOp } from './wal/batch'
+import { RangeTombstoneView, type RangeTombstone, type RangeTombstoneIndex } from './range-tombstones'
 import { BlockCache } from './sstable/cache'
 import { TableCache } from './sstable/table-cache'
 import { MergingIterator } from './iterators/merging-iterator'
@@ -102,6 +103,23 @@ export interface LevelInfo {
 
 const EMPTY = Buffer.alloc(0)
 
+/**
+ * A memtable is frozen once it holds this many range tombstones, however few its
+ * bytes: reads rebuild its tombstone index after each one is added.
+ */
+const MAX_MEMTABLE_RANGE_TOMBSTONES = 1000
+
+/** Adds a committed batch operation to a memtable. */
+function applyOp (mem: MemTable, seq: number, op: BatchOp, copy: boolean): void {
+  if (op.kind === OP_RANGE_DELETE) {
+    mem.addRangeTombstone(seq, copy ? Buffer.from(op.key) : op.key, op.end !== undefined && copy ? Buffer.from(op.end) : op.end)
+  } else if (copy) {
+    mem.add(seq, op.kind, Buffer.from(op.key), op.value ? Buffer.from(op.value) : EMPTY)
+  } else {
+    mem.add(seq, op.kind, op.key, op.value ?? EMPTY)
+  }
+}
+
 /** Totals over every engine in this process (tests use them to show background work happened). */
 export const processCounters = { flushes: 0, compactions: 0, trivialMoves: 0 }
 
@@ -120,6 +138,8 @@ export class Engine {
   private mem = new MemTable()
   /** Level-0 tables written by log replay during open, not yet in the manifest. */
   private recoveredTables: FileMeta[] = []
+  /** Range tombstones replayed from the logs, recorded with recoveredTables. */
+  private recoveredTombstones: RangeTombstone[] = []
   private imms: FrozenMemTable[] = []
   private log: LogWriter | undefined
   private logNumber = 0
@@ -255,10 +275,12 @@ export class Engine {
     this.logNumber = this.versions.newFileNumber()
     await this.versions.logAndApply({
       newFiles: this.recoveredTables.map((meta) => ({ level: 0, meta })),
+      rangeTombstones: this.recoveredTombstones,
       logNumber: this.logNumber,
       lastSequence: this.visibleSeq
     })
     this.recoveredTables = []
+    this.recoveredTombstones = []
     this.log = new LogWriter(fs.openWrite(join(dir, logName(this.logNumber))))
     fs.syncDir(dir)
 
@@ -302,10 +324,10 @@ export class Engine {
           nextSeq = batch.firstSeq + batch.ops.length
           first = false
           let s = batch.firstSeq
-          for (const op of batch.ops) mem.add(s++, op.kind, Buffer.from(op.key), op.value ? Buffer.from(op.value) : EMPTY)
+          for (const op of batch.ops) applyOp(mem, s++, op, true)
           if (s - 1 > seq) seq = s - 1
           this.recovery.recordsReplayed++
-          if (mem.approximateBytes() >= this.options.writeBufferSize) {
+          if (this.memTableFull(mem)) {
             this.visibleSeq = seq
             await this.flushRecovered(mem)
             mem = new MemTable()
@@ -328,7 +350,7 @@ export class Engine {
       }
     }
     this.visibleSeq = this.allocatedSeq = seq
-    if (mem.entryCount() > 0) await this.flushRecovered(mem)
+    if (!mem.isEmpty()) await this.flushRecovered(mem)
   }
 
   private logIsEmpty (number: number): boolean {
@@ -342,8 +364,9 @@ export class Engine {
 
   /** Writes a replayed memtable to level-0 table(s), recorded by recover()'s final edit. */
   private async flushRecovered (mem: MemTable): Promise<void> {
-    const result = await writeTables(mem.iterator(), this.tableWriterParams(Infinity, () => false))
+    const result = await writeTables(mem.iterator(), { ...this.tableWriterParams(Infinity, () => false), ...this.flushTombstones(mem) })
     this.recoveredTables.push(...result.outputs)
+    this.recoveredTombstones.push(...mem.rangeTombstones())
   }
 
   // ---------------------------------------------------------------- writes
@@ -417,7 +440,7 @@ export class Engine {
     }
     this.allocatedSeq = seq - 1
     this.counters.walBytes += this.log!.size() - logSizeBefore
-    for (const w of writers) for (const op of w.ops) this.counters.userBytes += op.key.length + (op.value ? op.value.length : 0)
+    for (const w of writers) for (const op of w.ops) this.counters.userBytes += op.key.length + (op.value ? op.value.length : 0) + (op.end ? op.end.length : 0)
     this.unapplied.push({ writers, mem: this.mem, lastSeq: seq - 1, needsSync, synced: false })
     if (needsSync) this.requestSync()
     this.drainApplied()
@@ -432,7 +455,7 @@ export class Engine {
       const mem = g.mem
       for (const w of g.writers) {
         let s = w.firstSeq
-        for (const op of w.ops) mem.add(s++, op.kind, op.key, op.value ?? EMPTY)
+        for (const op of w.ops) applyOp(mem, s++, op, false)
       }
       this.visibleSeq = g.lastSeq
       if (mem !== this.mem) {
@@ -493,7 +516,7 @@ export class Engine {
    * wait (too many frozen memtables or level-0 tables: a write stall).
    */
   private makeRoomForWrite (): boolean {
-    if (this.mem.approximateBytes() < this.options.writeBufferSize) return true
+    if (!this.memTableFull(this.mem)) return true
     if (this.imms.length >= this.options.maxImmutableMemtables) { this.scheduleBackground(); return false }
     if (this.versions.current.levels[0].length >= this.options.level0StopWritesTrigger) { this.scheduleBackground(); return false }
     try {
@@ -504,6 +527,10 @@ export class Engine {
       return false
     }
     return true
+  }
+
+  private memTableFull (mem: MemTable): boolean {
+    return mem.approximateBytes() >= this.options.writeBufferSize || mem.rangeTombstoneCount() >= MAX_MEMTABLE_RANGE_TOMBSTONES
   }
 
   private rotate (): void {
@@ -546,16 +573,44 @@ export class Engine {
   /** The value of `key` visible at `snapshot` (default: latest), or undefined. */
   get (key: Uint8Array, snapshot?: Snapshot): Buffer | undefined {
     const seq = snapshot ? snapshot.seq : this.visibleSeq
-    let r: { kind: number, value: Buffer } | undefined = this.mem.get(key, seq)
+    let r: { kind: number, value: Buffer, seq: number } | undefined = this.mem.get(key, seq)
     if (r === undefined) {
       for (let i = this.imms.length - 1; i >= 0 && r === undefined; i--) r = this.imms[i].mem.get(key, seq)
       if (r === undefined) r = this.getFromTables(this.versions.current, key, seq)
     }
     if (r === undefined || r.kind !== KIND_VALUE) return undefined
+    if (this.hiddenByRangeTombstone(key, r.seq, seq)) return undefined
     return r.value
   }
 
-  private getFromTables (v: Version, key: Uint8Array, seq: number): { kind: number, value: Buffer } | undefined {
+  /** True if a range tombstone a reader at `readSeq` sees hides version `seq` of `key`. */
+  private hiddenByRangeTombstone (key: Uint8Array, seq: number, readSeq: number): boolean {
+    if (this.mem.rangeTombstoneCount() > 0 && this.mem.rangeTombstoneIndex().covers(key, seq, readSeq)) return true
+    for (let i = 0; i < this.imms.length; i++) {
+      const m = this.imms[i].mem
+      if (m.rangeTombstoneCount() > 0 && m.rangeTombstoneIndex().covers(key, seq, readSeq)) return true
+    }
+    const v = this.versions.current
+    return v.rangeTombstones.length > 0 && v.rangeTombstoneIndex().covers(key, seq, readSeq)
+  }
+
+  /** The range tombstones a new iterator consults (undefined: none). */
+  private rangeTombstoneView (v: Version): RangeTombstoneView | undefined {
+    const indexes: RangeTombstoneIndex[] = []
+    if (this.mem.rangeTombstoneCount() > 0) indexes.push(this.mem.rangeTombstoneIndex())
+    for (const imm of this.imms) if (imm.mem.rangeTombstoneCount() > 0) indexes.push(imm.mem.rangeTombstoneIndex())
+    if (v.rangeTombstones.length > 0) indexes.push(v.rangeTombstoneIndex())
+    return RangeTombstoneView.of(indexes)
+  }
+
+  /** Range tombstones written (memtables) or live (version). */
+  rangeTombstoneCount (): number {
+    let n = this.mem.rangeTombstoneCount() + this.versions.current.rangeTombstones.length
+    for (const imm of this.imms) n += imm.mem.rangeTombstoneCount()
+    return n
+  }
+
+  private getFromTables (v: Version, key: Uint8Array, seq: number): { kind: number, value: Buffer, seq: number } | undefined {
     const l0 = v.levels[0]
     for (let i = 0; i < l0.length; i++) {
       const f = l0[i]
@@ -592,7 +647,7 @@ export class Engine {
       v.unref()
       throw err
     }
-    return new DbIterator(new MergingIterator(children), seq, range, () => v.unref())
+    return new DbIterator(new MergingIterator(children), seq, range, () => v.unref(), this.rangeTombstoneView(v))
   }
 
   private levelIterators (v: Version): InternalIterator[] {
@@ -700,11 +755,12 @@ export class Engine {
     const imm = this.imms[0]
     // A flush is finished even when the database is closing (close waits for it):
     // it is short, and it saves the next open a log replay.
-    const params = { ...this.tableWriterParams(Infinity, () => false), shouldAbort: () => false }
+    const params = { ...this.tableWriterParams(Infinity, () => false), shouldAbort: () => false, ...this.flushTombstones(imm.mem) }
     const result = await writeTables(imm.mem.iterator(), params)
     const nextLog = this.imms.length > 1 ? this.imms[1].logNumber : this.logNumber
     await this.versions.logAndApply({
       newFiles: result.outputs.map((meta) => ({ level: 0, meta })),
+      rangeTombstones: imm.mem.rangeTombstones().slice(),
       logNumber: nextLog,
       lastSequence: this.visibleSeq
     })
@@ -713,6 +769,19 @@ export class Engine {
     processCounters.flushes++
     this.counters.bytesFlushed += result.bytesWritten
     this.fs.remove(join(this.location, logName(imm.logNumber)))
+  }
+
+  /**
+   * A flush applies its memtable's own range tombstones. The tombstones already in
+   * the version are older than every entry of the memtable (memtables are flushed
+   * in order), so they hide nothing in it: every tombstone up to
+   * min(newest of the memtable's, smallest snapshot) is then applied in full.
+   */
+  private flushTombstones (mem: MemTable): { rangeTombstones?: RangeTombstoneIndex, floorBase: number } {
+    const list = mem.rangeTombstones()
+    if (list.length === 0) return { floorBase: 0 }
+    const smallestSnapshot = this.snapshots.oldest() ?? this.visibleSeq
+    return { rangeTombstones: mem.rangeTombstoneIndex(), floorBase: Math.min(list[list.length - 1].seq, smallestSnapshot) }
   }
 
   /** The next compaction the configured strategy wants, if any (pure pickers, lib/compaction/). */
@@ -751,6 +820,7 @@ export class Engine {
       const runs = inputRuns.flatMap((r) => r.level === 0 ? r.files.map((f) => [f]) : [r.files])
       let inputBytes = 0
       for (const run of runs) for (const f of run) inputBytes += f.size
+      const smallestSnapshot = this.snapshots.oldest() ?? this.visibleSeq
       const fileNumbers: number[] = []
       const reserve = 2 * Math.ceil(inputBytes / this.options.targetFileSize) + 8
       for (let i = 0; i < reserve; i++) fileNumbers.push(this.versions.newFileNumber())
@@ -762,7 +832,9 @@ export class Engine {
         blockRestartInterval: this.options.blockRestartInterval,
         bloomBitsPerKey: this.options.bloomBitsPerKey,
         targetFileSize: this.options.targetFileSize,
-        smallestSnapshot: this.snapshots.oldest() ?? this.visibleSeq,
+        smallestSnapshot,
+        rangeTombstones: base.rangeTombstones.slice(),
+        floorBase: base.rangeTombstones.length === 0 ? 0 : Math.min(maxSeq(base.rangeTombstones), smallestSnapshot),
         fileNumbers
       }
       let result
@@ -840,7 +912,7 @@ export class Engine {
   async flushMemTable (): Promise<void> {
     if (this.writeError) throw this.writeError
     while (this.unapplied.length > 0 && this.syncInFlight) await this.syncInFlight
-    if (this.mem.entryCount() > 0) {
+    if (!this.mem.isEmpty()) {
       try {
         this.rotate()
       } catch (err) {
@@ -925,6 +997,7 @@ export class Engine {
         capacity: this.blockCache.capacityBytes
       },
       memtableBytes: this.memTableBytes(),
+      rangeTombstones: this.rangeTombstoneCount(),
       stallMs: c.stallMs + (this.stallStartedAt > 0 ? Date.now() - this.stallStartedAt : 0),
       slowdowns: c.slowdowns,
       flushes: c.flushes,
@@ -1003,6 +1076,12 @@ export class Engine {
       this.lock = undefined
     }
   }
+}
+
+function maxSeq (list: readonly RangeTombstone[]): number {
+  let max = 0
+  for (const t of list) if (t.seq > max) max = t.seq
+  return max
 }
 
 function rangeOf (files: FileMeta[]): [Buffer, Buffer] {

@@ -51,6 +51,12 @@ export interface LsmStats {
   blockCache: { hits: number, misses: number, bytes: number, capacity: number }
   /** Bytes in the active and frozen memtables. */
   memtableBytes: number
+  /**
+   * Range tombstones (written by clear()) in the memtables plus those in the
+   * manifest that may still hide data; each is dropped once compactions have
+   * removed everything older in its range.
+   */
+  rangeTombstones: number
   /** Time writes spent delayed or waiting for flushes or compactions (write stalls), in ms. */
   stallMs: number
   /** Write groups delayed by 1 ms because level 0 reached level0SlowdownWritesTrigger. */
@@ -77,7 +83,7 @@ export function formatStats (s: LsmStats): string {
     `bytes: user ${fmtBytes(s.bytes.user)}, wal ${fmtBytes(s.bytes.wal)}, flushed ${fmtBytes(s.bytes.flushed)}, compacted ${fmtBytes(s.bytes.compacted)}, tables ${fmtBytes(s.bytes.tables)}`,
     `bloom: ${s.bloom.useful} useful, ${s.bloom.falsePositives} false positives, ${s.bloom.checked} checked`,
     `block cache: ${s.blockCache.hits} hits, ${s.blockCache.misses} misses, ${fmtBytes(s.blockCache.bytes)} of ${fmtBytes(s.blockCache.capacity)}`,
-    `memtables ${fmtBytes(s.memtableBytes)}, stalls ${s.stallMs} ms (${s.slowdowns} slowdowns), flushes ${s.flushes}, compactions ${s.compactions.done} (+${s.compactions.trivialMoves} moves, ${s.compactions.running} running)`
+    `memtables ${fmtBytes(s.memtableBytes)}, range tombstones ${s.rangeTombstones}, stalls ${s.stallMs} ms (${s.slowdowns} slowdowns), flushes ${s.flushes}, compactions ${s.compactions.done} (+${s.compactions.trivialMoves} moves, ${s.compactions.running} running)`
   )
   return lines.join('\n') + '\n'
 }

@@ -10,6 +10,7 @@ import type { TableCache } from '../sstable/table-cache'
 import { writeTables, type TableWriterResult } from './table-writer'
 import { compareBytes } from '../util/coding'
 import { NUM_LEVELS } from '../options'
+import { RangeTombstoneIndex, type RangeTombstone } from '../range-tombstones'
 
 export interface CompactionJob {
   dir: string
@@ -22,6 +23,10 @@ export interface CompactionJob {
   bloomBitsPerKey: number
   targetFileSize: number
   smallestSnapshot: number
+  /** The version's range tombstones: versions they hide from every snapshot are dropped. */
+  rangeTombstones: RangeTombstone[]
+  /** min(newest of rangeTombstones, smallestSnapshot): every tombstone up to it is applied in full. */
+  floorBase: number
   /** File numbers reserved for the outputs, used in order. */
   fileNumbers: number[]
 }
@@ -36,11 +41,14 @@ export function reviveMeta (f: FileMeta): FileMeta {
   }
 }
 
+const b = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength)
+
 export function reviveJob (job: CompactionJob): CompactionJob {
   return {
     ...job,
     runs: job.runs.map((r) => r.map(reviveMeta)),
-    deeper: job.deeper.map((r) => r.map(reviveMeta))
+    deeper: job.deeper.map((r) => r.map(reviveMeta)),
+    rangeTombstones: job.rangeTombstones.map((t) => ({ seq: t.seq, start: b(t.start), end: t.end === undefined ? undefined : b(t.end) }))
   }
 }
 
@@ -78,6 +86,8 @@ export async function runCompactionJob (job: CompactionJob, fs: FileSystem, tabl
     targetFileSize: job.targetFileSize,
     smallestSnapshot: job.smallestSnapshot,
     isBaseLevelForKey: baseLevelChecker(job.deeper),
+    rangeTombstones: RangeTombstoneIndex.build(job.rangeTombstones),
+    floorBase: job.floorBase,
     newFileNumber: () => {
       if (next >= job.fileNumbers.length) throw new Error('lsm-level invariant broken: compaction ran out of reserved file numbers')
       return job.fileNumbers[next++]

@@ -9,7 +9,11 @@
 //     already seen in this stream, is visible to every open snapshot
 //     (its seq <= smallestSnapshot);
 //   - a tombstone is dropped if it is visible to every snapshot and no level
-//     below the output can hold an older version of its key (`isBaseLevelForKey`).
+//     below the output can hold an older version of its key (`isBaseLevelForKey`);
+//   - a version hidden by a range tombstone (lib/range-tombstones.ts) that every
+//     snapshot sees is dropped.
+// Each output's `floor` is the larger of its smallest seq and `floorBase`, the
+// newest range tombstone the caller guarantees was applied in full.
 import { syncDirAsync, type FileSystem } from '../fs/fs'
 import type { InternalIterator } from '../iterators/internal-iterator'
 import type { FileMeta } from '../manifest/file-meta'
@@ -19,6 +23,7 @@ import { KIND_DELETE } from '../keys'
 import { compareBytes } from '../util/coding'
 import { levelError } from '../errors'
 import { performance } from 'node:perf_hooks'
+import type { RangeTombstoneIndex } from '../range-tombstones'
 
 export interface TableWriterParams {
   fs: FileSystem
@@ -34,6 +39,10 @@ export interface TableWriterParams {
   newFileNumber: () => number
   /** Checked between chunks; true aborts the job (the database is closing). */
   shouldAbort: () => boolean
+  /** Range tombstones to apply (versions they hide from every snapshot are dropped). */
+  rangeTombstones?: RangeTombstoneIndex
+  /** Every range tombstone with seq <= floorBase hides nothing in the outputs (0: no claim). */
+  floorBase?: number
 }
 
 export interface TableWriterResult {
@@ -57,6 +66,9 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
   let bytesWritten = 0
   let currentKey: Buffer | undefined
   let lastSeqForKey = Infinity
+  let smallestSeq = Infinity
+  const tombstones = p.rangeTombstones !== undefined && p.rangeTombstones.size > 0 ? p.rangeTombstones : undefined
+  const floorBase = p.floorBase ?? 0
 
   // Outputs are fsynced off the event loop (a multi-megabyte fsync can take
   // hundreds of milliseconds).
@@ -65,7 +77,9 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
     const r = builder.finish()
     await file.syncAsync()
     file.close()
-    outputs.push({ number, size: r.size, entries: r.entries, smallest: r.smallest, largest: r.largest })
+    const floor = Math.max(smallestSeq, floorBase)
+    outputs.push({ number, size: r.size, entries: r.entries, smallest: r.smallest, largest: r.largest, floor })
+    smallestSeq = Infinity
     bytesWritten += r.size
     builder = undefined
     file = undefined
@@ -95,6 +109,7 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
       let drop = false
       if (lastSeqForKey <= p.smallestSnapshot) drop = true
       else if (kind === KIND_DELETE && seq <= p.smallestSnapshot && p.isBaseLevelForKey(uk)) drop = true
+      else if (tombstones !== undefined && tombstones.coveringSeq(uk, p.smallestSnapshot) > seq) drop = true
       lastSeqForKey = seq
       if (drop) {
         entriesDropped++
@@ -110,6 +125,7 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
           })
         }
         builder.add(uk, seq, kind, input.value())
+        if (seq < smallestSeq) smallestSeq = seq
       }
       input.next()
     }

@@ -7,7 +7,11 @@
 // that follow are skipped. Reverse: the internal stream runs oldest-first per user
 // key when walked backwards, so the iterator keeps the last visible version it
 // saw for a key and decides the key when it reaches a smaller one.
+//
+// A version hidden by a range tombstone (lib/range-tombstones.ts) the reader
+// sees counts as deleted.
 import type { InternalIterator } from './internal-iterator'
+import type { RangeTombstoneView } from '../range-tombstones'
 import { KIND_DELETE, KIND_VALUE, MAX_SEQ } from '../keys'
 import { compareBytes } from '../util/coding'
 
@@ -32,13 +36,14 @@ export class DbIterator {
   /** Forward: the user key last returned or skipped, whose older versions are skipped. */
   private skipKey: Buffer | undefined = undefined
   private readonly onClose: (() => void) | undefined
+  private readonly tombstones: RangeTombstoneView | undefined
   private closed = false
 
   /** The current entry after a successful next(). */
   key: Buffer = EMPTY
   value: Buffer = EMPTY
 
-  constructor (it: InternalIterator, seq: number, range: RangeOptions, onClose?: () => void) {
+  constructor (it: InternalIterator, seq: number, range: RangeOptions, onClose?: () => void, tombstones?: RangeTombstoneView) {
     this.it = it
     this.seq = seq
     this.reverse = range.reverse === true
@@ -46,6 +51,7 @@ export class DbIterator {
     if (range.gte !== undefined) { this.lower = range.gte; this.lowerInclusive = true } else { this.lower = range.gt; this.lowerInclusive = false }
     if (range.lte !== undefined) { this.upper = range.lte; this.upperInclusive = true } else { this.upper = range.lt; this.upperInclusive = false }
     this.onClose = onClose
+    this.tombstones = tombstones
   }
 
   private beforeLower (k: Uint8Array): boolean {
@@ -94,6 +100,7 @@ export class DbIterator {
       if (this.afterUpper(uk)) return false
       this.skipKey = uk
       if (it.kind() === KIND_DELETE || this.beforeLower(uk)) { it.next(); continue }
+      if (this.tombstones !== undefined && this.tombstones.covers(uk, it.seq(), seq)) { it.next(); continue }
       this.key = uk
       this.value = it.value()
       it.next()
@@ -105,23 +112,26 @@ export class DbIterator {
   private prevUserEntry (): boolean {
     const it = this.it
     const seq = this.seq
-    let savedKind = KIND_DELETE
+    // savedLive: the newest visible version so far of savedKey is a value no range tombstone hides.
+    let savedLive = false
     let savedKey: Buffer | undefined
     let savedValue: Buffer = EMPTY
+    const tombstones = this.tombstones
     while (it.valid()) {
-      if (it.seq() <= seq) {
+      const s = it.seq()
+      if (s <= seq) {
         const uk = it.userKey()
         if (savedKey !== undefined && compareBytes(uk, savedKey) < 0) {
-          if (savedKind === KIND_VALUE) break
+          if (savedLive) break
         }
         if (this.beforeLower(uk)) break
-        savedKind = it.kind()
+        savedLive = it.kind() === KIND_VALUE && (tombstones === undefined || !tombstones.covers(uk, s, seq))
         savedKey = uk
         savedValue = it.value()
       }
       it.prev()
     }
-    if (savedKind !== KIND_VALUE || savedKey === undefined) {
+    if (!savedLive || savedKey === undefined) {
       this.done = true
       return false
     }

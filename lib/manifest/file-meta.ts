@@ -11,4 +11,11 @@ export interface FileMeta {
   largest: InternalKey
   /** Number of entries (values and tombstones). */
   entries: number
+  /**
+   * No range tombstone (lib/range-tombstones.ts) with seq <= floor hides an entry
+   * of this table: the larger of the table's smallest entry seq and the newest
+   * tombstone the flush or compaction that wrote it applied. Undefined (tables
+   * from a format 1 manifest): 0.
+   */
+  floor?: number
 }

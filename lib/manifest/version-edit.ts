@@ -25,6 +25,17 @@
 //   6  TAG_DELETED_FILE      varint level | varint file number
 //   7  TAG_NEW_FILE          varint level | varint number | varint size |
 //                            varint entries | ikey smallest | ikey largest
+//   8  TAG_RANGE_TOMBSTONE   varint seq | varint startLen | start |
+//                            varint endLen + 1 | end    (0: no end, no end bytes)
+//   9  TAG_NEW_FILE_FLOOR    as TAG_NEW_FILE, with varint floor after entries
+//                            (FileMeta.floor; tag 7 means floor 0)
+//
+//   Format 2 (lsm-level 0.2) added tags 8 and 9 (range tombstones, see
+//   lib/range-tombstones.ts). A version applies an edit's new range tombstones
+//   and then drops every tombstone that no longer hides anything (a pure
+//   function of the tables' metadata), so replay reproduces the same set without
+//   deletion records. The first record names its format version; a manifest of a
+//   newer format than this code reads is refused (LEVEL_NOT_SUPPORTED).
 //
 //   ikey = varint length | encoded internal key (lib/keys.ts: userKey, kind,
 //          6-byte seq, reserved 0), length >= TRAILER_SIZE
@@ -32,15 +43,16 @@
 // Any other tag, a missing TAG_END or bytes after it is corruption (a newer manifest must not be half-understood).
 // Decoding validates every length and range and throws corruption(name, ...),
 // never a wrong value or a RangeError.
-import { ByteWriter, getVarint, varintOut } from '../util/coding'
+import { ByteWriter, compareBytes, getVarint, varintOut } from '../util/coding'
 import { corruption } from '../errors'
 import { KIND_DELETE, KIND_VALUE, MAX_SEQ, TRAILER_SIZE, compareInternalKeys, encodeInternalKey, trailerKind, trailerSeq } from '../keys'
 import type { InternalKey } from '../keys'
 import type { FileMeta } from './file-meta'
+import type { RangeTombstone } from '../range-tombstones'
 import { assert } from '../invariants'
 
 /** Version of the manifest format: this edit encoding inside log-format records. */
-export const MANIFEST_FORMAT_VERSION = 1
+export const MANIFEST_FORMAT_VERSION = 2
 export const FORMAT_VERSION = MANIFEST_FORMAT_VERSION
 
 /**
@@ -57,6 +69,8 @@ export const TAG_LAST_SEQUENCE = 4
 export const TAG_COMPACT_POINTER = 5
 export const TAG_DELETED_FILE = 6
 export const TAG_NEW_FILE = 7
+export const TAG_RANGE_TOMBSTONE = 8
+export const TAG_NEW_FILE_FLOOR = 9
 
 export interface VersionEdit {
   /** Logs numbered below this are no longer needed (their data is in tables). */
@@ -66,6 +80,8 @@ export interface VersionEdit {
   compactPointers?: Array<{ level: number, key: InternalKey }>
   deletedFiles?: Array<{ level: number, number: number }>
   newFiles?: Array<{ level: number, meta: FileMeta }>
+  /** Range tombstones that join the version (a flush's, or all of them in a snapshot). */
+  rangeTombstones?: RangeTombstone[]
   formatVersion?: number
 }
 
@@ -114,13 +130,28 @@ export function encodeVersionEdit (edit: VersionEdit): Buffer {
     checkCount(m.number, 'file number')
     checkCount(m.size, 'file size')
     checkCount(m.entries, 'entry count')
-    w.varint(TAG_NEW_FILE)
+    const floor = m.floor ?? 0
+    checkCount(floor, 'floor')
+    w.varint(floor > 0 ? TAG_NEW_FILE_FLOOR : TAG_NEW_FILE)
     w.varint(f.level)
     w.varint(m.number)
     w.varint(m.size)
     w.varint(m.entries)
+    if (floor > 0) w.varint(floor)
     putInternalKey(w, m.smallest)
     putInternalKey(w, m.largest)
+  }
+  for (const t of edit.rangeTombstones ?? []) {
+    assert(t.seq >= 1 && t.seq <= MAX_SEQ, 'range tombstone seq out of range')
+    w.varint(TAG_RANGE_TOMBSTONE)
+    w.varint(t.seq)
+    w.lengthPrefixed(t.start)
+    if (t.end === undefined) {
+      w.varint(0)
+    } else {
+      w.varint(t.end.length + 1)
+      w.bytes(t.end)
+    }
   }
   w.varint(TAG_END)
   return w.toBuffer()
@@ -142,6 +173,14 @@ class Reader {
     const level = this.varint('level')
     if (level > MAX_ENCODED_LEVEL) throw corruption(this.name, `version edit: level ${level} out of range`)
     return level
+  }
+
+  /** `length` bytes, copied (metadata outlives the manifest record). */
+  bytes (length: number, what: string): Buffer {
+    if (length > this.buf.length - this.pos) throw corruption(this.name, `version edit: truncated ${what}`)
+    const out = Buffer.from(this.buf.subarray(this.pos, this.pos + length))
+    this.pos += length
+    return out
   }
 
   internalKey (what: string): InternalKey {
@@ -197,17 +236,33 @@ export function decodeVersionEdit (buf: Buffer, name: string): VersionEdit {
         (edit.deletedFiles ??= []).push({ level, number })
         break
       }
-      case TAG_NEW_FILE: {
+      case TAG_NEW_FILE:
+      case TAG_NEW_FILE_FLOOR: {
         const level = r.level()
         const number = r.varint('file number')
         const size = r.varint('file size')
         const entries = r.varint('entry count')
+        const floor = tag === TAG_NEW_FILE_FLOOR ? r.varint('floor') : 0
+        if (floor > MAX_SEQ) throw corruption(name, `version edit: table ${number} has floor out of range`)
         const smallest = r.internalKey('smallest key')
         const largest = r.internalKey('largest key')
         if (compareInternalKeys(smallest, largest) > 0) {
           throw corruption(name, `version edit: table ${number} has smallest key > largest key`)
         }
-        (edit.newFiles ??= []).push({ level, meta: { number, size, smallest, largest, entries } })
+        const meta: FileMeta = { number, size, smallest, largest, entries }
+        if (floor > 0) meta.floor = floor;
+        (edit.newFiles ??= []).push({ level, meta })
+        break
+      }
+      case TAG_RANGE_TOMBSTONE: {
+        const seq = r.varint('range tombstone seq')
+        if (seq < 1 || seq > MAX_SEQ) throw corruption(name, 'version edit: range tombstone seq out of range')
+        const start = r.bytes(r.varint('range tombstone start length'), 'range tombstone start')
+        const endLen = r.varint('range tombstone end length')
+        const end = endLen === 0 ? undefined : r.bytes(endLen - 1, 'range tombstone end')
+        if (end !== undefined && compareBytes(start, end) >= 0) throw corruption(name, 'version edit: range tombstone with start >= end')
+        if (edit.rangeTombstones === undefined) edit.rangeTombstones = []
+        edit.rangeTombstones.push({ start, end, seq })
         break
       }
       default:

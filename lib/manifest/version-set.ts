@@ -16,11 +16,11 @@
 import type { FileSystem } from '../fs/fs'
 import type { FileMeta } from './file-meta'
 import { Version } from './version'
-import { decodeVersionEdit, encodeVersionEdit, type VersionEdit } from './version-edit'
+import { decodeVersionEdit, encodeVersionEdit, MANIFEST_FORMAT_VERSION, type VersionEdit } from './version-edit'
 import { LogReader } from '../wal/log-reader'
 import { LogWriter } from '../wal/log-writer'
 import { CURRENT, join, logName, manifestName, parseFileName, tableName, tempName } from '../filenames'
-import { corruption, ioError, isLevelError } from '../errors'
+import { corruption, ioError, isLevelError, levelError } from '../errors'
 import { NUM_LEVELS } from '../options'
 import type { InternalKey } from '../keys'
 
@@ -77,6 +77,9 @@ export class VersionSet {
     try {
       for (let rec = reader.next(); rec !== undefined; rec = reader.next()) {
         const edit = decodeVersionEdit(rec, name)
+        if (edit.formatVersion !== undefined && edit.formatVersion > MANIFEST_FORMAT_VERSION) {
+          throw levelError('LEVEL_NOT_SUPPORTED', `${name} has format version ${edit.formatVersion}; this version of lsm-level reads up to ${MANIFEST_FORMAT_VERSION} (see UPGRADING.md)`)
+        }
         version = version.apply(edit)
         sawSnapshot = true
         if (edit.logNumber !== undefined) this.logNumber = edit.logNumber
@@ -177,11 +180,13 @@ export class VersionSet {
     const compactPointers: Array<{ level: number, key: InternalKey }> = []
     this.compactPointers.forEach((key, level) => { if (key) compactPointers.push({ level, key }) })
     return {
+      formatVersion: MANIFEST_FORMAT_VERSION,
       logNumber: this.logNumber,
       nextFileNumber: this.nextFileNumber,
       lastSequence: this.lastSequence,
       compactPointers,
-      newFiles
+      newFiles,
+      rangeTombstones: this.current.rangeTombstones.slice()
     }
   }
 

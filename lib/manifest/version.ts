@@ -7,7 +7,12 @@
 // Level 0 holds flushed memtables; its tables may overlap and are ordered newest
 // first (highest file number first: flushes allocate numbers in order). Levels
 // 1+ hold non-overlapping tables ordered by smallest key.
+//
+// A version also holds the flushed range tombstones (lib/range-tombstones.ts)
+// that may still hide something: apply() drops each one once every table
+// overlapping its range has a floor at or above its seq.
 import type { FileMeta } from './file-meta'
+import { RangeTombstoneIndex, type RangeTombstone } from '../range-tombstones'
 import type { VersionEdit } from './version-edit'
 import { compareInternalKeys } from '../keys'
 import { compareBytes } from '../util/coding'
@@ -21,8 +26,36 @@ export class Version {
   /** Called by unref() when the last pin goes away. */
   onRelease: ((v: Version) => void) | undefined
 
-  constructor (levels: FileMeta[][]) {
+  readonly rangeTombstones: readonly RangeTombstone[]
+  private tombstoneIndex: RangeTombstoneIndex | undefined
+
+  constructor (levels: FileMeta[][], rangeTombstones: readonly RangeTombstone[] = []) {
     this.levels = levels
+    this.rangeTombstones = rangeTombstones
+  }
+
+  /** Index over this version's range tombstones (built on first use). */
+  rangeTombstoneIndex (): RangeTombstoneIndex {
+    if (this.tombstoneIndex === undefined) this.tombstoneIndex = RangeTombstoneIndex.build(this.rangeTombstones)
+    return this.tombstoneIndex
+  }
+
+  /** True if some table overlapping the tombstone's range may hold a version it hides. */
+  private tombstoneHidesSomething (t: RangeTombstone): boolean {
+    for (let level = 0; level < NUM_LEVELS; level++) {
+      const files = this.levels[level]
+      let i = level === 0 ? 0 : this.findFile(level, t.start)
+      for (; i < files.length; i++) {
+        const f = files[i]
+        if (t.end !== undefined && compareBytes(f.smallest.userKey, t.end) >= 0) {
+          if (level === 0) continue
+          break
+        }
+        if (compareBytes(f.largest.userKey, t.start) < 0) continue
+        if ((f.floor ?? 0) < t.seq) return true
+      }
+    }
+    return false
   }
 
   static empty (): Version {
@@ -56,9 +89,20 @@ export class Version {
       }
       levels.push(files)
     }
-    const v = new Version(levels)
-    if (checks.paranoid) v.checkInvariants()
-    return v
+    let tombstones = this.rangeTombstones
+    if (edit.rangeTombstones !== undefined && edit.rangeTombstones.length > 0) tombstones = tombstones.concat(edit.rangeTombstones)
+    const v = new Version(levels, tombstones)
+    if (tombstones === this.rangeTombstones) v.tombstoneIndex = this.tombstoneIndex
+    if (tombstones.length > 0) {
+      const kept = tombstones.filter((t) => v.tombstoneHidesSomething(t))
+      if (kept.length !== tombstones.length) return new Version(levels, kept).checked()
+    }
+    return v.checked()
+  }
+
+  private checked (): Version {
+    if (checks.paranoid) this.checkInvariants()
+    return this
   }
 
   /** Levels 1+ are sorted and do not overlap. Expensive; paranoid mode only. */

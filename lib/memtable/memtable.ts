@@ -8,6 +8,7 @@
 import type { InternalIterator } from '../iterators/internal-iterator'
 import { assert, checks } from '../invariants'
 import { SkipList } from './skiplist'
+import { RangeTombstoneIndex, type RangeTombstone } from '../range-tombstones'
 
 /** Bookkeeping cost charged per entry on top of key and value bytes. */
 const ENTRY_OVERHEAD = 48
@@ -23,6 +24,10 @@ export class MemTable {
   private bytes = 0
   private minSeq = 0
   private maxSeq = 0
+  /** Range tombstones written to this memtable (lib/range-tombstones.ts), in seq order. */
+  private readonly tombstones: RangeTombstone[] = []
+  private tombstoneIndex = RangeTombstoneIndex.EMPTY
+  private indexedTombstones = 0
 
   /**
    * Adds one entry. REQUIRES: (userKey, seq) is not already present (seqs are
@@ -34,6 +39,35 @@ export class MemTable {
     this.bytes += userKey.length + value.length + ENTRY_OVERHEAD
     if (seq > this.maxSeq) this.maxSeq = seq
     if (seq < this.minSeq || this.minSeq === 0) this.minSeq = seq
+  }
+
+  /** Adds a range tombstone: [start, end) deleted as of `seq` (end undefined: no end). */
+  addRangeTombstone (seq: number, start: Buffer, end: Buffer | undefined): void {
+    this.tombstones.push({ start, end, seq })
+    this.bytes += start.length + (end?.length ?? 0) + ENTRY_OVERHEAD
+  }
+
+  rangeTombstoneCount (): number {
+    return this.tombstones.length
+  }
+
+  /** The range tombstones, in the order written. */
+  rangeTombstones (): readonly RangeTombstone[] {
+    return this.tombstones
+  }
+
+  /** An index over the range tombstones written so far (rebuilt after each addition, on demand). */
+  rangeTombstoneIndex (): RangeTombstoneIndex {
+    if (this.indexedTombstones !== this.tombstones.length) {
+      this.tombstoneIndex = RangeTombstoneIndex.build(this.tombstones)
+      this.indexedTombstones = this.tombstones.length
+    }
+    return this.tombstoneIndex
+  }
+
+  /** True if nothing (no entry, no range tombstone) was added. */
+  isEmpty (): boolean {
+    return this.list.size === 0 && this.tombstones.length === 0
   }
 
   /** Newest entry for `userKey` with seq <= snapshotSeq, or undefined. */

@@ -10,9 +10,16 @@
 //
 //   op (value):   | kind = KIND_VALUE (1 B) | varint keyLen | key | varint valueLen | value |
 //   op (delete):  | kind = KIND_DELETE (1 B) | varint keyLen | key |
+//   op (range delete, format 2):
+//                 | kind = OP_RANGE_DELETE (1 B) | varint startLen | start |
+//                 | varint endLen + 1 | end |       (endLen + 1 = 0: no end, and no end bytes)
 //
-//   Operation i has sequence number firstSeq + i. Kinds and MAX_SEQ come from
-//   lib/keys.ts. The ops fill the payload exactly: trailing bytes are corruption.
+//   Operation i has sequence number firstSeq + i. KIND_VALUE, KIND_DELETE and
+//   MAX_SEQ come from lib/keys.ts; OP_RANGE_DELETE (lib/range-tombstones.ts) deletes
+//   [start, end) as of its sequence number. The ops fill the payload exactly:
+//   trailing bytes are corruption.
+//
+//   Format 2 (lsm-level 0.2) added the range delete; format 1 logs read unchanged.
 //
 // Decoding validates every length against the bytes that remain, so a damaged
 // payload (one that got past the record CRC, or a bug) is LEVEL_CORRUPTION
@@ -23,15 +30,20 @@ import { KIND_DELETE, KIND_VALUE, MAX_SEQ } from '../keys'
 import { assert } from '../invariants'
 
 /** Version of the payload layout drawn above. */
-export const FORMAT_VERSION = 1
+export const FORMAT_VERSION = 2
+
+/** A range tombstone (lib/range-tombstones.ts). Batch-only: never a table entry kind. */
+export const OP_RANGE_DELETE = 2
 
 export const BATCH_HEADER_SIZE = 12
 
 export interface BatchOp {
   kind: number
   key: Buffer
-  /** Present (required) for KIND_VALUE; absent for KIND_DELETE. */
+  /** Present (required) for KIND_VALUE; absent otherwise. */
   value?: Buffer
+  /** OP_RANGE_DELETE only: the first key not deleted (`key` is the first deleted); undefined: no end. */
+  end?: Buffer
 }
 
 export interface DecodedBatch {
@@ -47,6 +59,8 @@ export function batchByteSize (ops: readonly BatchOp[]): number {
     if (op.kind === KIND_VALUE) {
       const vlen = (op.value as Buffer).length
       size += varintLength(vlen) + vlen
+    } else if (op.kind === OP_RANGE_DELETE) {
+      size += op.end === undefined ? 1 : varintLength(op.end.length + 1) + op.end.length
     }
   }
   return size
@@ -57,7 +71,7 @@ function checkEncodable (firstSeq: number, ops: readonly BatchOp[]): void {
   assert(firstSeq + ops.length - 1 <= MAX_SEQ, 'batch sequence numbers exceed MAX_SEQ')
   assert(ops.length <= 0xffffffff, 'batch has too many operations')
   for (const op of ops) {
-    assert(op.kind === KIND_VALUE || op.kind === KIND_DELETE, 'batch op has an unknown kind')
+    assert(op.kind === KIND_VALUE || op.kind === KIND_DELETE || op.kind === OP_RANGE_DELETE, 'batch op has an unknown kind')
     assert(op.kind !== KIND_VALUE || op.value !== undefined, 'batch put has no value')
   }
 }
@@ -78,6 +92,14 @@ export function encodeBatch (firstSeq: number, ops: readonly BatchOp[]): Buffer 
       pos = putVarint(out, pos, value.length)
       out.set(value, pos)
       pos += value.length
+    } else if (op.kind === OP_RANGE_DELETE) {
+      if (op.end === undefined) {
+        out[pos++] = 0
+      } else {
+        pos = putVarint(out, pos, op.end.length + 1)
+        out.set(op.end, pos)
+        pos += op.end.length
+      }
     }
   }
   assert(pos === out.length, 'batch size mismatch')
@@ -96,7 +118,16 @@ export function encodeBatchInto (w: ByteWriter, firstSeq: number, ops: readonly 
   for (const op of ops) {
     w.byte(op.kind)
     w.lengthPrefixed(op.key)
-    if (op.kind === KIND_VALUE) w.lengthPrefixed(op.value as Buffer)
+    if (op.kind === KIND_VALUE) {
+      w.lengthPrefixed(op.value as Buffer)
+    } else if (op.kind === OP_RANGE_DELETE) {
+      if (op.end === undefined) {
+        w.varint(0)
+      } else {
+        w.varint(op.end.length + 1)
+        w.bytes(op.end)
+      }
+    }
   }
 }
 
@@ -119,7 +150,7 @@ export function decodeBatch (payload: Buffer, name: string): DecodedBatch {
   for (let i = 0; i < count; i++) {
     if (pos >= end) throw corruption(name, `write batch truncated at operation ${i}`)
     const kind = payload[pos++]
-    if (kind !== KIND_VALUE && kind !== KIND_DELETE) throw corruption(name, `write batch operation ${i} has unknown kind ${kind}`)
+    if (kind !== KIND_VALUE && kind !== KIND_DELETE && kind !== OP_RANGE_DELETE) throw corruption(name, `write batch operation ${i} has unknown kind ${kind}`)
     if (!getVarint(payload, pos, end) || varintOut.value > end - varintOut.pos) {
       throw corruption(name, `write batch operation ${i} has a bad key length`)
     }
@@ -132,6 +163,18 @@ export function decodeBatch (payload: Buffer, name: string): DecodedBatch {
       const value = payload.subarray(varintOut.pos, varintOut.pos + varintOut.value)
       pos = varintOut.pos + varintOut.value
       ops[i] = { kind, key, value }
+    } else if (kind === OP_RANGE_DELETE) {
+      if (!getVarint(payload, pos, end) || (varintOut.value > 0 && varintOut.value - 1 > end - varintOut.pos)) {
+        throw corruption(name, `write batch operation ${i} has a bad range end length`)
+      }
+      if (varintOut.value === 0) {
+        pos = varintOut.pos
+        ops[i] = { kind, key }
+      } else {
+        const rangeEnd = payload.subarray(varintOut.pos, varintOut.pos + varintOut.value - 1)
+        pos = varintOut.pos + varintOut.value - 1
+        ops[i] = { kind, key, end: rangeEnd }
+      }
     } else {
       ops[i] = { kind, key }
     }
