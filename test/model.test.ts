@@ -1,6 +1,7 @@
 // Model-based randomized test (after LevelDB's): the database and a plain Map get
-// the same random operations (puts, deletes, batches, snapshots, flushes,
-// compactions, reopens); reads, and iterators over random ranges in both
+// the same random operations (puts, deletes, batches, clears of random ranges —
+// range tombstones, or point deletes with a limit or snapshot — snapshots,
+// flushes, compactions, reopens); reads, and iterators over random ranges in both
 // directions, with and without a snapshot, must agree with the model. Tiny
 // buffers make flushes and compactions happen all the time.
 // Replay a failure with SEED=<n>; OPS=<n> runs longer.
@@ -50,10 +51,25 @@ OPTION_SETS.forEach((options, setIndex) => {
     let reads = 0
     let iterations = 0
     let reopens = 0
+    let clears = 0
 
     for (let op = 0; op < OPS && failures === 0; op++) {
       const r = rnd.int(100)
-      if (r < 35) {
+      if (r < 3) {
+        const o: any = {}
+        const a = randKey(); const b = randKey()
+        const [lo, hi] = a < b ? [a, b] : [b, a]
+        if (rnd.int(4) !== 0) o[rnd.int(2) ? 'gte' : 'gt'] = lo
+        if (rnd.int(4) !== 0) o[rnd.int(2) ? 'lte' : 'lt'] = hi
+        const mode = rnd.int(6)
+        if (mode === 0) { o.limit = rnd.int(30); if (rnd.int(2)) o.reverse = true }
+        const useSnap = mode === 1 && snapshots.length > 0 ? rnd.pick(snapshots) : undefined
+        if (useSnap) o.snapshot = useSnap.snap
+        // The entries the clear deletes: those in range (in the snapshot, if one is given), the first `limit` of them.
+        for (const [k] of expectedRange(useSnap ? useSnap.model : model, o)) model.delete(k)
+        await db.clear(o)
+        clears++
+      } else if (r < 35) {
         const k = randKey(); const v = randValue()
         model.set(k, v)
         await db.put(k, v)
@@ -130,7 +146,7 @@ OPTION_SETS.forEach((options, setIndex) => {
     const all = await db.iterator().all()
     const expected = expectedRange(model, {})
     t.same(all, expected, `final state matches the model (${expected.length} keys)`)
-    t.is(failures, 0, `${OPS} ops: ${reads} reads, ${iterations} iterators, ${reopens} reopens agree with the model`)
+    t.is(failures, 0, `${OPS} ops: ${reads} reads, ${iterations} iterators, ${clears} clears, ${reopens} reopens agree with the model`)
     t.comment(`levels: ${JSON.stringify(db.levels().filter((l) => l.files > 0))}`)
     await db.close()
   })
