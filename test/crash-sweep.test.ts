@@ -1,4 +1,4 @@
-// Crash-point sweep: a seeded workload of puts, deletes and batches (some with
+// Crash-point sweep: a seeded workload of puts, deletes, range deletes and batches (some with
 // sync: true) runs on the in-memory file system (lib/fs/mem-fs.ts) with tiny
 // buffers, so that it crosses log rotation, flushes, compactions and manifest
 // writes. For every state-changing I/O operation k of the workload, the workload
@@ -31,7 +31,7 @@ import { Engine, processCounters } from '../lib/db'
 import { MemFileSystem, isCrashError, type CrashMode } from '../lib/fs/mem-fs'
 import { KIND_VALUE } from '../lib/keys'
 import { Random, seedFromEnv } from './util/random'
-import { WriteLog, checkPrefix, readAll, abandon, type AckState } from './util/crash-model'
+import { WriteLog, checkPrefix, readAll, abandon, type AckState, type LoggedOp } from './util/crash-model'
 
 const seed = seedFromEnv()
 const LONG = process.env.CRASH_LONG === '1'
@@ -133,9 +133,14 @@ async function workload (fs: MemFileSystem, spec: WorkloadSpec, wseed: number, s
         const writes: Array<Promise<boolean>> = []
         for (let b = 0; b < burst; b++) {
           const w = log.writes.length
-          const ops: Array<[string, string | undefined]> = []
+          const ops: LoggedOp[] = []
           const kind = rnd.int(100)
-          if (kind < batchShare) {
+          if (rnd.int(25) === 0) {
+            // A range delete (what clear() writes), alone or inside a batch.
+            const [a, b] = [key(), key()].sort()
+            ops.push([a, undefined, b + '~'])
+            if (rnd.int(2) === 0) ops.push([key(), value(w, 1)])
+          } else if (kind < batchShare) {
             const n = spec.batch[0] + rnd.int(spec.batch[1] - spec.batch[0] + 1)
             for (let i = 0; i < n; i++) ops.push(rnd.int(4) === 0 ? [key(), undefined] : [key(), value(w, i)])
           } else if (kind < batchShare + (100 - batchShare) / 4) {
@@ -355,6 +360,8 @@ WORKLOADS.forEach((spec, w) => {
       const manifestEdits = count(/^append MANIFEST/)
       t.comment(`seed ${wseed}: ${refLog.writes.length} writes (${refLog.writes.filter((x) => x.sync).length} sync), ${total} crash points: ${JSON.stringify(kinds)}`)
       t.comment(`reference run: ${rotations} new logs, ${flushes} flushes, ${compactions} compactions (incl. trivial moves), ${manifestEdits} manifest records, ${count(/^rename /)} renames`)
+      const rangeDeletes = refLog.writes.filter((x) => x.ops.some((o) => o.length === 3)).length
+      t.ok(rangeDeletes > 0, `the workload writes range deletes (${rangeDeletes})`)
       t.ok(rotations > 2 && flushes > 0 && compactions > 0 && manifestEdits > 2, 'the workload rotates logs, flushes, compacts and writes the manifest')
 
       let failures = 0

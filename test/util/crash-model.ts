@@ -3,12 +3,30 @@
 // database holds exactly the state after some prefix of that order.
 import { Engine, type BatchOp } from '../../lib/db'
 import { KIND_DELETE, KIND_VALUE } from '../../lib/keys'
+import { OP_RANGE_DELETE } from '../../lib/wal/batch'
 import { isCrashError } from '../../lib/fs/mem-fs'
 import type { Random } from './random'
 
+/** [key, value] (value undefined: delete), or [start, undefined, end]: a range delete of [start, end). */
+export type LoggedOp = [string, string | undefined] | [string, undefined, string]
+
+/** Applies one logged op to a model; calls `touched` with every key it changed. */
+function applyLogged (m: Map<string, string>, op: LoggedOp, touched?: (k: string) => void): void {
+  if (op.length === 3) {
+    for (const k of [...m.keys()]) {
+      if (k >= op[0] && k < op[2]) { m.delete(k); touched?.(k) }
+    }
+    return
+  }
+  const [k, v] = op
+  if (v === undefined) m.delete(k)
+  else m.set(k, v)
+  touched?.(k)
+}
+
 export interface LoggedWrite {
-  /** key -> value (undefined: delete), in batch order. */
-  ops: Array<[string, string | undefined]>
+  /** In batch order. */
+  ops: LoggedOp[]
   sync: boolean
   acked: boolean
   failed: boolean
@@ -35,13 +53,15 @@ export class WriteLog {
   constructor (private readonly strict = true) {}
 
   /** Issues a write through the engine and logs it. Resolves to whether it succeeded. */
-  write (engine: Engine, ops: Array<[string, string | undefined]>, sync: boolean): Promise<boolean> {
+  write (engine: Engine, ops: LoggedOp[], sync: boolean): Promise<boolean> {
     const index = this.writes.length
     const entry: LoggedWrite = { ops, sync, acked: false, failed: false }
     this.writes.push(entry)
-    const batch: BatchOp[] = ops.map(([k, v]) => v === undefined
-      ? { kind: KIND_DELETE, key: Buffer.from(k) }
-      : { kind: KIND_VALUE, key: Buffer.from(k), value: Buffer.from(v) })
+    const batch: BatchOp[] = ops.map((op) => op.length === 3
+      ? { kind: OP_RANGE_DELETE, key: Buffer.from(op[0]), end: Buffer.from(op[2]) }
+      : op[1] === undefined
+        ? { kind: KIND_DELETE, key: Buffer.from(op[0]) }
+        : { kind: KIND_VALUE, key: Buffer.from(op[0]), value: Buffer.from(op[1]) })
     return engine.write(batch, sync).then(() => {
       entry.acked = true
       if (index + 1 > this.ackedPrefix) this.ackedPrefix = index + 1
@@ -65,12 +85,7 @@ export class WriteLog {
   /** The model state after the first `n` writes. */
   stateAfter (n: number): Map<string, string> {
     const m = new Map<string, string>()
-    for (let i = 0; i < n; i++) {
-      for (const [k, v] of this.writes[i].ops) {
-        if (v === undefined) m.delete(k)
-        else m.set(k, v)
-      }
-    }
+    for (let i = 0; i < n; i++) for (const op of this.writes[i].ops) applyLogged(m, op)
     return m
   }
 
@@ -84,11 +99,11 @@ export class WriteLog {
     const out: number[] = []
     if (differ.size === 0) out.push(0)
     for (let i = 0; i < upTo && i < this.writes.length; i++) {
-      for (const [k, v] of this.writes[i].ops) {
-        if (v === undefined) model.delete(k)
-        else model.set(k, v)
-        if (model.get(k) === got.get(k)) differ.delete(k)
-        else differ.add(k)
+      for (const op of this.writes[i].ops) {
+        applyLogged(model, op, (k) => {
+          if (model.get(k) === got.get(k)) differ.delete(k)
+          else differ.add(k)
+        })
       }
       if (differ.size === 0) out.push(i + 1)
     }
