@@ -45,6 +45,7 @@ import type { InternalIterator } from './iterators/internal-iterator'
 import { DbIterator, type RangeOptions } from './iterators/db-iterator'
 import { pickLeveledCompaction, type CompactionTask } from './compaction/leveled-picker'
 import { pickTieredCompaction } from './compaction/tiered-picker'
+import { pickRangeTombstoneCompaction } from './compaction/range-tombstone-picker'
 import { writeTables } from './compaction/table-writer'
 import { runCompactionJob, type CompactionJob } from './compaction/job'
 import { sharedCompactionWorker, type CompactionWorker } from './compaction/worker'
@@ -681,6 +682,8 @@ export class Engine {
 
   releaseSnapshot (s: Snapshot): void {
     this.snapshots.release(s)
+    // A range tombstone this snapshot held back may now be compacted away.
+    if (this.versions.current.rangeTombstones.length > 0) this.scheduleBackground()
   }
 
   // ---------------------------------------------------------------- background work
@@ -786,11 +789,20 @@ export class Engine {
 
   /** The next compaction the configured strategy wants, if any (pure pickers, lib/compaction/). */
   private pickCompaction (): CompactionTask | undefined {
-    const shape = { levels: this.versions.current.levels, compactPointers: this.versions.compactPointers }
-    if (this.options.compaction === 'leveled') return pickLeveledCompaction(shape, this.options)
-    const t = pickTieredCompaction(shape, this.options)
-    if (!t) return undefined
-    return { level: t.runs[0].level, outputLevel: t.outputLevel, inputs: t.runs[0].files, overlaps: [], trivialMove: false, score: 0, runs: t.runs }
+    const v = this.versions.current
+    const shape = { levels: v.levels, compactPointers: this.versions.compactPointers }
+    let task: CompactionTask | undefined
+    if (this.options.compaction === 'leveled') {
+      task = pickLeveledCompaction(shape, this.options)
+    } else {
+      const t = pickTieredCompaction(shape, this.options)
+      if (t) task = { level: t.runs[0].level, outputLevel: t.outputLevel, inputs: t.runs[0].files, overlaps: [], trivialMove: false, score: 0, runs: t.runs }
+    }
+    // Nothing else to do: reclaim the space under range tombstones.
+    if (task === undefined && v.rangeTombstones.length > 0) {
+      task = pickRangeTombstoneCompaction(v.levels, v.rangeTombstones, this.snapshots.oldest() ?? this.visibleSeq)
+    }
+    return task
   }
 
   private async compact (task: CompactionTask): Promise<void> {
@@ -802,7 +814,7 @@ export class Engine {
     let largest = task.inputs[0].largest
     for (const f of task.inputs) if (compareBytes(f.largest.userKey, largest.userKey) > 0) largest = f.largest
     // The leveled picker's round-robin position within the level.
-    const pointer = task.runs ? [] : [{ level: task.level, key: largest }]
+    const pointer = task.runs || task.reason !== undefined ? [] : [{ level: task.level, key: largest }]
     if (task.trivialMove) {
       await this.versions.logAndApply({
         deletedFiles: deleted,

@@ -9,6 +9,9 @@ import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { LsmLevel } from '../index'
 import { RangeTombstoneIndex, clearBounds, type RangeTombstone } from '../lib/range-tombstones'
+import { pickRangeTombstoneCompaction } from '../lib/compaction/range-tombstone-picker'
+import type { CompactionTask } from '../lib/compaction/leveled-picker'
+import type { FileMeta } from '../lib/manifest/file-meta'
 import { decodeVersionEdit, encodeVersionEdit, MANIFEST_FORMAT_VERSION, TAG_END, TAG_FORMAT_VERSION } from '../lib/manifest/version-edit'
 import { decodeBatch, encodeBatch, OP_RANGE_DELETE } from '../lib/wal/batch'
 import { KIND_VALUE } from '../lib/keys'
@@ -228,5 +231,40 @@ test('sublevel clear() deletes only the sublevel', async (t) => {
   t.is((await b.keys().all()).length, 100, 'sublevel b is untouched')
   await b.clear({ gte: key(10), lt: key(20) })
   t.is((await b.keys().all()).length, 90, 'a range within sublevel b')
+  await db.close()
+})
+
+test('range-tombstone picker: tables under a tombstone, in place, adjacent, never level 0, not past a snapshot', (t) => {
+  const meta = (number: number, a: string, b: string, floor = 0): FileMeta => ({
+    number, size: 100, entries: 1, floor, smallest: { userKey: Buffer.from(a), seq: 1, kind: 1 }, largest: { userKey: Buffer.from(b), seq: 1, kind: 1 }
+  })
+  const levels: FileMeta[][] = [[meta(20, 'a', 'z')], [meta(10, 'a', 'c'), meta(11, 'd', 'f', 50), meta(12, 'g', 'i')], [meta(5, 'a', 'm')], [], [], [], []]
+  const ts = (start: string, end: string | undefined, seq: number): RangeTombstone => ({ start: Buffer.from(start), end: end === undefined ? undefined : Buffer.from(end), seq })
+  const numbers = (task: CompactionTask | undefined): string => task === undefined ? 'none' : `L${task.level}->L${task.outputLevel} ${task.inputs.map((f) => f.number).join(',')}`
+  t.is(numbers(pickRangeTombstoneCompaction(levels, [ts('b', 'e', 40)], 100)), 'L1->L1 10', 'the level 1 table overlapping [b, e) with floor < 40, in place (11 has floor 50); level 0 is skipped')
+  t.is(numbers(pickRangeTombstoneCompaction(levels, [ts('b', 'h', 60)], 100)), 'L1->L1 10,11,12', 'all three are below seq 60')
+  t.is(numbers(pickRangeTombstoneCompaction(levels, [ts('d', 'f', 40)], 100)), 'L2->L2 5', 'table 11 is past seq 40 (floor 50): the next level')
+  t.is(numbers(pickRangeTombstoneCompaction(levels, [ts('b', 'h', 40)], 100)), 'L1->L1 10', 'inputs stay adjacent: 10, not 10 and 12 around 11')
+  t.is(numbers(pickRangeTombstoneCompaction(levels, [ts('b', 'e', 40)], 30)), 'none', 'a snapshot older than the tombstone holds it back')
+  t.is(numbers(pickRangeTombstoneCompaction(levels, [ts('n', undefined, 40)], 100)), 'none', 'nothing at levels 1+ overlaps [n, end)')
+  t.end()
+})
+
+test('the space under a clear() comes back without compactRange (background range-tombstone compactions)', async (t) => {
+  const dir = tempDir()
+  const db = new LsmLevel(dir, { writeBufferSize: 256 * 1024 })
+  await db.open()
+  for (let i = 0; i < 100_000; i += 1000) await db.batch(Array.from({ length: 1000 }, (_, j) => ({ type: 'put' as const, key: key(i + j), value: 'v'.repeat(100) })))
+  await db.engine.waitForIdle()
+  const tables = (): number => fs.readdirSync(dir).filter((n) => n.endsWith('.sst')).reduce((s, n) => s + fs.statSync(path.join(dir, n)).size, 0)
+  const before = tables()
+  await db.clear({ gte: key(5000), lt: key(95_000) })
+  await db.flush()
+  await db.engine.waitForIdle()
+  const after = tables()
+  t.comment(`tables ${(before / 1e6).toFixed(2)} MB -> ${(after / 1e6).toFixed(2)} MB`)
+  t.ok(after < before * 0.2, `bytes on disk down to ${(after / before * 100).toFixed(1)}% with no compactRange`)
+  t.is(db.stats().rangeTombstones, 0, 'the tombstone is gone')
+  t.is((await db.keys().all()).length, 10_000, 'the 10,000 keys outside the range remain')
   await db.close()
 })

@@ -36,6 +36,8 @@ export interface CompactionTask {
    * picker, whose merges may span several levels.
    */
   runs?: Array<{ level: number, files: FileMeta[] }>
+  /** Set on tasks that only clean up under range tombstones (lib/compaction/range-tombstone-picker.ts). */
+  reason?: 'range-tombstone'
 }
 
 export type PickerOptions = Pick<EngineOptions, 'level0CompactionTrigger' | 'maxBytesForLevelBase' | 'levelMultiplier' | 'targetFileSize'>

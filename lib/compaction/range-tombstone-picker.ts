@@ -1,0 +1,46 @@
+// Range-tombstone compactions: a pure function of the tree, the live range
+// tombstones and the oldest snapshot, tried when the strategy's own picker has
+// nothing to do, so that the space under a clear() comes back without a manual
+// compactRange (RocksDB's deletion-triggered compaction, for range tombstones).
+//
+// A table at level >= 1 that overlaps a tombstone's range and whose floor is
+// below the tombstone's seq may still hold versions it hides; it is rewritten in
+// place (same level), which drops them and lifts its floor to at least that seq
+// (lib/compaction/table-writer.ts), so each task makes progress and the next one
+// looks further along. Up to MAX_INPUTS adjacent tables per task keeps each job
+// small. In place is safe at level >= 1: the outputs stay inside the inputs' key
+// span, which no other table of the level overlaps. Level 0 is left to the
+// strategy's own compactions (an L0 table rewritten would get a newer file number
+// than L0 tables holding newer data). A tombstone that some snapshot does not
+// see yet is skipped: the versions under it must stay, and the task would not
+// make progress.
+import type { FileMeta } from '../manifest/file-meta'
+import type { RangeTombstone } from '../range-tombstones'
+import { compareBytes } from '../util/coding'
+import type { CompactionTask } from './leveled-picker'
+
+export const MAX_INPUTS = 8
+
+function overlaps (f: FileMeta, t: RangeTombstone): boolean {
+  if (compareBytes(f.largest.userKey, t.start) < 0) return false
+  return t.end === undefined || compareBytes(f.smallest.userKey, t.end) < 0
+}
+
+export function pickRangeTombstoneCompaction (levels: readonly FileMeta[][], tombstones: readonly RangeTombstone[], smallestSnapshot: number): CompactionTask | undefined {
+  for (const t of tombstones) {
+    if (t.seq > smallestSnapshot) continue
+    for (let level = 1; level < levels.length; level++) {
+      const inputs: FileMeta[] = []
+      for (const f of levels[level]) {
+        if (overlaps(f, t) && (f.floor ?? 0) < t.seq) {
+          inputs.push(f)
+          if (inputs.length === MAX_INPUTS) break
+        } else if (inputs.length > 0) {
+          break // keep the inputs adjacent
+        }
+      }
+      if (inputs.length > 0) return { level, outputLevel: level, inputs, overlaps: [], trivialMove: false, score: 0, reason: 'range-tombstone' }
+    }
+  }
+  return undefined
+}
