@@ -1010,6 +1010,7 @@ export class Engine {
       },
       memtableBytes: this.memTableBytes(),
       rangeTombstones: this.rangeTombstoneCount(),
+      pendingWrites: this.pending.length,
       stallMs: c.stallMs + (this.stallStartedAt > 0 ? Date.now() - this.stallStartedAt : 0),
       slowdowns: c.slowdowns,
       flushes: c.flushes,

@@ -57,6 +57,13 @@ export interface LsmStats {
    * removed everything older in its range.
    */
   rangeTombstones: number
+  /**
+   * Writes issued and not yet committed to the log (waiting for the next tick,
+   * a slowdown or a stall). The engine buffers nothing beyond what memtables and
+   * level 0 allow: during a stall this is exactly the writes the application has
+   * in flight (1 for a loop of awaited writes).
+   */
+  pendingWrites: number
   /** Time writes spent delayed or waiting for flushes or compactions (write stalls), in ms. */
   stallMs: number
   /** Write groups delayed by 1 ms because level 0 reached level0SlowdownWritesTrigger. */
@@ -83,7 +90,7 @@ export function formatStats (s: LsmStats): string {
     `bytes: user ${fmtBytes(s.bytes.user)}, wal ${fmtBytes(s.bytes.wal)}, flushed ${fmtBytes(s.bytes.flushed)}, compacted ${fmtBytes(s.bytes.compacted)}, tables ${fmtBytes(s.bytes.tables)}`,
     `bloom: ${s.bloom.useful} useful, ${s.bloom.falsePositives} false positives, ${s.bloom.checked} checked`,
     `block cache: ${s.blockCache.hits} hits, ${s.blockCache.misses} misses, ${fmtBytes(s.blockCache.bytes)} of ${fmtBytes(s.blockCache.capacity)}`,
-    `memtables ${fmtBytes(s.memtableBytes)}, range tombstones ${s.rangeTombstones}, stalls ${s.stallMs} ms (${s.slowdowns} slowdowns), flushes ${s.flushes}, compactions ${s.compactions.done} (+${s.compactions.trivialMoves} moves, ${s.compactions.running} running)`
+    `memtables ${fmtBytes(s.memtableBytes)}, range tombstones ${s.rangeTombstones}, stalls ${s.stallMs} ms (${s.slowdowns} slowdowns, ${s.pendingWrites} writes waiting), flushes ${s.flushes}, compactions ${s.compactions.done} (+${s.compactions.trivialMoves} moves, ${s.compactions.running} running)`
   )
   return lines.join('\n') + '\n'
 }

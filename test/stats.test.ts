@@ -60,3 +60,18 @@ test('stats, properties and approximate sizes follow the tree', async (t) => {
   t.is(await db.approximateSize(key(N), key(0)), 0, 'empty range: 0')
   await db.close()
 })
+
+test('stats().pendingWrites counts the writes issued and not yet committed', async (t) => {
+  const db = new LsmLevel(tempDir())
+  await db.open()
+  const writes = Array.from({ length: 100 }, (_, i) => db.put('k' + i, 'v'))
+  let most = 0
+  for (let i = 0; i < 50; i++) {
+    most = Math.max(most, db.stats().pendingWrites)
+    await null
+  }
+  await Promise.all(writes)
+  t.ok(most > 0 && most <= 100, `the writes in flight wait in the queue until the commit (${most} seen at most)`)
+  t.is(db.stats().pendingWrites, 0, 'none once they resolved')
+  await db.close()
+})
