@@ -139,14 +139,17 @@ async function fillOne (root: string, engine: FillEngine, keys: Buffer[]): Promi
     const s = (db as LsmLevel<Buffer, Buffer>).stats()
     tableBytes = s.bytes.flushed + s.bytes.compacted
   } else {
-    // LevelDB has no "wait for compactions": wait until its compaction counters stop moving.
-    let last = -1
-    tableBytes = await leveldbTableWrites(db)
-    for (let k = 0; k < 120 && tableBytes !== last; k++) {
+    // LevelDB has no "wait for compactions", and its statistics move only when a
+    // compaction ends: wait until the process has written nothing for 2 s (a
+    // running compaction writes steadily), at most 60 s.
+    let last = processIo().wchar
+    for (let quiet = 0, k = 0; quiet < 4 && k < 120; k++) {
       await new Promise((resolve) => setTimeout(resolve, 500))
-      last = tableBytes
-      tableBytes = await leveldbTableWrites(db)
+      const now = processIo().wchar
+      quiet = now === last ? quiet + 1 : 0
+      last = now
     }
+    tableBytes = await leveldbTableWrites(db)
   }
   const seconds = (Date.now() - t0) / 1000
   const row: Record<string, string> = {
@@ -166,6 +169,7 @@ async function fillOne (root: string, engine: FillEngine, keys: Buffer[]): Promi
     }
     const r = new Random(11)
     row['read amplification (sorted runs) at the end'] = String(stats.readAmplification)
+    row['writes delayed (level-0 slowdowns) / time writes waited (stalls)'] = `${stats.slowdowns} / ${(stats.stallMs / 1000).toFixed(1)} s`
     row['tables read per get, present keys'] = (await probe(Array.from({ length: 2000 }, () => keys[r.int(FILL)]))).toFixed(2)
     row['tables read per get, absent keys'] = (await probe(Array.from({ length: 2000 }, () => r.bytes(16)))).toFixed(3)
     row['tree at the end'] = stats.levels.filter((l) => l.files > 0).map((l) => `L${l.level}:${l.files}`).join(' ')
