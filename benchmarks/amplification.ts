@@ -2,8 +2,10 @@
 // references): write amplification (bytes written to tables per user byte),
 // space amplification (entries on disk per live key, sampled after every flush),
 // and tables read per get for present and absent keys, with and without Bloom
-// filters. Then a 1,000,000-key random fill, with the bytes the process wrote to
-// disk (/proc/self/io) for lsm-level and for classic-level.
+// filters. Then a 1,000,000-key random fill under the same four configurations
+// and classic-level: write amplification (table bytes; LevelDB's own compaction
+// statistics for classic-level), bytes on disk sampled during the fill, tables
+// read per get, and the bytes the process wrote (/proc/self/io).
 //
 //   node dist/benchmarks/amplification.js            both parts
 //   AMP_FILL_KEYS=200000 node dist/benchmarks/amplification.js
@@ -23,12 +25,14 @@ const FILL = Number(process.env.AMP_FILL_KEYS ?? 1_000_000)
 
 const key = (i: number): string => 'k' + String(i).padStart(6, '0')
 
-function processWriteBytes (): number {
+/** The process's I/O counters (all threads, so compaction workers count): NaN where /proc is missing. */
+function processIo (): { wchar: number, writeBytes: number } {
   try {
-    const m = /write_bytes:\s+(\d+)/.exec(fs.readFileSync('/proc/self/io', 'utf8'))
-    return m ? Number(m[1]) : NaN
+    const text = fs.readFileSync('/proc/self/io', 'utf8')
+    const field = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? NaN)
+    return { wchar: field('wchar'), writeBytes: field('write_bytes') }
   } catch {
-    return NaN
+    return { wchar: NaN, writeBytes: NaN }
   }
 }
 
@@ -84,37 +88,118 @@ async function lessonWorkload (root: string, compaction: 'leveled' | 'tiered', b
   }
 }
 
+/** Bytes of every file in a directory (tables, logs, compaction outputs in progress). */
+function dirBytes (dir: string): number {
+  let total = 0
+  for (const name of fs.readdirSync(dir)) {
+    try { total += fs.statSync(path.join(dir, name)).size } catch {}
+  }
+  return total
+}
+
+/** Sum of LevelDB's own "Write(MB)" column (flushes and compactions), from leveldb.stats. */
+async function leveldbTableWrites (db: any): Promise<number> {
+  const text: string = await db.getProperty('leveldb.stats')
+  let mb = 0
+  for (const line of text.split('\n')) {
+    const cols = line.trim().split(/\s+/)
+    if (cols.length === 6 && cols.every((c) => /^[\d.]+$/.test(c))) mb += Number(cols[5])
+  }
+  return mb * 1048576
+}
+
+interface FillEngine { name: string, compaction?: 'leveled' | 'tiered', bloomBitsPerKey?: number }
+
+async function fillOne (root: string, engine: FillEngine, keys: Buffer[]): Promise<Record<string, string>> {
+  const VALUE = 100
+  const userBytes = FILL * (keys[0].length + VALUE)
+  // Random (incompressible) values, the same sequence for every engine: classic-level
+  // compresses its blocks with Snappy, lsm-level does not.
+  const values = new Random(2)
+  const dir = path.join(root, `fill-${engine.name}-${engine.compaction ?? ''}-${engine.bloomBitsPerKey ?? ''}`)
+  const lsm = engine.name === 'lsm-level'
+  const db = lsm
+    ? new LsmLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer', compaction: engine.compaction, bloomBitsPerKey: engine.bloomBitsPerKey })
+    : new ClassicLevel(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' })
+  await db.open()
+  const io0 = processIo()
+  const t0 = Date.now()
+  const space: number[] = []
+  for (let i = 0; i < FILL; i += 1000) {
+    const ops = []
+    for (let j = i; j < Math.min(FILL, i + 1000); j++) ops.push({ type: 'put', key: keys[j], value: values.bytes(VALUE) })
+    await db.batch(ops)
+    // Bytes on disk per user byte written so far, sampled every 20,000 keys
+    // without waiting for compaction (a merge's inputs and outputs coexist).
+    if ((i + 1000) % 20_000 === 0) space.push(dirBytes(dir) / ((i + 1000) * (keys[0].length + VALUE)))
+  }
+  let tableBytes: number
+  if (lsm) {
+    await (db as LsmLevel<Buffer, Buffer>).engine.waitForIdle()
+    const s = (db as LsmLevel<Buffer, Buffer>).stats()
+    tableBytes = s.bytes.flushed + s.bytes.compacted
+  } else {
+    // LevelDB has no "wait for compactions", and its statistics move only when a
+    // compaction ends: wait until the process has written nothing for 2 s (a
+    // running compaction writes steadily), at most 60 s.
+    let last = processIo().wchar
+    for (let quiet = 0, k = 0; quiet < 4 && k < 120; k++) {
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      const now = processIo().wchar
+      quiet = now === last ? quiet + 1 : 0
+      last = now
+    }
+    tableBytes = await leveldbTableWrites(db)
+  }
+  const seconds = (Date.now() - t0) / 1000
+  const row: Record<string, string> = {
+    seconds: seconds.toFixed(1),
+    'write amplification (bytes to tables / user bytes)': (tableBytes / userBytes).toFixed(2) + (lsm ? '' : ' (its leveldb.stats)'),
+    'space amplification, mean (bytes on disk / user bytes so far)': (space.reduce((a, b) => a + b, 0) / space.length).toFixed(2),
+    'space amplification, worst': Math.max(...space).toFixed(2)
+  }
+  if (lsm) {
+    const e = (db as LsmLevel<Buffer, Buffer>).engine
+    const stats = (db as LsmLevel<Buffer, Buffer>).stats()
+    const probe = async (probeKeys: Buffer[]): Promise<number> => {
+      const c0 = e.counters.tableGets
+      const u0 = (db as LsmLevel<Buffer, Buffer>).stats().bloom.useful
+      for (const k of probeKeys) await db.get(k)
+      return (e.counters.tableGets - c0 - ((db as LsmLevel<Buffer, Buffer>).stats().bloom.useful - u0)) / probeKeys.length
+    }
+    const r = new Random(11)
+    row['read amplification (sorted runs) at the end'] = String(stats.readAmplification)
+    row['writes delayed (level-0 slowdowns) / time writes waited (stalls)'] = `${stats.slowdowns} / ${(stats.stallMs / 1000).toFixed(1)} s`
+    row['tables read per get, present keys'] = (await probe(Array.from({ length: 2000 }, () => keys[r.int(FILL)]))).toFixed(2)
+    row['tables read per get, absent keys'] = (await probe(Array.from({ length: 2000 }, () => r.bytes(16)))).toFixed(3)
+    row['tree at the end'] = stats.levels.filter((l) => l.files > 0).map((l) => `L${l.level}:${l.files}`).join(' ')
+  }
+  await db.close()
+  const io1 = processIo()
+  row['bytes passed to write calls (wchar) / user bytes'] = ((io1.wchar - io0.wchar) / userBytes).toFixed(2)
+  row['bytes written to the device (write_bytes) / user bytes'] = ((io1.writeBytes - io0.writeBytes) / userBytes).toFixed(2)
+  return row
+}
+
 async function fill (root: string): Promise<void> {
   const rnd = new Random(1)
   const keys: Buffer[] = []
   for (let i = 0; i < FILL; i++) keys.push(rnd.bytes(16))
-  const value = rnd.bytes(100)
   const userBytes = FILL * 116
-  console.log(`\n## ${FILL.toLocaleString('en-US')}-key random fill (16 B keys, 100 B values, batches of 1,000; user bytes ${(userBytes / 1e6).toFixed(0)} MB)\n`)
-  console.log('| engine | seconds | bytes written by the process (/proc/self/io) | per user byte | table bytes / user bytes |')
-  console.log('|---|---:|---:|---:|---:|')
-  for (const name of ['lsm-level', 'classic-level']) {
-    const dir = path.join(root, 'fill-' + name)
-    const db = name === 'lsm-level'
-      ? new LsmLevel(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' })
-      : new ClassicLevel(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' })
-    await db.open()
-    const w0 = processWriteBytes()
-    const t0 = Date.now()
-    for (let i = 0; i < FILL; i += 1000) {
-      const ops = []
-      for (let j = i; j < Math.min(FILL, i + 1000); j++) ops.push({ type: 'put', key: keys[j], value })
-      await db.batch(ops)
-    }
-    let tableAmp = 'n/a'
-    if (name === 'lsm-level') {
-      await (db as LsmLevel<Buffer, Buffer>).engine.waitForIdle()
-      tableAmp = (db as LsmLevel<Buffer, Buffer>).stats().writeAmplification.toFixed(2)
-    }
-    await db.close()
-    const written = processWriteBytes() - w0
-    console.log(`| ${name} | ${((Date.now() - t0) / 1000).toFixed(1)} | ${(written / 1e6).toFixed(0)} MB | ${(written / userBytes).toFixed(2)} | ${tableAmp} |`)
-  }
+  console.log(`\n## ${FILL.toLocaleString('en-US')}-key random fill (16 B random keys, 100 B random values, batches of 1,000; user bytes ${(userBytes / 1e6).toFixed(0)} MB)\n`)
+  const engines: FillEngine[] = [
+    { name: 'lsm-level', compaction: 'leveled', bloomBitsPerKey: 10 },
+    { name: 'lsm-level', compaction: 'leveled', bloomBitsPerKey: 0 },
+    { name: 'lsm-level', compaction: 'tiered', bloomBitsPerKey: 10 },
+    { name: 'lsm-level', compaction: 'tiered', bloomBitsPerKey: 0 },
+    { name: 'classic-level' }
+  ]
+  const cols: Array<Record<string, string>> = []
+  for (const e of engines) cols.push(await fillOne(root, e, keys))
+  console.log('| measure | leveled, Bloom 10 bits/key | leveled, no filters | tiered, Bloom 10 bits/key | tiered, no filters | classic-level |')
+  console.log('|---|---:|---:|---:|---:|---:|')
+  const rows = [...new Set(cols.flatMap((c) => Object.keys(c)))]
+  for (const k of rows) console.log(`| ${k} | ${cols.map((c) => c[k] ?? 'n/a').join(' | ')} |`)
 }
 
 async function main (): Promise<void> {

@@ -31,7 +31,12 @@ export interface EngineOptions {
   maxBytesForLevelBase: number
   /** Size ratio between adjacent levels. Default 10. */
   levelMultiplier: number
-  /** Number of L0 tables that triggers an L0 -> L1 compaction. Default 4. */
+  /**
+   * Leveled: number of L0 tables that triggers an L0 -> L1 compaction. Default 4.
+   * Tiered: number of sorted runs (each L0 table, each non-empty level) at which
+   * runs are merged; more than this many are merged down to it. Default 8: more
+   * runs to read, less rewriting.
+   */
   level0CompactionTrigger: number
   /** Number of L0 tables at which each write group is delayed by 1 ms (a slowdown). Default 8. */
   level0SlowdownWritesTrigger: number
@@ -52,9 +57,17 @@ export interface EngineOptions {
    * together; lower write amplification, more runs to read and more space.
    */
   compaction: 'leveled' | 'tiered'
-  /** Tiered: merge everything once the newer runs exceed this percentage of the oldest run. Default 200. */
+  /**
+   * Tiered: merge every run into one once the runs newer than the oldest hold more
+   * than this percentage of its bytes. Default 200: bytes on disk stay within about
+   * 3x the oldest run (the live data, in an update-heavy workload).
+   */
   maxSizeAmplificationPercent: number
-  /** Tiered: runs within this percentage of the window's total size are merged together. Default 1. */
+  /**
+   * Tiered: a window of adjacent runs, from the newest, takes the next older run
+   * while that run is at most the window's total size plus this percentage; a
+   * window of two or more runs is merged. Default 1 (RocksDB's universal default).
+   */
   sizeRatioPercent: number
 }
 
@@ -108,6 +121,7 @@ export function resolveOptions (input: Partial<Record<keyof EngineOptions, unkno
     return v
   }
   const writeBufferSize: number = pick('writeBufferSize', DEFAULT_WRITE_BUFFER_SIZE)
+  const compaction: EngineOptions['compaction'] = pick('compaction', 'leveled')
   const opts: EngineOptions = {
     createIfMissing: pick('createIfMissing', true),
     errorIfExists: pick('errorIfExists', false),
@@ -120,12 +134,12 @@ export function resolveOptions (input: Partial<Record<keyof EngineOptions, unkno
     targetFileSize: pick('targetFileSize', Math.max(256, Math.floor(writeBufferSize / 2))),
     maxBytesForLevelBase: pick('maxBytesForLevelBase', Math.max(256, Math.floor(writeBufferSize * 2.5))),
     levelMultiplier: pick('levelMultiplier', 10),
-    level0CompactionTrigger: pick('level0CompactionTrigger', 4),
+    level0CompactionTrigger: pick('level0CompactionTrigger', compaction === 'tiered' ? 8 : 4),
     level0SlowdownWritesTrigger: pick('level0SlowdownWritesTrigger', 8),
     level0StopWritesTrigger: pick('level0StopWritesTrigger', 12),
     maxImmutableMemtables: pick('maxImmutableMemtables', 2),
     compactionWorker: pick('compactionWorker', true),
-    compaction: pick('compaction', 'leveled'),
+    compaction,
     maxSizeAmplificationPercent: pick('maxSizeAmplificationPercent', 200),
     sizeRatioPercent: pick('sizeRatioPercent', 1)
   }

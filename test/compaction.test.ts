@@ -72,26 +72,58 @@ test('tiered picker: fixtures', (t) => {
   t.is(task.reason, 'space-amplification', 'newer runs 5.3x the oldest: a full merge')
   t.is(task.runs.length, 5, 'every run')
   t.is(task.outputLevel, 6, 'into the oldest run\'s level')
+  t.is(pickTieredCompaction(shape('L0: 9[a..z]10 8[a..z]1000\nL5: 2[a..z]100000\nL6: 1[a..z]1000000'), tiered), undefined,
+    'four runs, none similar, space amplification 11%: nothing (runs are merged regardless of size only above the trigger)')
   task = pickTieredCompaction(shape('L0: 9[a..z]10 8[a..z]100 7[a..z]1000\nL4: 3[a..z]10000\nL5: 2[a..z]100000\nL6: 1[a..z]1000000'), tiered)!
-  t.is(task.reason, 'run-count', 'no similar sizes: merge the newest to get under the trigger')
-  t.same(task.runs.map((r) => r.level), [0, 0, 0, 4], 'six runs, trigger 4: the four newest merge into one (3 runs left)')
-  t.is(task.outputLevel, 4, 'into the oldest merged run\'s level')
-  task = pickTieredCompaction(shape('L0: 9[a..z]10 8[a..z]1000 7[a..z]100000\nL6: 1[a..z]1000000'), tiered)!
+  t.is(task.reason, 'run-count', 'six runs, none similar: merge the newest to get back to the trigger')
+  t.same(task.runs.map((r) => r.files[0].number), [9, 8, 7], 'six runs, trigger 4: the three newest merge into one (4 runs left)')
+  t.is(task.outputLevel, 3, 'into the deepest empty level above the next older run')
+  task = pickTieredCompaction(shape('L0: 9[a..z]10 8[a..z]1000 7[a..z]100000\nL5: 2[a..z]1000000\nL6: 1[a..z]10000000'), tiered)!
   t.same(task.runs.map((r) => r.files[0].number), [9, 8, 7], 'merging the two newest would leave older L0 table 7 above newer data: the window takes it too')
-  t.is(task.outputLevel, 5, 'placed in the deepest empty level above L6')
+  t.is(task.outputLevel, 4, 'placed in the deepest empty level above L5')
+  task = pickTieredCompaction(shape('L0: 9[a..z]10 8[a..z]100\nL1: 4[a..z]1000\nL5: 2[a..z]100000\nL6: 1[a..z]1000000'), tiered)!
+  t.same(task.runs.map((r) => r.level), [0, 0, 1], 'five runs: the two newest, but no level is free above L1 for an L0-only window: the window takes L1 too')
+  t.is(task.outputLevel, 1, 'into L1')
+  task = pickTieredCompaction(shape('L0: 9[a..z]100 8[a..z]100 7[a..z]200 6[a..z]400\nL6: 1[a..z]100000'), tiered)!
+  t.is(task.reason, 'size-ratio', 'total-size rule: each next run is compared with the window\'s total so far')
+  t.same(task.runs.map((r) => r.files[0].number), [9, 8, 7, 6], '100, 100 (<= 101), 200 (<= 202), 400 (<= 404): all four')
+  const mixed = 'L0: 9[a..z]50\nL3: 4[a..z]100\nL4: 3[a..z]101\nL5: 2[a..z]300\nL6: 1[a..z]100000'
+  task = pickTieredCompaction(shape(mixed), tiered)!
+  t.same(task.runs.map((r) => r.level), [3, 4], '50 then 100 is not similar; from 100: 101 is within 1%, and 300 is over 201 + 1%: the two in the middle')
+  t.is(task.outputLevel, 4, 'into the older run\'s level')
+  task = pickTieredCompaction(shape(mixed), { ...tiered, sizeRatioPercent: 0 })!
+  t.is(task.reason, 'run-count', 'sizeRatioPercent 0: 101 is not within 0% of 100, no similar runs; five runs over a trigger of 4')
+  t.same(task.runs.map((r) => r.level), [0, 3], 'the two newest merge')
+  t.is(resolveOptions({ compaction: 'tiered' }).level0CompactionTrigger, 8, 'tiered: 8 sorted runs by default')
+  t.is(resolveOptions({}).level0CompactionTrigger, 4, 'leveled: 4 level-0 tables by default')
   const runs = sortedRuns(shape('L0: 9[a..z]10 8[a..z]100\nL3: 3[a..m]10 4[n..z]10'))
   t.same(runs.map((r) => [r.level, r.bytes]), [[0, 10], [0, 100], [3, 20]], 'sorted runs: each L0 table, then each level')
   t.end()
 })
 
-for (const strategy of ['leveled', 'tiered'] as const) {
-  test(`${strategy}: the tree's shape after a random-write workload, and every key reads back`, async (t) => {
+const shapeCases = [
+  { strategy: 'leveled' as const },
+  { strategy: 'tiered' as const },
+  { strategy: 'tiered' as const, level0CompactionTrigger: 4 }
+]
+for (const { strategy, ...extra } of shapeCases) {
+  test(`${strategy} ${JSON.stringify(extra)}: the tree's shape after a random-write workload, and every key reads back`, async (t) => {
     const rnd = new Random(seed)
     const dir = tempDir()
-    const options = { compaction: strategy, writeBufferSize: 16 * 1024, blockSize: 1024, targetFileSize: 16 * 1024, maxBytesForLevelBase: 64 * 1024 }
+    const options = { compaction: strategy, writeBufferSize: 16 * 1024, blockSize: 1024, targetFileSize: 16 * 1024, maxBytesForLevelBase: 64 * 1024, ...extra }
     const db = new LsmLevel(dir, options)
     await db.open()
     const model = new Map<string, string>()
+    const o = resolveOptions(options)
+    // Tiered: after each flush, once compaction has settled, the runs must satisfy
+    // the picker's rules: at most `level0CompactionTrigger` of them and, when at the
+    // trigger, each older run more than (1 + sizeRatioPercent) times the next newer
+    // one, and the newer runs within maxSizeAmplificationPercent of the oldest.
+    let flushes = db.engine.counters.flushes
+    let samples = 0
+    let atTrigger = 0
+    let maxRuns = 0
+    const bad: string[] = []
     for (let i = 0; i < 60_000; i += 200) {
       const ops = []
       for (let j = 0; j < 200; j++) {
@@ -99,10 +131,26 @@ for (const strategy of ['leveled', 'tiered'] as const) {
         if (rnd.int(10) === 0) { ops.push({ type: 'del' as const, key: k }); model.delete(k) } else { const v = 'v' + (i + j); ops.push({ type: 'put' as const, key: k, value: v }); model.set(k, v) }
       }
       await db.batch(ops)
+      if (strategy === 'tiered' && db.engine.counters.flushes !== flushes) {
+        flushes = db.engine.counters.flushes
+        await db.engine.waitForIdle()
+        const runs = sortedRuns({ levels: db.engine.tables(), compactPointers: [] })
+        const sizes = runs.map((r) => r.bytes)
+        samples++
+        maxRuns = Math.max(maxRuns, runs.length)
+        if (runs.length > o.level0CompactionTrigger) bad.push(`${runs.length} runs: ${sizes.join(' ')}`)
+        if (runs.length === o.level0CompactionTrigger) {
+          atTrigger++
+          const newer = sizes.slice(0, -1).reduce((a, b) => a + b, 0)
+          if (newer * 100 > sizes[sizes.length - 1] * o.maxSizeAmplificationPercent) bad.push(`space amplification: ${sizes.join(' ')}`)
+          for (let r = 0; r + 1 < sizes.length; r++) {
+            if (sizes[r + 1] * 100 <= sizes[r] * (100 + o.sizeRatioPercent)) bad.push(`similar runs left unmerged: ${sizes.join(' ')}`)
+          }
+        }
+      }
     }
     await db.engine.waitForIdle()
     const s = db.stats()
-    const o = resolveOptions(options)
     t.comment(`${strategy}: ${JSON.stringify(s.levels.filter((l) => l.files > 0))}; write amp ${s.writeAmplification.toFixed(2)}, space amp ${s.spaceAmplification.toFixed(2)}, runs ${s.readAmplification}`)
     if (strategy === 'leveled') {
       t.ok(s.levels[0].files < o.level0CompactionTrigger, `L0 under its trigger (${s.levels[0].files})`)
@@ -113,8 +161,16 @@ for (const strategy of ['leveled', 'tiered'] as const) {
       const tables = db.engine.tables()
       t.ok(tables.slice(1).every((files) => files.every((f, i) => i === 0 || Buffer.compare(files[i - 1].largest.userKey, f.smallest.userKey) < 0)), 'levels 1+ do not overlap')
     } else {
+      t.comment(`tiered: ${samples} samples after flushes, ${atTrigger} at the trigger of ${o.level0CompactionTrigger} runs, at most ${maxRuns} runs`)
+      t.same(bad, [], 'settled after every flush: runs bounded by the trigger; at the trigger, sizes growing with age and space amplification bounded')
+      if (o.level0CompactionTrigger <= 4) {
+        t.ok(atTrigger >= 5, `the workload settled at the trigger ${atTrigger} times, so the size checks ran`)
+      } else {
+        // Runs are left to accumulate up to the trigger (that is the trade for less rewriting).
+        t.ok(maxRuns >= o.level0CompactionTrigger - 2, `runs accumulate rather than being merged eagerly (at most ${maxRuns})`)
+      }
       const runs = s.levels[0].files + s.levels.slice(1).filter((l) => l.files > 0).length
-      t.ok(runs < o.level0CompactionTrigger, `sorted runs under the trigger (${runs})`)
+      t.ok(runs <= o.level0CompactionTrigger, `sorted runs at the end within the trigger (${runs})`)
     }
     let wrong = 0
     for (const [k, v] of model) if (await db.get(k) !== v) wrong++

@@ -2,19 +2,26 @@
 // LSM's shape, like the leveled one.
 //
 // Sorted runs, newest first: each level-0 table is a run of its own, and each
-// non-empty level 1..6 is one run (levels hold successively older data). When
-// there are at least `level0CompactionTrigger` runs:
+// non-empty level 1..6 is one run (levels hold successively older data). Nothing
+// is done under `level0CompactionTrigger` runs (default 8 under this strategy).
+// At or above it, as in RocksDB's universal compaction:
 //   1. space amplification: if the runs above the oldest one hold more than
 //      `maxSizeAmplificationPercent` of its size, everything is merged into one
 //      run (a full compaction: tombstones and old versions disappear);
 //   2. size ratio: otherwise, starting from the newest run, a window of adjacent
 //      runs grows while the next (older) run is no larger than the window's total
-//      times (1 + sizeRatioPercent / 100); a window of two or more is merged;
-//   3. otherwise the newest runs are merged, enough to bring the count under
-//      the trigger.
-// Each byte is thus rewritten about once per "tier" of similar sizes, instead
-// of about levelMultiplier/2 times per level under leveled compaction: less
-// write amplification, paid for with more runs to read and more space.
+//      times (1 + sizeRatioPercent / 100); a window of two or more is merged. If
+//      the window from a run holds it alone, the next start is tried;
+//   3. otherwise, only if there are more runs than the trigger, the newest runs
+//      are merged regardless of size, as few as bring the count back to the
+//      trigger.
+// So runs accumulate up to the trigger, and a byte is rewritten only when its run
+// is merged with runs of a similar total size, instead of about
+// levelMultiplier/2 times per level under leveled compaction: less write
+// amplification, paid for with more runs to read and more space. (Rule 3 firing
+// at the trigger itself, down to trigger - 1 runs, merged every new flush into
+// the newest deeper run: leveled compaction with a ratio of 1, and more write
+// amplification than leveled.)
 //
 // Placement keeps the age order of runs: the merged run goes to the level of
 // the oldest run in the window, or, when the window holds only level-0 tables,
@@ -101,6 +108,7 @@ export function pickTieredCompaction (shape: LsmShape, opts: TieredOptions): Tie
       if (t) return t
     }
   }
-  const width = runs.length - opts.level0CompactionTrigger + 2
-  return task(runs, 0, Math.min(runs.length - 1, Math.max(1, width - 1)), 'run-count')
+  if (runs.length <= opts.level0CompactionTrigger) return undefined
+  const width = runs.length - opts.level0CompactionTrigger + 1
+  return task(runs, 0, width - 1, 'run-count')
 }
