@@ -7,7 +7,7 @@ import ModuleError = require('module-error')
 import { Engine, type BatchOp, type RangeOptions, type LevelInfo, type RecoveryReport } from './lib/db'
 import type { Snapshot } from './lib/snapshots'
 import { nextTurn, type TurnBudget } from './lib/util/turn'
-import { DbIterator } from './lib/iterators/db-iterator'
+import { DbIterator, FOUND, PAUSED } from './lib/iterators/db-iterator'
 import { KIND_DELETE, KIND_VALUE } from './lib/keys'
 import { OP_RANGE_DELETE } from './lib/wal/batch'
 import { clearBounds } from './lib/range-tombstones'
@@ -64,6 +64,9 @@ function rangeFrom (options: Record<string, any>): RangeOptions {
   if (options.lte !== undefined) range.lte = toView(options.lte)
   return range
 }
+
+/** Internal entries an iterator step may visit before it lets the event loop turn (about a millisecond). */
+const SKIP_BUDGET = 4096
 
 function abortError (cause?: unknown): Error {
   const err = new ModuleError('Operation has been aborted', { code: 'LEVEL_ABORTED', cause: cause as Error })
@@ -129,9 +132,22 @@ class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
     ]
   }
 
+  /**
+   * A long run of deleted entries (tombstones, versions hidden by a range
+   * tombstone) is skipped a few thousand at a time (DbIterator.step), one event
+   * loop turn each, so that it never blocks the loop for long.
+   */
+  private async pause (): Promise<void> {
+    await nextTurn()
+    if (this.signal?.aborted) throw abortError(this.signal.reason)
+  }
+
   async _next (): Promise<[K, V] | undefined> {
     await this.checkSignal()
-    if (this.remaining <= 0 || !this.it.next()) return undefined
+    if (this.remaining <= 0) return undefined
+    let r
+    while ((r = this.it.step(SKIP_BUDGET)) === PAUSED) await this.pause()
+    if (r !== FOUND) return undefined
     this.remaining--
     return this.entry()
   }
@@ -139,7 +155,10 @@ class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
   async _nextv (size: number): Promise<Array<[K, V]>> {
     await this.checkSignal()
     const out: Array<[K, V]> = []
-    while (out.length < size && this.remaining > 0 && this.it.next()) {
+    while (out.length < size && this.remaining > 0) {
+      const r = this.it.step(SKIP_BUDGET)
+      if (r === PAUSED) { await this.pause(); continue }
+      if (r !== FOUND) break
       this.remaining--
       out.push(this.entry())
     }
@@ -149,7 +168,10 @@ class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
   async _all (): Promise<Array<[K, V]>> {
     await this.checkSignal()
     const out: Array<[K, V]> = []
-    while (this.remaining > 0 && this.it.next()) {
+    while (this.remaining > 0) {
+      const r = this.it.step(SKIP_BUDGET)
+      if (r === PAUSED) { await this.pause(); continue }
+      if (r !== FOUND) break
       this.remaining--
       out.push(this.entry())
       // Yield now and then so a long all() neither starves the event loop nor ignores its signal.

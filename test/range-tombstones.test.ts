@@ -14,6 +14,7 @@ import type { CompactionTask } from '../lib/compaction/leveled-picker'
 import type { FileMeta } from '../lib/manifest/file-meta'
 import { decodeVersionEdit, encodeVersionEdit, MANIFEST_FORMAT_VERSION, TAG_END, TAG_FORMAT_VERSION } from '../lib/manifest/version-edit'
 import { decodeBatch, encodeBatch, OP_RANGE_DELETE } from '../lib/wal/batch'
+import { FOUND, PAUSED } from '../lib/iterators/db-iterator'
 import { KIND_VALUE } from '../lib/keys'
 import { ByteWriter } from '../lib/util/coding'
 import { LogWriter } from '../lib/wal/log-writer'
@@ -266,5 +267,33 @@ test('the space under a clear() comes back without compactRange (background rang
   t.ok(after < before * 0.2, `bytes on disk down to ${(after / before * 100).toFixed(1)}% with no compactRange`)
   t.is(db.stats().rangeTombstones, 0, 'the tombstone is gone')
   t.is((await db.keys().all()).length, 10_000, 'the 10,000 keys outside the range remain')
+  await db.close()
+})
+
+test('an iterator skips a long deleted run a few thousand entries per event-loop turn', async (t) => {
+  const db = new LsmLevel(tempDir())
+  await db.open()
+  for (let i = 0; i < 200_000; i += 1000) await db.batch(Array.from({ length: 1000 }, (_, j) => ({ type: 'put' as const, key: key(i + j), value: 'v' })))
+  await db.put(key(999_999), 'last')
+  const hold = db.snapshot() // keeps the hidden versions in place
+  await db.clear({ lt: key(200_000) })
+  const it = db.engine.iterator({})
+  let pauses = 0
+  let r
+  while ((r = it.step(4096)) === PAUSED) pauses++
+  t.is(r, FOUND, 'the step finds the one live key')
+  t.is(String(it.key), key(999_999))
+  t.ok(pauses >= 40, `200,000 hidden entries took ${pauses} paused steps of 4,096 visits`)
+  it.close()
+  let longest = 0
+  let last = Date.now()
+  const timer = setInterval(() => { const now = Date.now(); longest = Math.max(longest, now - last); last = now }, 1)
+  const entries = await db.iterator().all()
+  const reverse = await db.iterator({ reverse: true }).all()
+  clearInterval(timer)
+  t.same(entries.map(([k]) => k), [key(999_999)], 'iterator.all() sees only the live key')
+  t.same(reverse.map(([k]) => k), [key(999_999)], 'in reverse too')
+  t.ok(longest < 100, `the event loop kept turning (longest gap ${longest} ms)`)
+  await hold.close()
   await db.close()
 })

@@ -15,6 +15,12 @@ import type { RangeTombstoneView } from '../range-tombstones'
 import { KIND_DELETE, KIND_VALUE, MAX_SEQ } from '../keys'
 import { compareBytes } from '../util/coding'
 
+/** step() results. */
+export const END = 0
+export const FOUND = 1
+/** step() visited its budget of internal entries without deciding: call it again (on a later turn). */
+export const PAUSED = -1
+
 export interface RangeOptions {
   gt?: Buffer
   gte?: Buffer
@@ -33,6 +39,12 @@ export class DbIterator {
   private readonly upperInclusive: boolean
   private started = false
   private done = false
+  /** Reverse: the newest visible version so far of savedKey is a value no range tombstone hides. */
+  private savedLive = false
+  private savedKey: Buffer | undefined
+  private savedValue: Buffer = EMPTY
+  /** Reverse: a step paused in the middle of deciding a key (the saved* fields hold its state). */
+  private pausedReverse = false
   /** Forward: the user key last returned or skipped, whose older versions are skipped. */
   private skipKey: Buffer | undefined = undefined
   private readonly onClose: (() => void) | undefined
@@ -83,61 +95,80 @@ export class DbIterator {
    * caller copies before handing them out.
    */
   next (): boolean {
-    if (this.done) return false
-    if (!this.started) this.start()
-    const found = this.reverse ? this.prevUserEntry() : this.nextUserEntry()
-    if (!found) this.done = true
-    return found
+    return this.step(Infinity) === FOUND
   }
 
-  private nextUserEntry (): boolean {
+  /**
+   * Like next(), but gives up after visiting `budget` internal entries (older
+   * versions, tombstones, versions a range tombstone hides) and returns PAUSED;
+   * the next call continues where it stopped. A long run of deleted entries
+   * then never holds the event loop for long (the caller yields in between).
+   */
+  step (budget: number): number {
+    if (this.done) return END
+    if (!this.started) this.start()
+    const r = this.reverse ? this.prevUserEntry(budget) : this.nextUserEntry(budget)
+    if (r === END) this.done = true
+    return r
+  }
+
+  private nextUserEntry (budget: number): number {
     const it = this.it
     const seq = this.seq
+    let visits = 0
     while (it.valid()) {
+      if (++visits > budget) return PAUSED
       if (it.seq() > seq) { it.next(); continue }
       const uk = it.userKey()
       if (this.skipKey !== undefined && compareBytes(uk, this.skipKey) === 0) { it.next(); continue }
-      if (this.afterUpper(uk)) return false
+      if (this.afterUpper(uk)) return END
       this.skipKey = uk
       if (it.kind() === KIND_DELETE || this.beforeLower(uk)) { it.next(); continue }
       if (this.tombstones !== undefined && this.tombstones.covers(uk, it.seq(), seq)) { it.next(); continue }
       this.key = uk
       this.value = it.value()
       it.next()
-      return true
+      return FOUND
     }
-    return false
+    return END
   }
 
-  private prevUserEntry (): boolean {
+  private prevUserEntry (budget: number): number {
     const it = this.it
     const seq = this.seq
-    // savedLive: the newest visible version so far of savedKey is a value no range tombstone hides.
-    let savedLive = false
-    let savedKey: Buffer | undefined
-    let savedValue: Buffer = EMPTY
+    if (!this.pausedReverse) {
+      this.savedLive = false
+      this.savedKey = undefined
+      this.savedValue = EMPTY
+    }
+    this.pausedReverse = false
     const tombstones = this.tombstones
+    let visits = 0
     while (it.valid()) {
+      if (++visits > budget) {
+        this.pausedReverse = true
+        return PAUSED
+      }
       const s = it.seq()
       if (s <= seq) {
         const uk = it.userKey()
-        if (savedKey !== undefined && compareBytes(uk, savedKey) < 0) {
-          if (savedLive) break
+        if (this.savedKey !== undefined && compareBytes(uk, this.savedKey) < 0) {
+          if (this.savedLive) break
         }
         if (this.beforeLower(uk)) break
-        savedLive = it.kind() === KIND_VALUE && (tombstones === undefined || !tombstones.covers(uk, s, seq))
-        savedKey = uk
-        savedValue = it.value()
+        this.savedLive = it.kind() === KIND_VALUE && (tombstones === undefined || !tombstones.covers(uk, s, seq))
+        this.savedKey = uk
+        this.savedValue = it.value()
       }
       it.prev()
     }
-    if (!savedLive || savedKey === undefined) {
-      this.done = true
-      return false
-    }
-    this.key = savedKey
-    this.value = savedValue
-    return true
+    const key = this.savedKey
+    if (!this.savedLive || key === undefined) return END
+    this.key = key
+    this.value = this.savedValue
+    this.savedKey = undefined
+    this.savedValue = EMPTY
+    return FOUND
   }
 
   /**
@@ -148,6 +179,7 @@ export class DbIterator {
     this.started = true
     this.done = false
     this.skipKey = undefined
+    this.pausedReverse = false
     if (!this.reverse) {
       if (this.lower !== undefined && this.beforeLower(target)) this.it.seek(this.lower, this.lowerInclusive ? MAX_SEQ : 0)
       else this.it.seek(target, MAX_SEQ)
