@@ -135,18 +135,18 @@ async function workload (fs: MemFileSystem, spec: WorkloadSpec, wseed: number, s
           const w = log.writes.length
           const ops: LoggedOp[] = []
           const kind = rnd.int(100)
-          if (rnd.int(25) === 0) {
-            // A range delete (what clear() writes), alone or inside a batch.
-            const [a, b] = [key(), key()].sort()
-            ops.push([a, undefined, b + '~'])
-            if (rnd.int(2) === 0) ops.push([key(), value(w, 1)])
-          } else if (kind < batchShare) {
+          if (kind < batchShare) {
             const n = spec.batch[0] + rnd.int(spec.batch[1] - spec.batch[0] + 1)
             for (let i = 0; i < n; i++) ops.push(rnd.int(4) === 0 ? [key(), undefined] : [key(), value(w, i)])
           } else if (kind < batchShare + (100 - batchShare) / 4) {
             ops.push([key(), undefined])
           } else {
             ops.push([key(), value(w, 0)])
+          }
+          if (w % 12 === 5) {
+            // Every 12th write also holds a range delete (what clear() writes), somewhere in its batch.
+            const [lo, hi] = [key(), key()].sort()
+            ops.splice(rnd.int(ops.length + 1), 0, [lo, undefined, hi + '~'])
           }
           writes.push(log.write(engine, ops, rnd.int(4) === 0))
         }
