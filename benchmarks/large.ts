@@ -61,7 +61,8 @@ function makeValue (i: number): Buffer {
   return out
 }
 
-interface Memory { rss: number, heapUsed: number, external: number }
+/** Peak memory: RSS, the anonymous part of RSS (Linux; not file pages mapped from the tables), V8 heap used. */
+interface Memory { rss: number, rssAnon: number, heapUsed: number }
 interface Phase { name: string, ops: number, p50?: number, p99?: number, seconds: number, peak: Memory }
 interface ChildResult {
   engine: EngineName
@@ -74,12 +75,28 @@ interface ChildResult {
 
 // ------------------------------------------------------------------ child: one engine
 
-let peak: Memory = { rss: 0, heapUsed: 0, external: 0 }
+let peak: Memory = { rss: 0, rssAnon: 0, heapUsed: 0 }
+let samples = 0
+
+/** RssAnon from /proc/self/status (NaN where there is none). */
+function rssAnon (): number {
+  try {
+    const m = /^RssAnon:\s+(\d+) kB/m.exec(fs.readFileSync('/proc/self/status', 'utf8'))
+    return m ? Number(m[1]) * 1024 : NaN
+  } catch {
+    return NaN
+  }
+}
+
+/** Cheap (process.memoryUsage) every call; the anonymous RSS every 16th call. */
 function sample (): void {
   const m = process.memoryUsage()
   if (m.rss > peak.rss) peak.rss = m.rss
   if (m.heapUsed > peak.heapUsed) peak.heapUsed = m.heapUsed
-  if (m.external > peak.external) peak.external = m.external
+  if ((samples++ & 15) === 0) {
+    const anon = rssAnon()
+    if (!(anon <= peak.rssAnon)) peak.rssAnon = anon
+  }
 }
 
 function percentile (sorted: Float64Array, p: number): number {
@@ -88,11 +105,13 @@ function percentile (sorted: Float64Array, p: number): number {
 
 /** A phase: its time and the peak memory seen during it (sampled every 1,024 ops and every 100 ms). */
 async function phase (name: string, fn: () => Promise<{ ops: number, lat?: Float64Array }>): Promise<Phase> {
-  peak = { rss: 0, heapUsed: 0, external: 0 }
+  peak = { rss: 0, rssAnon: 0, heapUsed: 0 }
+  samples = 0
   sample()
   const t0 = process.hrtime.bigint()
   const { ops, lat } = await fn()
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9
+  samples = 0
   sample()
   const out: Phase = { name, ops: ops / seconds, seconds, peak }
   if (lat !== undefined) {
@@ -100,7 +119,7 @@ async function phase (name: string, fn: () => Promise<{ ops: number, lat?: Float
     out.p50 = percentile(lat, 0.5)
     out.p99 = percentile(lat, 0.99)
   }
-  console.error(`  ${name.padEnd(12)} ${int(out.ops).padStart(10)} ops/s  ${seconds.toFixed(1)} s  peak RSS ${mb(peak.rss)}, heap ${mb(peak.heapUsed)}`)
+  console.error(`  ${name.padEnd(12)} ${int(out.ops).padStart(10)} ops/s  ${seconds.toFixed(1)} s  peak RSS ${mb(peak.rss)} (anonymous ${mb(peak.rssAnon)}), heap ${mb(peak.heapUsed)}`)
   return out
 }
 
@@ -224,14 +243,14 @@ function report (results: ChildResult[], started: Date): string {
   lines.push(`- Data: ${int(N)} keys of ${KEY_SIZE} random bytes, values of ${VALUE_SIZE} random (incompressible) bytes: ${mb(logical)} logical; seed ${SEED}; ` +
     `\`cacheSize\` 8 MiB for both, other options default (lsm-level: 4 MiB write buffer); ${int(READS)} operations per read workload, keys drawn uniformly; each engine in its own process`)
   lines.push('')
-  lines.push('ops/s, then p50 / p99 latency in µs of single operations; peak memory of the process during each workload (RSS / V8 heap used).')
+  lines.push('ops/s, then p50 / p99 latency in µs of single operations; peak memory of the process during each workload: RSS (all of it / its anonymous part, i.e. without file pages mapped from the tables) and V8 heap used.')
   lines.push('')
-  lines.push('| workload | what | lsm-level | classic-level | lsm / classic | lsm-level peak RSS / heap | classic-level peak RSS / heap |')
+  lines.push('| workload | what | lsm-level | classic-level | lsm / classic | lsm-level RSS / anonymous / heap | classic-level RSS / anonymous / heap |')
   lines.push('|---|---|---:|---:|---:|---:|---:|')
   for (const p of lsm.phases) {
     const c = classic.phases.find((x) => x.name === p.name)!
     const cell = (x: Phase): string => int(x.ops) + (x.p50 === undefined ? '' : ` (${micros(x.p50)} / ${micros(x.p99!)})`)
-    const mem = (x: Phase): string => `${mb(x.peak.rss)} / ${mb(x.peak.heapUsed)}`
+    const mem = (x: Phase): string => `${mb(x.peak.rss)} / ${mb(x.peak.rssAnon)} / ${mb(x.peak.heapUsed)}`
     lines.push(`| ${p.name} | ${WHAT[p.name]} | ${cell(p)} | ${cell(c)} | ${ratio(p.ops / c.ops)} | ${mem(p)} | ${mem(c)} |`)
   }
   lines.push('')
