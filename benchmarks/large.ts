@@ -22,7 +22,7 @@ import * as os from 'node:os'
 import * as path from 'node:path'
 import { LsmLevel } from '../index'
 import { Random } from '../test/util/random'
-import { commandLine, describeMachine, dirSize, gitCommit, int, machine, mb, micros, ratio, writeSection } from './report'
+import { commandLine, dateLine, describeMachine, dirSize, gitCommit, int, loadNote, machine, mb, micros, ratio, writeSection } from './report'
 
 // eslint-disable-next-line @typescript-eslint/no-var-requires
 const { ClassicLevel } = require('classic-level')
@@ -31,6 +31,8 @@ const N = Number(process.env.LARGE_KEYS ?? 5_000_000)
 const READS = Number(process.env.LARGE_READS ?? 200_000)
 const SEED = Number(process.env.LARGE_SEED ?? 1) >>> 0
 const CACHE = 8 * 1024 * 1024
+/** Other processes competing for the cores when the run started. */
+const startLoad = loadNote()
 const BATCH = 1000
 const KEY_SIZE = 16
 const VALUE_SIZE = 100
@@ -236,7 +238,7 @@ function report (results: ChildResult[], started: Date): string {
   const lines: string[] = []
   lines.push('### Larger than the cache: lsm-level vs classic-level')
   lines.push('')
-  lines.push(`- Date: ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC`)
+  lines.push(dateLine(started, startLoad))
   lines.push(`- Machine: ${describeMachine(machine())}`)
   lines.push(`- Commit: ${gitCommit()}`)
   lines.push(`- Command: \`${commandLine(ENV_NAMES)}\``)
@@ -259,7 +261,7 @@ function report (results: ChildResult[], started: Date): string {
   for (const r of [lsm, classic]) {
     const fill = r.phases.find((x) => x.name === 'fill')!
     const settle = r.engine === 'lsm-level' ? r.settleSeconds.toFixed(1) : 'n/a (cannot be awaited)'
-    lines.push(`| ${r.engine} | ${fill.seconds.toFixed(1)} | ${settle} | ${r.reopenSeconds.toFixed(2)} | ${mb(r.bytesOnDisk)} | ${ratio(r.bytesOnDisk / logical)} | ${mb(r.maxRssKernel)} |`)
+    lines.push(`| ${r.engine} | ${fill.seconds.toFixed(1)} | ${settle} | ${r.reopenSeconds.toFixed(2)} | ${mb(r.bytesOnDisk)} | ${(r.bytesOnDisk / logical).toFixed(3)}x | ${mb(r.maxRssKernel)} |`)
   }
   return lines.join('\n')
 }

@@ -58,6 +58,16 @@ export function describeMachine (m: Machine): string {
   return `${m.cpu}, ${m.cores} cores, ${m.ramGiB} GiB RAM, ${m.os}, Node ${m.node}, databases on ${m.fileSystem}`
 }
 
+/** The 1-minute load average (other processes competing for the cores). */
+export function loadNote (): string {
+  return os.loadavg()[0].toFixed(1)
+}
+
+/** The date line of a report: when, and how busy the machine was at the start and at the end. */
+export function dateLine (started: Date, startLoad: string): string {
+  return `- Date: ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC (1-minute load average on the ${os.cpus().length} cores: ${startLoad} at the start, ${loadNote()} at the end)`
+}
+
 /** The commit the run was built from, with "+ uncommitted changes" if the work tree differs. */
 export function gitCommit (): string {
   try {

@@ -29,7 +29,7 @@ import { Bench } from 'tinybench'
 import { LsmLevel } from '../index'
 import { Random } from '../test/util/random'
 import { ScrambledZipfian } from './zipf'
-import { commandLine, describeMachine, dirSize, gitCommit, int, machine, mb, micros, ratio, writeSection } from './report'
+import { commandLine, dateLine, describeMachine, dirSize, gitCommit, int, loadNote, machine, mb, micros, ratio, writeSection } from './report'
 
 // eslint-disable-next-line @typescript-eslint/no-var-requires
 const { ClassicLevel } = require('classic-level')
@@ -42,6 +42,8 @@ const SYNC_OPS = Number(process.env.BENCH_SYNC_OPS ?? 2000)
 const SEEK_OPS = Math.min(N, Number(process.env.BENCH_SEEK_OPS ?? 10_000))
 const YCSB_OPS = Number(process.env.BENCH_YCSB_OPS ?? N)
 const MARKDOWN = process.env.BENCH_MARKDOWN
+/** Other processes competing for the cores when the run started. */
+const startLoad = loadNote()
 const ENV_NAMES = ['BENCH_KEYS', 'BENCH_SEED', 'BENCH_SYNC_OPS', 'BENCH_SEEK_OPS', 'BENCH_YCSB_OPS', 'BENCH_ONLY']
 const KEY_SIZE = 16
 const VALUE_SIZE = 100
@@ -327,7 +329,7 @@ function report (started: Date, logicalBytes: number): string {
   const m = machine()
   lines.push('### Side by side: lsm-level, classic-level, memory-level')
   lines.push('')
-  lines.push(`- Date: ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC`)
+  lines.push(dateLine(started, startLoad))
   lines.push(`- Machine: ${describeMachine(m)}`)
   lines.push(`- Commit: ${gitCommit()}`)
   lines.push(`- Command: \`${commandLine(ENV_NAMES)}\``)
@@ -354,7 +356,7 @@ function report (started: Date, logicalBytes: number): string {
     lines.push('')
     lines.push('| engine | on disk | / logical bytes | compaction after the fill (s) |')
     lines.push('|---|---:|---:|---:|')
-    for (const [e, s] of space) lines.push(`| ${e} | ${mb(s.bytes)} | ${ratio(s.bytes / logicalBytes)} | ${s.compactSeconds.toFixed(1)} |`)
+    for (const [e, s] of space) lines.push(`| ${e} | ${mb(s.bytes)} | ${(s.bytes / logicalBytes).toFixed(3)}x | ${s.compactSeconds.toFixed(1)} |`)
   }
   lines.push('')
   lines.push('Targets of the performance issue (ratios from this run):')
@@ -364,7 +366,7 @@ function report (started: Date, logicalBytes: number): string {
   for (const t of targets(logicalBytes)) {
     const wanted = t.min !== undefined ? `>= ${t.min}x` : `<= ${t.max!}x`
     const met = t.measured !== undefined && (t.min === undefined || t.measured >= t.min) && (t.max === undefined || t.measured <= t.max)
-    lines.push(`| ${t.what} | ${wanted} | ${t.measured === undefined ? 'n/a' : ratio(t.measured)} | ${met ? 'met' : '**missed**'} |`)
+    lines.push(`| ${t.what} | ${wanted} | ${t.measured === undefined ? 'n/a' : t.max !== undefined ? t.measured.toFixed(3) + 'x' : ratio(t.measured)} | ${met ? 'met' : '**missed**'} |`)
   }
   return lines.join('\n')
 }
