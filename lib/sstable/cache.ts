@@ -1,4 +1,4 @@
-// Byte-bounded LRU cache of decoded data blocks, shared by all tables of a
+// Byte-bounded LRU cache of raw data blocks (block.ts RawBlock), shared by all tables of a
 // database. Entries are keyed by (tableId, block offset); a tableId names one
 // open Table instance (see Table.id), so blocks of a table that was closed can
 // never be confused with another file's, and eraseTable drops them eagerly.
@@ -6,12 +6,12 @@
 // Contract: usedBytes() <= capacity after every call. A block whose charge alone
 // exceeds the capacity is not cached. Cached blocks are immutable, so a caller
 // may keep using a block after it has been evicted.
-import type { DecodedBlock } from './block'
+import type { RawBlock } from './block'
 
 interface Entry {
   tableId: number
   offset: number
-  block: DecodedBlock
+  block: RawBlock
   charge: number
   // LRU list: `newer` points toward the head (most recently used).
   newer: Entry | null
@@ -40,7 +40,7 @@ export class BlockCache {
     return this.used
   }
 
-  get (tableId: number, offset: number): DecodedBlock | undefined {
+  get (tableId: number, offset: number): RawBlock | undefined {
     const e = this.tables.get(tableId)?.get(offset)
     if (e === undefined) {
       this.missCount++
@@ -54,7 +54,7 @@ export class BlockCache {
     return e.block
   }
 
-  set (tableId: number, offset: number, block: DecodedBlock, charge: number): void {
+  set (tableId: number, offset: number, block: RawBlock, charge: number): void {
     if (charge > this.capacityBytes) return
     let byOffset = this.tables.get(tableId)
     if (byOffset === undefined) {
