@@ -224,15 +224,16 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     if (e) await e.close()
   }
 
-  async _put (key: Format, value: Format, options: Record<string, any>): Promise<void> {
+  // Not async: the engine's promise is returned as is (one promise less per write).
+  _put (key: Format, value: Format, options: Record<string, any>): Promise<void> {
     return this[ENGINE]!.write([{ kind: KIND_VALUE, key: toBuffer(key), value: toBuffer(value) }], options.sync === true)
   }
 
-  async _del (key: Format, options: Record<string, any>): Promise<void> {
+  _del (key: Format, options: Record<string, any>): Promise<void> {
     return this[ENGINE]!.write([{ kind: KIND_DELETE, key: toBuffer(key) }], options.sync === true)
   }
 
-  async _batch (operations: Array<Record<string, any>>, options: Record<string, any>): Promise<void> {
+  _batch (operations: Array<Record<string, any>>, options: Record<string, any>): Promise<void> {
     const ops: BatchOp[] = new Array(operations.length)
     for (let i = 0; i < operations.length; i++) {
       const op = operations[i]
@@ -262,9 +263,21 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     return point
   }
 
-  async _get (key: Format, options: Record<string, any>): Promise<any> {
+  /**
+   * Returns the value itself, not a promise, when the read completes now (the
+   * common case: abstract-level awaits it either way, and a plain value saves
+   * the async function's promise); a promise when the read waits for the next turn.
+   */
+  _get (key: Format, options: Record<string, any>): any {
     const engine = this[ENGINE]!
-    const at = await this.readPoint(engine, options)
+    if (engine.turn.exhausted()) return this.getLater(engine, key, options)
+    const value = engine.get(toView(key), (options.snapshot as LsmSnapshot | undefined)?.inner)
+    return value === undefined ? undefined : decodeOut(value, options.valueEncoding)
+  }
+
+  private async getLater (engine: Engine, key: Format, options: Record<string, any>): Promise<any> {
+    const at = (options.snapshot as LsmSnapshot | undefined)?.inner ?? engine.pointInTime()
+    await nextTurn()
     const value = engine.get(toView(key), at)
     return value === undefined ? undefined : decodeOut(value, options.valueEncoding)
   }

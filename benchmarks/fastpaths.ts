@@ -129,6 +129,10 @@ async function main (): Promise<void> {
         for (const e of ENGINES) record(name, e, await fn(dbs.get(e), `${name}-${e}`))
       }
     }
+    if (process.env.FP_STATS && dbs.has('lsm-level')) {
+      const st = dbs.get('lsm-level').stats()
+      console.log('# lsm-level after reads:', JSON.stringify({ levels: st.levels.map((l: any) => l.files), blockCache: st.blockCache, bloom: st.bloom }))
+    }
     for (const e of ENGINES) await dbs.get(e).close()
     dbs.clear()
     if (want('fillbatch')) {

@@ -26,10 +26,9 @@ export class MemTable {
 
   /**
    * Adds one entry. REQUIRES: (userKey, seq) is not already present (seqs are
-   * unique). Keys and values are stored as given; the caller passes buffers it
-   * will not mutate.
+   * unique). The key and value bytes are copied (the caller keeps its buffers).
    */
-  add (seq: number, kind: number, userKey: Buffer, value: Buffer): void {
+  add (seq: number, kind: number, userKey: Uint8Array, value: Uint8Array): void {
     this.list.insert(userKey, seq, kind, value)
     this.bytes += userKey.length + value.length + ENTRY_OVERHEAD
     if (seq > this.maxSeq) this.maxSeq = seq

@@ -29,7 +29,9 @@
 import { corruption } from '../errors'
 import { checks } from '../invariants'
 import { KIND_DELETE, KIND_VALUE, TRAILER_SIZE } from '../keys'
-import { getFixed32, getVarint, varintOut } from '../util/coding'
+import { compareRange, getFixed32, getVarint, varintOut } from '../util/coding'
+
+export { compareRange }
 import type { InternalIterator } from '../iterators/internal-iterator'
 
 /**
@@ -42,21 +44,6 @@ import type { InternalIterator } from '../iterators/internal-iterator'
  */
 const BLOCK_OVERHEAD = 896
 
-/**
- * Bytewise comparison of a[aStart, aEnd) with b[bStart, bEnd): the ordering of
- * user keys (util/coding.ts compareBytes) over ranges, without making views.
- */
-export function compareRange (a: Uint8Array, aStart: number, aEnd: number, b: Uint8Array, bStart: number, bEnd: number): number {
-  const aLen = aEnd - aStart
-  const bLen = bEnd - bStart
-  const len = aLen < bLen ? aLen : bLen
-  for (let i = 0; i < len; i++) {
-    const d = a[aStart + i] - b[bStart + i]
-    if (d !== 0) return d
-  }
-  return aLen - bLen
-}
-
 export class DecodedBlock {
   readonly length: number
   /** Approximate memory held (bytes), for the block cache. */
@@ -67,9 +54,9 @@ export class DecodedBlock {
   /** The whole packed buffer: kinds, then the key arena. */
   readonly bytes: Uint8Array
   private readonly kindsAt: number
-  // Values: views of the raw contents' ArrayBuffer (the contents view itself is not kept).
-  private readonly valueBuffer: ArrayBuffer
-  private readonly valueBase: number
+  // Views are made with Buffer#subarray (cheaper than Buffer.from(arrayBuffer, ...)).
+  private readonly contents: Buffer
+  private readonly arena: Buffer
 
   /** @internal Use decodeBlock. Nothing here may be mutated. */
   constructor (contents: Buffer, packed: ArrayBuffer, n: number) {
@@ -78,21 +65,19 @@ export class DecodedBlock {
     this.ints = new Int32Array(packed, 8 * n, 3 * n + 1)
     this.bytes = new Uint8Array(packed)
     this.kindsAt = 8 * n + 4 * (3 * n + 1)
-    this.valueBuffer = contents.buffer as ArrayBuffer
-    this.valueBase = contents.byteOffset
+    this.contents = contents
+    this.arena = Buffer.from(packed)
     this.charge = contents.length + packed.byteLength + BLOCK_OVERHEAD
   }
 
   /** User key of entry i (a view into the block's arena). */
   userKey (i: number): Buffer {
-    const start = this.ints[i]
-    return Buffer.from(this.bytes.buffer, start, this.ints[i + 1] - start)
+    return this.arena.subarray(this.ints[i], this.ints[i + 1])
   }
 
   /** Value of entry i (a view into the block's contents). */
   value (i: number): Buffer {
-    const start = this.ints[this.length + 1 + i]
-    return Buffer.from(this.valueBuffer, this.valueBase + start, this.ints[2 * this.length + 1 + i] - start)
+    return this.contents.subarray(this.ints[this.length + 1 + i], this.ints[2 * this.length + 1 + i])
   }
 
   seq (i: number): number {

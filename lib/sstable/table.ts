@@ -156,12 +156,7 @@ export class Table {
     const block = this.rawBlock(b)
     // Not found in the block: the key falls between its last key and its separator.
     if (!seekRawBlock(this.name, block, userKey, seq)) return undefined
-    const c = block.contents
-    return {
-      kind: rawSeekOut.kind,
-      value: Buffer.from(c.buffer, c.byteOffset + rawSeekOut.valueStart, rawSeekOut.valueEnd - rawSeekOut.valueStart),
-      seq: rawSeekOut.seq
-    }
+    return { kind: rawSeekOut.kind, value: block.contents.subarray(rawSeekOut.valueStart, rawSeekOut.valueEnd), seq: rawSeekOut.seq }
   }
 
   /** Lazy two-level iterator (index block -> data blocks); takes a reference until closed. */
