@@ -53,6 +53,11 @@ function decodeOut (data: Buffer, encoding: EncodingName): Format {
   return copy
 }
 
+/** A value the engine's get() returned (a fresh copy the caller owns) to the requested encoding. */
+function ownedOut (data: Buffer, encoding: EncodingName): Format {
+  return encoding === 'utf8' ? data.toString('utf8') : data
+}
+
 function rangeFrom (options: Record<string, any>): RangeOptions {
   const range: RangeOptions = { reverse: options.reverse === true }
   if (options.gt !== undefined) range.gt = toView(options.gt)
@@ -247,7 +252,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
   _getSync (key: Format, options: Record<string, any>): any {
     const snapshot = options.snapshot as LsmSnapshot | undefined
     const value = this[ENGINE]!.get(toView(key), snapshot?.inner)
-    return value === undefined ? undefined : decodeOut(value, options.valueEncoding)
+    return value === undefined ? undefined : ownedOut(value, options.valueEncoding)
   }
 
   /**
@@ -272,14 +277,14 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     const engine = this[ENGINE]!
     if (engine.turn.exhausted()) return this.getLater(engine, key, options)
     const value = engine.get(toView(key), (options.snapshot as LsmSnapshot | undefined)?.inner)
-    return value === undefined ? undefined : decodeOut(value, options.valueEncoding)
+    return value === undefined ? undefined : ownedOut(value, options.valueEncoding)
   }
 
   private async getLater (engine: Engine, key: Format, options: Record<string, any>): Promise<any> {
     const at = (options.snapshot as LsmSnapshot | undefined)?.inner ?? engine.pointInTime()
     await nextTurn()
     const value = engine.get(toView(key), at)
-    return value === undefined ? undefined : decodeOut(value, options.valueEncoding)
+    return value === undefined ? undefined : ownedOut(value, options.valueEncoding)
   }
 
   async _getMany (keys: Format[], options: Record<string, any>): Promise<any[]> {
@@ -288,7 +293,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     const out = new Array(keys.length)
     for (let i = 0; i < keys.length; i++) {
       const value = engine.get(toView(keys[i]), at)
-      out[i] = value === undefined ? undefined : decodeOut(value, options.valueEncoding)
+      out[i] = value === undefined ? undefined : ownedOut(value, options.valueEncoding)
     }
     return out
   }

@@ -543,7 +543,7 @@ export class Engine {
 
   // ---------------------------------------------------------------- reads
 
-  /** The value of `key` visible at `snapshot` (default: latest), or undefined. */
+  /** The value of `key` visible at `snapshot` (default: latest), or undefined. The value is a copy the caller owns. */
   get (key: Uint8Array, snapshot?: Snapshot): Buffer | undefined {
     const seq = snapshot ? snapshot.seq : this.visibleSeq
     let r: { kind: number, value: Buffer } | undefined = this.mem.get(key, seq)

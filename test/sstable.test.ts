@@ -339,8 +339,15 @@ test('decoded blocks: range compare, views outlive eviction, paranoid order chec
   let i = 0
   for (it.seekToFirst(); it.valid(); it.next(), i++) if (i % 50 === 0) held.push({ e: model[i], key: it.userKey(), value: it.value() })
   it.close()
+  // Values returned by get() are held too: evicted unpinned blocks' memory is recycled for later reads.
+  const got: Array<{ e: Entry, value: Buffer }> = []
+  for (let j = 0; j < model.length; j += 101) {
+    const r = table.get(model[j].userKey, MAX_SEQ)
+    if (r !== undefined && r.seq === model[j].seq) got.push({ e: model[j], value: r.value })
+  }
   for (let j = 0; j < model.length; j += 7) table.get(model[j].userKey, MAX_SEQ) // churn the tiny cache
   t.ok(held.length > 10 && held.every((h) => h.key.equals(h.e.userKey) && h.value.equals(h.e.value)), `${held.length} held views unchanged after eviction`)
+  t.ok(got.length > 10 && got.every((g) => g.value.equals(g.e.value)), `${got.length} values from get() unchanged after eviction and recycling`)
   table.unref()
 
   // An out-of-order block (valid framing) is corruption in paranoid mode.

@@ -35,12 +35,12 @@ export class MemTable {
     if (seq < this.minSeq || this.minSeq === 0) this.minSeq = seq
   }
 
-  /** Newest entry for `userKey` with seq <= snapshotSeq, or undefined. */
+  /** Newest entry for `userKey` with seq <= snapshotSeq, or undefined. Its value is a copy the caller owns. */
   get (userKey: Uint8Array, snapshotSeq: number): MemTableEntry | undefined {
     const list = this.list
     const node = list.findVisible(userKey, snapshotSeq)
     if (node === 0) return undefined
-    return { kind: list.kindAt(node), value: list.valueAt(node), seq: list.seqAt(node) }
+    return { kind: list.kindAt(node), value: Buffer.from(list.valueAt(node)), seq: list.seqAt(node) }
   }
 
   /** Approximate memory use in bytes: keys + values + a fixed overhead per entry. */

@@ -337,6 +337,13 @@ const RAW_BLOCK_OVERHEAD = 384
 export class RawBlock {
   /** Approximate memory held (bytes), for the block cache. */
   readonly charge: number
+  /**
+   * Set once views of the contents may outlive the current synchronous step (the
+   * block was decoded for an iterator). Until then the block cache may recycle
+   * the contents' memory when it evicts the block: point lookups copy what they
+   * return.
+   */
+  pinned = false
 
   /** @internal Use parseRawBlock. */
   constructor (
@@ -345,7 +352,7 @@ export class RawBlock {
     readonly limit: number,
     readonly numRestarts: number
   ) {
-    this.charge = contents.length + RAW_BLOCK_OVERHEAD
+    this.charge = contents.buffer.byteLength + RAW_BLOCK_OVERHEAD
   }
 }
 

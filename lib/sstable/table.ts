@@ -20,7 +20,7 @@ import { type BlockHandle, BLOCK_TRAILER_SIZE, FOOTER_SIZE, type TableProperties
 
 export interface GetResult {
   kind: number
-  /** A view into an immutable cached block; copy before handing to user code that may mutate it. */
+  /** A copy the caller owns (the block's memory may be recycled once evicted). */
   value: Buffer
   seq: number
 }
@@ -137,7 +137,7 @@ export class Table {
   /**
    * Newest entry for userKey with entry.seq <= seq, or undefined if none in this
    * table. Bloom-gated; reads at most one data block. Allocates only the value
-   * view and the (fresh, caller-owned) result object.
+   * (a copy) and the result object, both caller-owned.
    */
   get (userKey: Uint8Array, seq: number): GetResult | undefined {
     assert(this.refs > 0, `Table ${this.name} used after close`)
@@ -156,7 +156,9 @@ export class Table {
     const block = this.rawBlock(b)
     // Not found in the block: the key falls between its last key and its separator.
     if (!seekRawBlock(this.name, block, userKey, seq)) return undefined
-    return { kind: rawSeekOut.kind, value: block.contents.subarray(rawSeekOut.valueStart, rawSeekOut.valueEnd), seq: rawSeekOut.seq }
+    const value = Buffer.allocUnsafe(rawSeekOut.valueEnd - rawSeekOut.valueStart)
+    block.contents.copy(value, 0, rawSeekOut.valueStart, rawSeekOut.valueEnd)
+    return { kind: rawSeekOut.kind, value, seq: rawSeekOut.seq }
   }
 
   /** Lazy two-level iterator (index block -> data blocks); takes a reference until closed. */
@@ -194,15 +196,22 @@ export class Table {
     const offset = this.blockOffsets[i]
     const cached = this.cache.get(this.id, offset)
     if (cached !== undefined) return cached
-    const handle: BlockHandle = { offset, size: this.blockSizes[i] }
-    const block = parseRawBlock(this.name, readBlock(this.file, this.name, handle, this.verifyChecksums))
+    const size = this.blockSizes[i]
+    const handle: BlockHandle = { offset, size }
+    const into = this.cache.takeBuffer(size + BLOCK_TRAILER_SIZE)
+    const block = parseRawBlock(this.name, readBlock(this.file, this.name, handle, this.verifyChecksums, into))
     this.cache.set(this.id, offset, block, block.charge)
     return block
   }
 
-  /** @internal Data block `i` (0 <= i < dataBlockCount), decoded (each call decodes anew). */
+  /**
+   * @internal Data block `i` (0 <= i < dataBlockCount), decoded (each call
+   * decodes anew). Its views stay valid forever: the raw block is pinned.
+   */
   dataBlock (i: number): DecodedBlock {
-    return decodeBlock(this.name, this.rawBlock(i).contents)
+    const raw = this.rawBlock(i)
+    raw.pinned = true
+    return decodeBlock(this.name, raw.contents)
   }
 }
 
