@@ -43,6 +43,8 @@ export class Table {
 
   private checked = 0
   private useful = 0
+  /** @internal The table cache's LRU stamp. */
+  lastUse = 0
 
   private refs = 1
   // The index, decoded once (the compact form of block.ts, like data blocks):
