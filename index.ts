@@ -56,6 +56,11 @@ function decodeOut (data: Buffer, encoding: EncodingName): Format {
   return copy
 }
 
+/** A value the engine's get() returned (a fresh copy the caller owns) to the requested encoding. */
+function ownedOut (data: Buffer, encoding: EncodingName): Format {
+  return encoding === 'utf8' ? data.toString('utf8') : data
+}
+
 function rangeFrom (options: Record<string, any>): RangeOptions {
   const range: RangeOptions = { reverse: options.reverse === true }
   if (options.gt !== undefined) range.gt = toView(options.gt)
@@ -249,15 +254,16 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     if (e) await e.close()
   }
 
-  async _put (key: Format, value: Format, options: Record<string, any>): Promise<void> {
+  // Not async: the engine's promise is returned as is (one promise less per write).
+  _put (key: Format, value: Format, options: Record<string, any>): Promise<void> {
     return this[ENGINE]!.write([{ kind: KIND_VALUE, key: toBuffer(key), value: toBuffer(value) }], options.sync === true)
   }
 
-  async _del (key: Format, options: Record<string, any>): Promise<void> {
+  _del (key: Format, options: Record<string, any>): Promise<void> {
     return this[ENGINE]!.write([{ kind: KIND_DELETE, key: toBuffer(key) }], options.sync === true)
   }
 
-  async _batch (operations: Array<Record<string, any>>, options: Record<string, any>): Promise<void> {
+  _batch (operations: Array<Record<string, any>>, options: Record<string, any>): Promise<void> {
     const ops: BatchOp[] = new Array(operations.length)
     for (let i = 0; i < operations.length; i++) {
       const op = operations[i]
@@ -271,7 +277,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
   _getSync (key: Format, options: Record<string, any>): any {
     const snapshot = options.snapshot as LsmSnapshot | undefined
     const value = this[ENGINE]!.get(toView(key), snapshot?.inner)
-    return value === undefined ? undefined : decodeOut(value, options.valueEncoding)
+    return value === undefined ? undefined : ownedOut(value, options.valueEncoding)
   }
 
   /**
@@ -287,11 +293,23 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     return point
   }
 
-  async _get (key: Format, options: Record<string, any>): Promise<any> {
+  /**
+   * Returns the value itself, not a promise, when the read completes now (the
+   * common case: abstract-level awaits it either way, and a plain value saves
+   * the async function's promise); a promise when the read waits for the next turn.
+   */
+  _get (key: Format, options: Record<string, any>): any {
     const engine = this[ENGINE]!
-    const at = await this.readPoint(engine, options)
+    if (engine.turn.exhausted()) return this.getLater(engine, key, options)
+    const value = engine.get(toView(key), (options.snapshot as LsmSnapshot | undefined)?.inner)
+    return value === undefined ? undefined : ownedOut(value, options.valueEncoding)
+  }
+
+  private async getLater (engine: Engine, key: Format, options: Record<string, any>): Promise<any> {
+    const at = (options.snapshot as LsmSnapshot | undefined)?.inner ?? engine.pointInTime()
+    await nextTurn()
     const value = engine.get(toView(key), at)
-    return value === undefined ? undefined : decodeOut(value, options.valueEncoding)
+    return value === undefined ? undefined : ownedOut(value, options.valueEncoding)
   }
 
   async _getMany (keys: Format[], options: Record<string, any>): Promise<any[]> {
@@ -300,7 +318,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     const out = new Array(keys.length)
     for (let i = 0; i < keys.length; i++) {
       const value = engine.get(toView(keys[i]), at)
-      out[i] = value === undefined ? undefined : decodeOut(value, options.valueEncoding)
+      out[i] = value === undefined ? undefined : ownedOut(value, options.valueEncoding)
     }
     return out
   }

@@ -110,12 +110,14 @@ const EMPTY = Buffer.alloc(0)
  */
 const MAX_MEMTABLE_RANGE_TOMBSTONES = 1000
 
-/** Adds a committed batch operation to a memtable. */
+/**
+ * Adds a committed batch operation to a memtable (which copies keys and values
+ * into its arena). A range tombstone's bounds are kept as given: `copy` when
+ * they are views of a buffer that will be reused (log replay).
+ */
 function applyOp (mem: MemTable, seq: number, op: BatchOp, copy: boolean): void {
   if (op.kind === OP_RANGE_DELETE) {
     mem.addRangeTombstone(seq, copy ? Buffer.from(op.key) : op.key, op.end !== undefined && copy ? Buffer.from(op.end) : op.end)
-  } else if (copy) {
-    mem.add(seq, op.kind, Buffer.from(op.key), op.value ? Buffer.from(op.value) : EMPTY)
   } else {
     mem.add(seq, op.kind, op.key, op.value ?? EMPTY)
   }
@@ -571,7 +573,7 @@ export class Engine {
 
   // ---------------------------------------------------------------- reads
 
-  /** The value of `key` visible at `snapshot` (default: latest), or undefined. */
+  /** The value of `key` visible at `snapshot` (default: latest), or undefined. The value is a copy the caller owns. */
   get (key: Uint8Array, snapshot?: Snapshot): Buffer | undefined {
     const seq = snapshot ? snapshot.seq : this.visibleSeq
     let r: { kind: number, value: Buffer, seq: number } | undefined = this.mem.get(key, seq)

@@ -19,7 +19,7 @@ import { TableCache } from '../lib/sstable/table-cache'
 import { BlockCache } from '../lib/sstable/cache'
 import { bloomHash, murmur3, BloomBuilder, BloomFilter } from '../lib/sstable/bloom'
 import { BlockBuilder } from '../lib/sstable/block-builder'
-import { decodeBlock, BlockIterator, compareRange } from '../lib/sstable/block'
+import { decodeBlock, BlockIterator, compareRange, parseRawBlock, seekRawBlock, rawSeekOut } from '../lib/sstable/block'
 import { checks } from '../lib/invariants'
 import { ByteWriter, compareBytes } from '../lib/util/coding'
 import { FOOTER_SIZE } from '../lib/sstable/format'
@@ -195,7 +195,24 @@ test('block: build, decode, search, iterate', (t) => {
       if (block.upperBound(e.userKey, seq) !== upperBound(model, e.userKey, seq)) ok = false
     }
     t.ok(ok, 'lowerBound/upperBound match the model')
+    // The raw (cached) form answers point lookups in place like the model.
+    const raw = parseRawBlock('x.sst', Buffer.from(w.buf.subarray(0, w.pos)))
+    let rawWrong = 0
+    for (let i = 0; i < 2000; i++) {
+      const e = model[rng.int(model.length)]
+      const r = rng.int(4)
+      const key = r === 0 ? rng.bytes(1 + rng.int(12)) : r === 1 ? Buffer.concat([e.userKey, Buffer.from([rng.int(256)])]) : e.userKey
+      const seq = rng.int(3) === 0 ? e.seq : rng.int(2) === 0 ? MAX_SEQ : rng.int(2 ** 41)
+      const pos = lowerBound(model, key, seq)
+      const want = pos < model.length && model[pos].userKey.equals(key) ? model[pos] : undefined
+      const found = seekRawBlock('x.sst', raw, key, seq)
+      if (want === undefined ? found : (!found || rawSeekOut.seq !== want.seq || rawSeekOut.kind !== want.kind ||
+        !raw.contents.subarray(rawSeekOut.valueStart, rawSeekOut.valueEnd).equals(want.value))) rawWrong++
+    }
+    t.is(rawWrong, 0, `interval ${interval}: raw-block point lookups match the model`)
   }
+  const emptyRaw = new BlockBuilder().finish()
+  t.notOk(seekRawBlock('x.sst', parseRawBlock('x.sst', Buffer.from(emptyRaw.buf.subarray(0, emptyRaw.pos))), Buffer.from('a'), MAX_SEQ), 'empty raw block finds nothing')
   const empty = new BlockBuilder().finish()
   t.is(decodeBlock('x.sst', Buffer.from(empty.buf.subarray(0, empty.pos))).length, 0, 'empty block decodes')
   // Every truncation and every single-byte flip of a small block: corruption or a decode, never another error.
@@ -217,10 +234,35 @@ test('block: build, decode, search, iterate', (t) => {
     }
   }
   t.is(bad, 0, 'damaged blocks fail only with LEVEL_CORRUPTION')
+  // The same damage seen through the raw form: parsing and every lookup either
+  // answer or fail with LEVEL_CORRUPTION, never another error.
+  const probes = model.slice(0, 14).map((e) => e.userKey)
+  let rawBad = 0
+  let rawCaught = 0
+  const tryRaw = (b: Buffer): void => {
+    const err = thrown(() => {
+      const raw = parseRawBlock('x.sst', b)
+      for (const k of probes) for (const seq of [MAX_SEQ, 1]) seekRawBlock('x.sst', raw, k, seq)
+    })
+    if (err !== undefined) {
+      rawCaught++
+      if (!isCorruptionNaming(err, 'x.sst')) rawBad++
+    }
+  }
+  for (let len = 0; len < good.length; len++) tryRaw(Buffer.from(good.subarray(0, len)))
+  for (let i = 0; i < good.length; i++) {
+    for (const x of [0x01, 0x80, 0xff]) {
+      const b = Buffer.from(good)
+      b[i] ^= x
+      tryRaw(b)
+    }
+  }
+  t.ok(rawCaught > good.length, `damage caught in the raw form (${rawCaught} cases)`)
+  t.is(rawBad, 0, 'damaged raw blocks fail only with LEVEL_CORRUPTION')
   t.end()
 })
 
-test('decoded blocks: the cache charge matches live memory after GC (needs --expose-gc)', (t) => {
+test('raw blocks: the cache charge matches live memory after GC (needs --expose-gc)', (t) => {
   const gc = (globalThis as { gc?: () => void }).gc
   if (gc === undefined) {
     t.skip('run with --expose-gc')
@@ -251,7 +293,7 @@ test('decoded blocks: the cache charge matches live memory after GC (needs --exp
     const cache = new BlockCache(1 << 30)
     const table = Table.open(nfs, built.path, built.name, cache)
     const before = live()
-    for (let i = 0; i < table.dataBlockCount; i++) table.dataBlock(i)
+    for (let i = 0; i < table.dataBlockCount; i++) table.rawBlock(i)
     const grown = live() - before
     const charged = cache.usedBytes()
     const ratio = grown / charged
@@ -297,8 +339,15 @@ test('decoded blocks: range compare, views outlive eviction, paranoid order chec
   let i = 0
   for (it.seekToFirst(); it.valid(); it.next(), i++) if (i % 50 === 0) held.push({ e: model[i], key: it.userKey(), value: it.value() })
   it.close()
+  // Values returned by get() are held too: evicted unpinned blocks' memory is recycled for later reads.
+  const got: Array<{ e: Entry, value: Buffer }> = []
+  for (let j = 0; j < model.length; j += 101) {
+    const r = table.get(model[j].userKey, MAX_SEQ)
+    if (r !== undefined && r.seq === model[j].seq) got.push({ e: model[j], value: r.value })
+  }
   for (let j = 0; j < model.length; j += 7) table.get(model[j].userKey, MAX_SEQ) // churn the tiny cache
   t.ok(held.length > 10 && held.every((h) => h.key.equals(h.e.userKey) && h.value.equals(h.e.value)), `${held.length} held views unchanged after eviction`)
+  t.ok(got.length > 10 && got.every((g) => g.value.equals(g.e.value)), `${got.length} values from get() unchanged after eviction and recycling`)
   table.unref()
 
   // An out-of-order block (valid framing) is corruption in paranoid mode.

@@ -31,10 +31,9 @@ export class MemTable {
 
   /**
    * Adds one entry. REQUIRES: (userKey, seq) is not already present (seqs are
-   * unique). Keys and values are stored as given; the caller passes buffers it
-   * will not mutate.
+   * unique). The key and value bytes are copied (the caller keeps its buffers).
    */
-  add (seq: number, kind: number, userKey: Buffer, value: Buffer): void {
+  add (seq: number, kind: number, userKey: Uint8Array, value: Uint8Array): void {
     this.list.insert(userKey, seq, kind, value)
     this.bytes += userKey.length + value.length + ENTRY_OVERHEAD
     if (seq > this.maxSeq) this.maxSeq = seq
@@ -70,12 +69,12 @@ export class MemTable {
     return this.list.size === 0 && this.tombstones.length === 0
   }
 
-  /** Newest entry for `userKey` with seq <= snapshotSeq, or undefined. */
+  /** Newest entry for `userKey` with seq <= snapshotSeq, or undefined. Its value is a copy the caller owns. */
   get (userKey: Uint8Array, snapshotSeq: number): MemTableEntry | undefined {
     const list = this.list
     const node = list.findVisible(userKey, snapshotSeq)
     if (node === 0) return undefined
-    return { kind: list.kindAt(node), value: list.valueAt(node), seq: list.seqAt(node) }
+    return { kind: list.kindAt(node), value: Buffer.from(list.valueAt(node)), seq: list.seqAt(node) }
   }
 
   /** Approximate memory use in bytes: keys + values + a fixed overhead per entry. */

@@ -10,7 +10,7 @@
 //
 //   pre0, pre1  the first 8 bytes of the user key (see "Key prefixes")
 //   seqHi/Lo    the seq, split at bit 32
-//   row         index of the node's key, value and kind in `keys`, `values`, `kinds`
+//   row         index of the node's entry in `rows` (key and value) and `kinds`
 //   link[l]     offset of the next node on level l (0: none)
 //
 // A search step therefore reads a link and the prefix it leads to from the same
@@ -33,7 +33,14 @@
 // links, so a cursor holding an offset keeps working while inserts continue.
 // `nodes` is replaced when it grows, so readers must always go through the
 // list and never keep the array.
-import { compareBytes } from '../util/coding'
+//
+// Keys and values. An insert copies the key and the value, back to back, into
+// an arena of large chunks; row r of `rows` holds [chunk, offset, key length,
+// value length]. The list thus holds no object per entry (a Buffer per key and
+// per value would be millions of long-lived objects for the garbage collector
+// to trace and promote); keyAt/valueAt make short-lived views on demand, valid
+// forever (arena bytes are never overwritten).
+import { compareRange } from '../util/coding'
 
 /** Levels of the tallest tower. With branching 4 this suits lists of up to ~4^12 = 16M entries. */
 export const MAX_HEIGHT = 12
@@ -49,6 +56,13 @@ const HEAD = 0
 const NIL = 0
 const EMPTY = Buffer.alloc(0)
 const TWO_32 = 0x100000000
+/** Arena chunk size: entries are copied into chunks of this size (or their own size, if larger). */
+const CHUNK_BYTES = 256 * 1024
+// rows: 4 ints per entry.
+const R_CHUNK = 0
+const R_OFF = 1
+const R_KEYLEN = 2
+const R_VALLEN = 3
 
 /** Key bytes [from, from + 4) big-endian, zero padded, sign-flipped: compare as signed int32. */
 function prefixWord (key: Uint8Array, from: number): number {
@@ -65,8 +79,12 @@ export class SkipList {
   private nodes: Int32Array
   /** Offset at which the next record goes. */
   private end = LINKS + MAX_HEIGHT
-  private keys: Buffer[] = []
-  private values: Buffer[] = []
+  private count = 0
+  /** Per entry: chunk index, offset, key length, value length. */
+  private rows: Int32Array
+  private readonly chunks: Buffer[] = []
+  private chunk: Buffer = EMPTY
+  private chunkPos = 0
   private kinds: Uint8Array
   /** Height of the tallest tower so far; searches start there. */
   private height = 1
@@ -80,19 +98,20 @@ export class SkipList {
   constructor (seed = 0x2545f491) {
     this.nodes = new Int32Array(8192)
     this.kinds = new Uint8Array(1024)
+    this.rows = new Int32Array(4 * 1024)
     this.rng = (seed | 0) === 0 ? 1 : seed | 0
   }
 
   /** Number of entries. */
   get size (): number {
-    return this.keys.length
+    return this.count
   }
 
   /**
    * Inserts an entry. REQUIRES: no entry with the same (userKey, seq) exists. The
-   * buffers are kept as given, not copied.
+   * key and value bytes are copied into the arena.
    */
-  insert (userKey: Buffer, seq: number, kind: number, value: Buffer): void {
+  insert (userKey: Uint8Array, seq: number, kind: number, value: Uint8Array): void {
     const pre0 = prefixWord(userKey, 0)
     const pre1 = prefixWord(userKey, 4)
     const splice = this.splice
@@ -107,15 +126,39 @@ export class SkipList {
 
     const h = this.randomHeight()
     if (h > this.height) this.height = h
-    const row = this.keys.length
+    const row = this.count
     if (row === this.kinds.length) {
       const kinds = new Uint8Array(row * 2)
       kinds.set(this.kinds)
       this.kinds = kinds
+      const rows = new Int32Array(row * 8)
+      rows.set(this.rows)
+      this.rows = rows
     }
-    this.keys.push(userKey)
-    this.values.push(value)
+    const keyLen = userKey.length
+    const valueLen = value.length
+    if (this.chunkPos + keyLen + valueLen > this.chunk.length) {
+      this.chunk = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, keyLen + valueLen))
+      this.chunks.push(this.chunk)
+      this.chunkPos = 0
+    }
+    const chunk = this.chunk
+    let at = this.chunkPos
+    // Short copies by hand (TypedArray.set costs more than a few bytes' loop).
+    if (keyLen <= 32) for (let i = 0; i < keyLen; i++) chunk[at + i] = userKey[i]
+    else chunk.set(userKey, at)
+    at += keyLen
+    if (valueLen <= 32) for (let i = 0; i < valueLen; i++) chunk[at + i] = value[i]
+    else chunk.set(value, at)
+    const r = row * 4
+    const rows = this.rows
+    rows[r + R_CHUNK] = this.chunks.length - 1
+    rows[r + R_OFF] = this.chunkPos
+    rows[r + R_KEYLEN] = keyLen
+    rows[r + R_VALLEN] = valueLen
+    this.chunkPos = at + valueLen
     this.kinds[row] = kind
+    this.count = row + 1
 
     if (this.end + LINKS + h > this.nodes.length) {
       const nodes = new Int32Array(this.nodes.length * 2)
@@ -178,15 +221,33 @@ export class SkipList {
     if (node === NIL) return NIL
     const nodes = this.nodes
     if (nodes[node + PRE0] !== pre0 || nodes[node + PRE1] !== pre1) return NIL
-    return compareBytes(this.keys[nodes[node + ROW]], userKey) === 0 ? node : NIL
+    return this.compareKey(nodes[node + ROW], userKey) === 0 ? node : NIL
   }
 
+  /** A view of the node's user key (arena bytes, never overwritten). */
   keyAt (node: number): Buffer {
-    return this.keys[this.nodes[node + ROW]]
+    const r = this.nodes[node + ROW] * 4
+    const rows = this.rows
+    const off = rows[r + R_OFF]
+    return this.chunks[rows[r + R_CHUNK]].subarray(off, off + rows[r + R_KEYLEN])
   }
 
+  /** A view of the node's value (arena bytes, never overwritten). */
   valueAt (node: number): Buffer {
-    return this.values[this.nodes[node + ROW]]
+    const r = this.nodes[node + ROW] * 4
+    const rows = this.rows
+    const valueLen = rows[r + R_VALLEN]
+    if (valueLen === 0) return EMPTY
+    const off = rows[r + R_OFF] + rows[r + R_KEYLEN]
+    return this.chunks[rows[r + R_CHUNK]].subarray(off, off + valueLen)
+  }
+
+  /** Bytewise comparison of row `row`'s user key with userKey. */
+  private compareKey (row: number, userKey: Uint8Array): number {
+    const r = row * 4
+    const rows = this.rows
+    const off = rows[r + R_OFF]
+    return compareRange(this.chunks[rows[r + R_CHUNK]], off, off + rows[r + R_KEYLEN], userKey, 0, userKey.length)
   }
 
   seqAt (node: number): number {
@@ -204,7 +265,7 @@ export class SkipList {
     if (p !== pre0) return p < pre0 ? -1 : 1
     p = nodes[node + PRE1]
     if (p !== pre1) return p < pre1 ? -1 : 1
-    const c = compareBytes(this.keys[nodes[node + ROW]], userKey)
+    const c = this.compareKey(nodes[node + ROW], userKey)
     if (c !== 0) return c
     return seq - (nodes[node + SEQ_HI] * TWO_32 + (nodes[node + SEQ_LO] >>> 0))
   }

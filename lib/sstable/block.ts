@@ -20,10 +20,18 @@
 // Searches compare the target against arena bytes in place; userKey(i) and
 // value(i) make short-lived views on demand. Views stay valid forever (the
 // block is immutable and never reused), which is what the iterator contract asks.
+//
+// The block cache does not hold decoded blocks: it holds RawBlocks, the raw
+// contents with their restart array validated, charged at their raw size. Point
+// lookups (seekRawBlock) search a raw block in place, as LevelDB does: a binary
+// search over the restart points, then a scan of at most one restart interval,
+// validating every entry they read. Iterators decode the blocks they visit.
 import { corruption } from '../errors'
 import { checks } from '../invariants'
 import { KIND_DELETE, KIND_VALUE, TRAILER_SIZE } from '../keys'
-import { getFixed32, getVarint, varintOut } from '../util/coding'
+import { compareRange, getFixed32, getVarint, varintOut } from '../util/coding'
+
+export { compareRange }
 import type { InternalIterator } from '../iterators/internal-iterator'
 
 /**
@@ -36,21 +44,6 @@ import type { InternalIterator } from '../iterators/internal-iterator'
  */
 const BLOCK_OVERHEAD = 896
 
-/**
- * Bytewise comparison of a[aStart, aEnd) with b[bStart, bEnd): the ordering of
- * user keys (util/coding.ts compareBytes) over ranges, without making views.
- */
-export function compareRange (a: Uint8Array, aStart: number, aEnd: number, b: Uint8Array, bStart: number, bEnd: number): number {
-  const aLen = aEnd - aStart
-  const bLen = bEnd - bStart
-  const len = aLen < bLen ? aLen : bLen
-  for (let i = 0; i < len; i++) {
-    const d = a[aStart + i] - b[bStart + i]
-    if (d !== 0) return d
-  }
-  return aLen - bLen
-}
-
 export class DecodedBlock {
   readonly length: number
   /** Approximate memory held (bytes), for the block cache. */
@@ -61,9 +54,9 @@ export class DecodedBlock {
   /** The whole packed buffer: kinds, then the key arena. */
   readonly bytes: Uint8Array
   private readonly kindsAt: number
-  // Values: views of the raw contents' ArrayBuffer (the contents view itself is not kept).
-  private readonly valueBuffer: ArrayBuffer
-  private readonly valueBase: number
+  // Views are made with Buffer#subarray (cheaper than Buffer.from(arrayBuffer, ...)).
+  private readonly contents: Buffer
+  private readonly arena: Buffer
 
   /** @internal Use decodeBlock. Nothing here may be mutated. */
   constructor (contents: Buffer, packed: ArrayBuffer, n: number) {
@@ -72,21 +65,19 @@ export class DecodedBlock {
     this.ints = new Int32Array(packed, 8 * n, 3 * n + 1)
     this.bytes = new Uint8Array(packed)
     this.kindsAt = 8 * n + 4 * (3 * n + 1)
-    this.valueBuffer = contents.buffer as ArrayBuffer
-    this.valueBase = contents.byteOffset
+    this.contents = contents
+    this.arena = Buffer.from(packed)
     this.charge = contents.length + packed.byteLength + BLOCK_OVERHEAD
   }
 
   /** User key of entry i (a view into the block's arena). */
   userKey (i: number): Buffer {
-    const start = this.ints[i]
-    return Buffer.from(this.bytes.buffer, start, this.ints[i + 1] - start)
+    return this.arena.subarray(this.ints[i], this.ints[i + 1])
   }
 
   /** Value of entry i (a view into the block's contents). */
   value (i: number): Buffer {
-    const start = this.ints[this.length + 1 + i]
-    return Buffer.from(this.valueBuffer, this.valueBase + start, this.ints[2 * this.length + 1 + i] - start)
+    return this.contents.subarray(this.ints[this.length + 1 + i], this.ints[2 * this.length + 1 + i])
   }
 
   seq (i: number): number {
@@ -332,4 +323,160 @@ export class BlockIterator implements InternalIterator {
   close (): void {
     this.pos = -1
   }
+}
+
+/**
+ * Memory per cached raw block beyond its contents: the RawBlock, the contents
+ * view and its ArrayBuffer, the 5 trailer bytes read with the block and the
+ * block cache's entry (measured by the sstable test "raw blocks: the cache
+ * charge matches live memory"), plus the off-heap bookkeeping of the ArrayBuffer.
+ */
+const RAW_BLOCK_OVERHEAD = 384
+
+/** A data block as the block cache holds it: raw contents, restart array checked. */
+export class RawBlock {
+  /** Approximate memory held (bytes), for the block cache. */
+  readonly charge: number
+  /**
+   * Set once views of the contents may outlive the current synchronous step (the
+   * block was decoded for an iterator). Until then the block cache may recycle
+   * the contents' memory when it evicts the block: point lookups copy what they
+   * return.
+   */
+  pinned = false
+
+  /** @internal Use parseRawBlock. */
+  constructor (
+    readonly contents: Buffer,
+    /** Offset of the restart array: entries lie in [0, limit). */
+    readonly limit: number,
+    readonly numRestarts: number
+  ) {
+    this.charge = contents.buffer.byteLength + RAW_BLOCK_OVERHEAD
+  }
+}
+
+/**
+ * Checks the framing of block `contents` of table `name` (restart count and
+ * offsets: increasing, inside the entries, the first at 0) without decoding the
+ * entries; lookups validate the entries they read. Throws corruption on damage.
+ */
+export function parseRawBlock (name: string, contents: Buffer): RawBlock {
+  const size = contents.length
+  if (size < 4) throw corruption(name, 'block too short for its restart count')
+  if (size > MAX_DECODED_BYTES) throw corruption(name, `block of ${size} bytes is too large`)
+  const numRestarts = getFixed32(contents, size - 4)
+  if (numRestarts > (size - 4) / 4) throw corruption(name, `block restart count ${numRestarts} exceeds block size ${size}`)
+  const limit = size - 4 - numRestarts * 4
+  if (numRestarts === 0) {
+    if (limit !== 0) throw corruption(name, 'first block entry is not a restart point')
+  } else {
+    if (getFixed32(contents, limit) !== 0) throw corruption(name, 'first block entry is not a restart point')
+    let prev = 0
+    for (let r = 1; r < numRestarts; r++) {
+      const off = getFixed32(contents, limit + 4 * r)
+      if (off <= prev || off >= limit) throw corruption(name, 'block restart array does not match its entries')
+      prev = off
+    }
+  }
+  return new RawBlock(contents, limit, numRestarts)
+}
+
+/** What seekRawBlock found (reused by every call: read it before the next one). */
+export const rawSeekOut = { kind: 0, seq: 0, valueStart: 0, valueEnd: 0 }
+
+// The key being reconstructed by a scan (full internal key, prefix compression undone).
+let scanKey = new Uint8Array(256)
+
+/**
+ * Finds the first entry >= (userKey, seq) in internal order in `block` and, if
+ * its user key is `userKey`, reports it in rawSeekOut and returns true (false if
+ * there is no such entry). Validates every entry it reads: damage is a
+ * corruption error naming `name`, never a wrong answer.
+ */
+export function seekRawBlock (name: string, block: RawBlock, userKey: Uint8Array, seq: number): boolean {
+  const c = block.contents
+  const limit = block.limit
+  const keyLen = userKey.length
+  if (scanKey.length > 1 << 16) scanKey = new Uint8Array(256)
+  // Binary search: the last restart point whose key is < the target (or the first).
+  let lo = 0
+  let hi = block.numRestarts - 1
+  if (hi < 0) return false
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1
+    let pos = getFixed32(c, limit + 4 * mid)
+    // Restart entry: shared (must be 0), unshared, value length.
+    if (c[pos] !== 0) throw corruption(name, `restart entry at block offset ${pos} shares bytes`)
+    pos++
+    let unshared = c[pos++]
+    if (unshared >= 128) {
+      if (!getVarint(c, pos - 1, limit)) throw corruption(name, `bad entry header at block offset ${pos}`)
+      unshared = varintOut.value
+      pos = varintOut.pos
+    }
+    let v = c[pos++]
+    if (v >= 128 && !getVarint(c, pos - 1, limit)) throw corruption(name, `bad entry header at block offset ${pos}`)
+    if (v >= 128) pos = varintOut.pos
+    if (unshared < TRAILER_SIZE || unshared > limit - pos) throw corruption(name, `bad restart entry at block offset ${pos}`)
+    const t = pos + unshared - TRAILER_SIZE
+    let cmp = compareRange(c, pos, t, userKey, 0, keyLen)
+    if (cmp === 0) {
+      const s = c[t + 1] + c[t + 2] * 0x100 + c[t + 3] * 0x10000 + c[t + 4] * 0x1000000 +
+        c[t + 5] * 0x100000000 + c[t + 6] * 0x10000000000
+      cmp = s > seq ? -1 : 1 // a larger seq sorts first
+    }
+    if (cmp < 0) lo = mid
+    else hi = mid - 1
+  }
+  // Scan forward from that restart point.
+  let key = scanKey
+  let len = 0
+  let pos = getFixed32(c, limit + 4 * lo)
+  let first = true
+  while (pos < limit) {
+    const entryStart = pos
+    if (!getVarint(c, pos, limit)) throw corruption(name, `bad entry header at block offset ${entryStart}`)
+    const shared = varintOut.value
+    if (!getVarint(c, varintOut.pos, limit)) throw corruption(name, `bad entry header at block offset ${entryStart}`)
+    const unshared = varintOut.value
+    if (!getVarint(c, varintOut.pos, limit)) throw corruption(name, `bad entry header at block offset ${entryStart}`)
+    const valueLen = varintOut.value
+    pos = varintOut.pos
+    if (shared > len || (first && shared !== 0)) throw corruption(name, `entry shares ${shared} bytes with a ${first ? 0 : len}-byte key`)
+    if (unshared > limit - pos || valueLen > limit - pos - unshared) {
+      throw corruption(name, `entry at block offset ${entryStart} runs past the end of the block`)
+    }
+    first = false
+    const newLen = shared + unshared
+    if (newLen < TRAILER_SIZE) throw corruption(name, `key of ${newLen} bytes is shorter than its trailer`)
+    if (newLen > key.length) {
+      const bigger = new Uint8Array(Math.max(newLen, key.length * 2))
+      bigger.set(key.subarray(0, shared))
+      key = scanKey = bigger
+    }
+    for (let j = 0; j < unshared; j++) key[shared + j] = c[pos + j]
+    len = newLen
+    pos += unshared
+    const t = len - TRAILER_SIZE
+    const kind = key[t]
+    if ((kind !== KIND_DELETE && kind !== KIND_VALUE) || key[t + 7] !== 0) {
+      throw corruption(name, `bad key trailer at block offset ${entryStart}`)
+    }
+    const cmp = compareRange(key, 0, t, userKey, 0, keyLen)
+    if (cmp > 0) return false
+    if (cmp === 0) {
+      const s = key[t + 1] + key[t + 2] * 0x100 + key[t + 3] * 0x10000 + key[t + 4] * 0x1000000 +
+        key[t + 5] * 0x100000000 + key[t + 6] * 0x10000000000
+      if (s <= seq) {
+        rawSeekOut.kind = kind
+        rawSeekOut.seq = s
+        rawSeekOut.valueStart = pos
+        rawSeekOut.valueEnd = pos + valueLen
+        return true
+      }
+    }
+    pos += valueLen
+  }
+  return false
 }

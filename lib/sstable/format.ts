@@ -121,11 +121,12 @@ export function appendBlockTrailer (w: ByteWriter, start: number): void {
 /**
  * Reads the block at `h` (one positional read of size + trailer) and returns its
  * contents (a view of a buffer owned by the block, so cached blocks pin nothing
- * else). Checks the block type always and the checksum when `verify` is set.
+ * else: a fresh buffer, or `into`). Checks the block type always and the checksum when `verify` is set.
  */
-export function readBlock (file: RandomAccessFile, name: string, h: BlockHandle, verify: boolean): Buffer {
+export function readBlock (file: RandomAccessFile, name: string, h: BlockHandle, verify: boolean, into?: Buffer): Buffer {
   const total = h.size + BLOCK_TRAILER_SIZE
-  const buf = Buffer.allocUnsafeSlow(total)
+  // `into`: a buffer of at least `total` bytes that the block may own (recycled by the block cache).
+  const buf = into !== undefined && into.length >= total ? into : Buffer.allocUnsafeSlow(total)
   let n: number
   try {
     n = file.read(buf, 0, total, h.offset)

@@ -11,8 +11,11 @@ import type { BlockCache } from './cache'
 import { Table, type TableOpenOptions } from './table'
 
 export class TableCache {
-  // Map iteration order is the LRU order: least recently used first.
+  // LRU by use stamp (Table.lastUse): a hit only stamps the table (no map
+  // reordering per lookup); the least recently used is found by a scan, only
+  // when a new table is opened beyond maxOpenFiles.
   private readonly tables = new Map<number, Table>()
+  private clock = 0
   private readonly maxOpenFiles: number
   private retiredBloomChecked = 0
   private retiredBloomUseful = 0
@@ -37,8 +40,7 @@ export class TableCache {
   get (fileNumber: number): Table {
     const t = this.tables.get(fileNumber)
     if (t !== undefined) {
-      this.tables.delete(fileNumber)
-      this.tables.set(fileNumber, t)
+      t.lastUse = ++this.clock
       return t
     }
     const name = tableName(fileNumber)
@@ -50,9 +52,14 @@ export class TableCache {
       throw err
     }
     this.opens++
+    table.lastUse = ++this.clock
     this.tables.set(fileNumber, table)
     while (this.tables.size > this.maxOpenFiles) {
-      const oldest = this.tables.keys().next().value as number
+      let oldest = -1
+      let oldestUse = Infinity
+      for (const [n, t] of this.tables) {
+        if (t.lastUse < oldestUse) { oldest = n; oldestUse = t.lastUse }
+      }
       this.evict(oldest)
     }
     return table

@@ -1,6 +1,8 @@
 // An open table file (layout in format.ts). Opening reads only the footer and
 // the index, filter and properties blocks, each with one positional read; data
-// blocks are read on demand, one block per read, through the shared BlockCache.
+// blocks are read on demand, one block per read, through the shared BlockCache,
+// which holds them raw: get() searches a raw block in place, iterators decode
+// the blocks they visit (block.ts).
 //
 // Lifetime: a Table starts with one reference (the opener's: usually the
 // TableCache). Iterators take their own reference, so a table evicted from the
@@ -12,13 +14,13 @@ import { assert } from '../invariants'
 import { type InternalKey, MAX_SEQ } from '../keys'
 import type { InternalIterator } from '../iterators/internal-iterator'
 import { BloomFilter } from './bloom'
-import { type DecodedBlock, decodeBlock } from './block'
+import { type DecodedBlock, type RawBlock, decodeBlock, parseRawBlock, rawSeekOut, seekRawBlock } from './block'
 import type { BlockCache } from './cache'
 import { type BlockHandle, BLOCK_TRAILER_SIZE, FOOTER_SIZE, type TableProperties, decodeFooter, decodeHandle, decodeProperties, readBlock } from './format'
 
 export interface GetResult {
   kind: number
-  /** A view into an immutable cached block; copy before handing to user code that may mutate it. */
+  /** A copy the caller owns (the block's memory may be recycled once evicted). */
   value: Buffer
   seq: number
 }
@@ -41,6 +43,8 @@ export class Table {
 
   private checked = 0
   private useful = 0
+  /** @internal The table cache's LRU stamp. */
+  lastUse = 0
 
   private refs = 1
   // The index, decoded once (the compact form of block.ts, like data blocks):
@@ -135,7 +139,7 @@ export class Table {
   /**
    * Newest entry for userKey with entry.seq <= seq, or undefined if none in this
    * table. Bloom-gated; reads at most one data block. Allocates only the value
-   * view and the (fresh, caller-owned) result object.
+   * (a copy) and the result object, both caller-owned.
    */
   get (userKey: Uint8Array, seq: number): GetResult | undefined {
     assert(this.refs > 0, `Table ${this.name} used after close`)
@@ -151,11 +155,12 @@ export class Table {
     // and every later block starts above this block's separator.
     const b = this.index.lowerBound(userKey, seq)
     if (b === this.index.length) return undefined
-    const block = this.dataBlock(b)
-    const i = block.lowerBound(userKey, seq)
-    if (i === block.length) return undefined // falls between this block's last key and its separator
-    if (block.compareKey(i, userKey) !== 0) return undefined
-    return { kind: block.kind(i), value: block.value(i), seq: block.seqs[i] }
+    const block = this.rawBlock(b)
+    // Not found in the block: the key falls between its last key and its separator.
+    if (!seekRawBlock(this.name, block, userKey, seq)) return undefined
+    const value = Buffer.allocUnsafe(rawSeekOut.valueEnd - rawSeekOut.valueStart)
+    block.contents.copy(value, 0, rawSeekOut.valueStart, rawSeekOut.valueEnd)
+    return { kind: rawSeekOut.kind, value, seq: rawSeekOut.seq }
   }
 
   /** Lazy two-level iterator (index block -> data blocks); takes a reference until closed. */
@@ -187,16 +192,28 @@ export class Table {
     return this.index
   }
 
-  /** @internal Data block `i` (0 <= i < dataBlockCount), from the cache or the file. */
-  dataBlock (i: number): DecodedBlock {
+  /** @internal Data block `i` (0 <= i < dataBlockCount), raw, from the cache or the file. */
+  rawBlock (i: number): RawBlock {
     assert(this.refs > 0, `Table ${this.name} used after close`)
     const offset = this.blockOffsets[i]
     const cached = this.cache.get(this.id, offset)
     if (cached !== undefined) return cached
-    const handle: BlockHandle = { offset, size: this.blockSizes[i] }
-    const block = decodeBlock(this.name, readBlock(this.file, this.name, handle, this.verifyChecksums))
+    const size = this.blockSizes[i]
+    const handle: BlockHandle = { offset, size }
+    const into = this.cache.takeBuffer(size + BLOCK_TRAILER_SIZE)
+    const block = parseRawBlock(this.name, readBlock(this.file, this.name, handle, this.verifyChecksums, into))
     this.cache.set(this.id, offset, block, block.charge)
     return block
+  }
+
+  /**
+   * @internal Data block `i` (0 <= i < dataBlockCount), decoded (each call
+   * decodes anew). Its views stay valid forever: the raw block is pinned.
+   */
+  dataBlock (i: number): DecodedBlock {
+    const raw = this.rawBlock(i)
+    raw.pinned = true
+    return decodeBlock(this.name, raw.contents)
   }
 }
 

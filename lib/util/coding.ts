@@ -81,6 +81,21 @@ export function compareBytes (a: Uint8Array, b: Uint8Array): number {
   return a.length - b.length
 }
 
+/**
+ * Bytewise comparison of a[aStart, aEnd) with b[bStart, bEnd): the ordering of
+ * user keys (compareBytes above) over ranges, without making views.
+ */
+export function compareRange (a: Uint8Array, aStart: number, aEnd: number, b: Uint8Array, bStart: number, bEnd: number): number {
+  const aLen = aEnd - aStart
+  const bLen = bEnd - bStart
+  const len = aLen < bLen ? aLen : bLen
+  for (let i = 0; i < len; i++) {
+    const d = a[aStart + i] - b[bStart + i]
+    if (d !== 0) return d
+  }
+  return aLen - bLen
+}
+
 /** A growable byte buffer for building blocks and records. */
 export class ByteWriter {
   buf: Buffer
