@@ -9,9 +9,12 @@
 // (lib/compaction/table-writer.ts), so each task makes progress and the next one
 // looks further along. Up to MAX_INPUTS adjacent tables per task keeps each job
 // small. In place is safe at level >= 1: the outputs stay inside the inputs' key
-// span, which no other table of the level overlaps. Level 0 is left to the
-// strategy's own compactions (an L0 table rewritten would get a newer file number
-// than L0 tables holding newer data). A tombstone that some snapshot does not
+// span, which no other table of the level overlaps. Level 0 cannot be rewritten
+// in place (an L0 table rewritten would get a newer file number than L0 tables
+// holding newer data): when an L0 table is under the tombstone, all of level 0
+// is merged into level 1 with the level-1 tables it overlaps, as compactRange
+// does (also right under tiered compaction: level 1 is the newest run below
+// level 0, and the merged run keeps that place). A tombstone that some snapshot does not
 // see yet is skipped: the versions under it must stay, and the task would not
 // make progress.
 import type { FileMeta } from '../manifest/file-meta'
@@ -29,6 +32,17 @@ function overlaps (f: FileMeta, t: RangeTombstone): boolean {
 export function pickRangeTombstoneCompaction (levels: readonly FileMeta[][], tombstones: readonly RangeTombstone[], smallestSnapshot: number): CompactionTask | undefined {
   for (const t of tombstones) {
     if (t.seq > smallestSnapshot) continue
+    if (levels[0].some((f) => overlaps(f, t) && (f.floor ?? 0) < t.seq)) {
+      const inputs = levels[0].slice()
+      let lo = inputs[0].smallest.userKey
+      let hi = inputs[0].largest.userKey
+      for (const f of inputs) {
+        if (compareBytes(f.smallest.userKey, lo) < 0) lo = f.smallest.userKey
+        if (compareBytes(f.largest.userKey, hi) > 0) hi = f.largest.userKey
+      }
+      const below = levels[1].filter((f) => compareBytes(f.largest.userKey, lo) >= 0 && compareBytes(f.smallest.userKey, hi) <= 0)
+      return { level: 0, outputLevel: 1, inputs, overlaps: below, trivialMove: false, score: 0, reason: 'range-tombstone' }
+    }
     for (let level = 1; level < levels.length; level++) {
       const inputs: FileMeta[] = []
       for (const f of levels[level]) {
