@@ -2,7 +2,7 @@
 // only translates between the Level API (encodings, options, iterators,
 // snapshots) and the engine; it holds no storage logic.
 import { AbstractLevel, AbstractIterator, AbstractSnapshot } from 'abstract-level'
-import type { AbstractPutOptions, AbstractDelOptions, AbstractBatchOptions, AbstractBatchOperation, AbstractChainedBatch, AbstractChainedBatchWriteOptions } from 'abstract-level'
+import type { AbstractPutOptions, AbstractDelOptions, AbstractBatchOptions, AbstractBatchOperation, AbstractChainedBatch, AbstractChainedBatchWriteOptions, AbstractSublevel, AbstractSublevelOptions } from 'abstract-level'
 import ModuleError = require('module-error')
 import { Engine, type BatchOp, type RangeOptions, type LevelInfo, type RecoveryReport } from './lib/db'
 import type { Snapshot } from './lib/snapshots'
@@ -500,7 +500,35 @@ export interface LsmLevel<K = string, V = string> {
   batch (operations: Array<AbstractBatchOperation<this, K, V>>): Promise<void>
   batch<BK = K, BV = V> (operations: Array<AbstractBatchOperation<this, BK, BV>>, options: LsmBatchOptions<BK, BV>): Promise<void>
   batch (): LsmChainedBatch<this, K, V>
+  sublevel (name: string | string[]): LsmSublevel<this, string, string>
+  sublevel<SK = string, SV = string> (name: string | string[], options: AbstractSublevelOptions<SK, SV>): LsmSublevel<this, SK, SV>
 }
+
+/**
+ * The write methods of an LsmSublevel with the `sync` option (abstract-level
+ * forwards a sublevel's options to the root database), and its own sublevels.
+ * Types only.
+ */
+export interface LsmSublevelMethods<K, V> {
+  put (key: K, value: V): Promise<void>
+  put<PK = K, PV = V> (key: PK, value: PV, options: LsmPutOptions<PK, PV>): Promise<void>
+  del (key: K): Promise<void>
+  del<DK = K> (key: DK, options: LsmDelOptions<DK>): Promise<void>
+  batch (operations: Array<AbstractBatchOperation<this, K, V>>): Promise<void>
+  batch<BK = K, BV = V> (operations: Array<AbstractBatchOperation<this, BK, BV>>, options: LsmBatchOptions<BK, BV>): Promise<void>
+  batch (): LsmChainedBatch<this, K, V>
+  sublevel (name: string | string[]): LsmSublevel<this, string, string>
+  sublevel<SK = string, SV = string> (name: string | string[], options: AbstractSublevelOptions<SK, SV>): LsmSublevel<this, SK, SV>
+}
+
+/**
+ * A sublevel of an LsmLevel (or of another such sublevel): abstract-level's
+ * AbstractSublevel whose put/del/batch/write take `sync`. An intersection
+ * rather than an interface extending AbstractSublevel: the latter makes the
+ * compiler compare the two structurally, nesting the parent type one level
+ * deeper at each sublevel() until it gives up (TS2589).
+ */
+export type LsmSublevel<TDatabase, K = string, V = string> = LsmSublevelMethods<K, V> & AbstractSublevel<TDatabase, Format, K, V>
 
 /** Options of a chained batch's write(): abstract-level's plus `sync`. */
 export interface LsmChainedBatchWriteOptions extends AbstractChainedBatchWriteOptions {

@@ -13,12 +13,11 @@
 # Needs a build first (npx tsc -p tsconfig.json). Logs go to $LOG_DIR
 # (default: a fresh temp dir), one file per runtime and test.
 #
-# (--expose-gc: engine.test.js measures memory after global.gc(); Bun has no such
-# flag, so its 3 memory asserts fail.)
-# Deno needs `--unstable-detect-cjs`: dist/ is CommonJS but package.json has no
-# "type": "commonjs", and Deno loads the compaction worker (new Worker(__filename))
-# as ESM without it ("ReferenceError: exports is not defined" in the worker, then
-# "Background flush or compaction failed").
+# Memory: engine.test.js measures memory after a full GC: node and Deno get
+# --expose-gc (global.gc()); Bun has no such flag, and the test calls
+# Bun.gc(true) there. Deno needs no --unstable-detect-cjs: package.json says
+# "type": "commonjs", so Deno loads dist/*.js, and the compaction worker
+# (new Worker(__filename)), as CommonJS.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -41,7 +40,7 @@ runtime_cmd () {
   case "$1" in
     node) CMD=(node --expose-gc) ;;
     bun) CMD=(npx -y bun) ;;
-    deno) CMD=(npx -y deno run -A --unstable-detect-cjs --v8-flags=--expose-gc) ;;
+    deno) CMD=(npx -y deno run -A --v8-flags=--expose-gc) ;;
     *) echo "unknown runtime $1" >&2; return 1 ;;
   esac
 }

@@ -51,6 +51,16 @@ function exited (child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()))
 }
 
+// SIGKILLs the child and resolves once it has been reaped (its 'exit' event): a
+// zombie still counts as alive to the lock. The listener goes on before the
+// kill, and exited() is no use after it: Deno sets signalCode as soon as kill()
+// is called, while the child may still be running or a zombie.
+function killAndReap (child: ChildProcess): Promise<void> {
+  const reaped = exited(child)
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  return reaped
+}
+
 test('same process: a second acquire is LEVEL_LOCKED; release then acquire works', (t) => {
   const dir = freshDir()
   const a = acquireLock(nodeFileSystem, dir)
@@ -128,8 +138,7 @@ test('another process holds the lock: LEVEL_LOCKED; after SIGKILL the stale lock
   try {
     t.equal(msg.locked, child.pid, 'child holds the lock')
     expectLocked(t, () => acquireLock(nodeFileSystem, dir), 'held by the child', new RegExp(`process ${child.pid}:`))
-    child.kill('SIGKILL')
-    await exited(child) // reaped: a zombie would still count as alive
+    await killAndReap(child) // reaped: a zombie would still count as alive
     t.equal(child.signalCode, 'SIGKILL', 'child killed')
     const h = acquireLock(nodeFileSystem, dir)
     t.pass('acquired after the holder died')
@@ -158,7 +167,6 @@ test('a child that releases gracefully frees the lock', async (t) => {
     t.pass('acquired')
     h.release()
   } finally {
-    child.kill('SIGKILL')
-    await exited(child)
+    await killAndReap(child)
   }
 })

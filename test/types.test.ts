@@ -18,7 +18,7 @@ function typeCheck (project: string): { status: number | null, output: string } 
   return { status: r.status, output: (r.stdout ?? '') + (r.stderr ?? '') }
 }
 
-test('a TypeScript consumer compiles: options, sync writes, extensions, iterators, snapshots, ESM import', (t) => {
+test('a TypeScript consumer compiles: options, sync writes (also on sublevels), extensions, iterators, snapshots, ESM import', (t) => {
   t.ok(fs.existsSync(path.join(root, 'dist', 'index.d.ts')), 'dist/index.d.ts is built')
   const r = typeCheck('test/types/tsconfig.json')
   t.is(r.status, 0, 'tsc exit code 0')

@@ -1,9 +1,10 @@
 // A TypeScript user of lsm-level, importing it by its package name (resolved
 // through package.json "exports" to dist/index.d.ts). Type-checked only:
 // test/types.test.ts runs `tsc -p test/types/tsconfig.json --noEmit`.
-import { LsmLevel, Level, type LsmStats, type LsmPutOptions, type LsmBatchOptions } from 'lsm-level'
+import { LsmLevel, Level, type LsmStats, type LsmPutOptions, type LsmBatchOptions, type LsmSublevel } from 'lsm-level'
 
 interface User { name: string, age: number }
+type LsmSublevelOf<V> = LsmSublevel<LsmLevel<string, any>, string, V>
 
 export async function consumer (dir: string): Promise<void> {
   const db = new LsmLevel<string, any>(dir, {
@@ -69,6 +70,31 @@ export async function consumer (dir: string): Promise<void> {
   const users = db.sublevel<string, User>('users', { valueEncoding: 'json' })
   await users.put('u1', { name: 'Ada', age: 36 })
   const user: User | undefined = await users.get('u1')
+  // A sublevel's writes take `sync` too, at any depth, and keep the sublevel API.
+  await users.put('u2', { name: 'Grace', age: 45 }, { sync: true })
+  await users.del('u2', { sync: true })
+  await users.batch([{ type: 'put', key: 'u3', value: { name: 'Linus', age: 28 } }], { sync: true })
+  await users.batch([{ type: 'del', key: 'u3' }])
+  await users.batch().put('u4', { name: 'Ken', age: 81 }).del('u1').write({ sync: true })
+  await users.batch().del('u4').write()
+  const plainSub = db.sublevel('plain')
+  await plainSub.put('k', 'v', { sync: true })
+  const pv: string | undefined = await plainSub.get('k')
+  const nested = users.sublevel<string, number>('counts', { valueEncoding: 'json' })
+  await nested.put('n', 1, { sync: true })
+  await nested.batch().put('m', 2).write({ sync: true })
+  const count: number | undefined = await nested.get('n')
+  const subPath: string[] = nested.path()
+  const prefix: string = nested.prefix
+  const parentKeys: string[] = await nested.parent.keys().all()
+  const deeper = nested.sublevel('deeper')
+  await deeper.del('x', { sync: false })
+  await db.batch([
+    { type: 'put', sublevel: users, key: 'u5', value: { name: 'Barbara', age: 84 } },
+    { type: 'del', sublevel: plainSub, key: 'k' }
+  ], { sync: true })
+  const userSync: LsmSublevelOf<User> = users
+  await userSync.put('u6', { name: 'Edsger', age: 72 }, { sync: true })
 
   await db.close()
   await LsmLevel.repair(dir)
@@ -80,5 +106,5 @@ export async function consumer (dir: string): Promise<void> {
   const s: string | undefined = await plain.get('k')
   await plain.close()
 
-  void raw, value, many, present, wamp, levelFiles, text, l0, size, keys, values, old, first, user, s
+  void raw, value, many, present, wamp, levelFiles, text, l0, size, keys, values, old, first, user, s, pv, count, subPath, prefix, parentKeys
 }
