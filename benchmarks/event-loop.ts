@@ -22,7 +22,16 @@ const { ClassicLevel } = require('classic-level')
 const N = Number(process.env.EL_KEYS ?? 2_000_000)
 const TRACE = process.env.EL_TRACE === '1'
 
-interface Gap { at: number, ms: number, state: string }
+interface Gap { at: number, ms: number, state: string, waitMs: number }
+
+/** Time this thread spent runnable but waiting for a CPU, in ms (Linux; 0 elsewhere). */
+function runQueueWaitMs (): number {
+  try {
+    return Number(fs.readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ')[1]) / 1e6
+  } catch {
+    return 0
+  }
+}
 
 /** Gaps over 8 ms between 1 ms timer ticks, and GC entries, to line them up afterwards. */
 function startTrace (db: any): { stop: () => void } {
@@ -33,15 +42,19 @@ function startTrace (db: any): { stop: () => void } {
   })
   obs.observe({ entryTypes: ['gc'] })
   let last = performance.now()
+  let lastWait = runQueueWaitMs()
   const timer = setInterval(() => {
     const now = performance.now()
+    const wait = runQueueWaitMs()
+    const waited = wait - lastWait
+    lastWait = wait
     if (now - last > 8) {
       let state = ''
       if (typeof db.stats === 'function') {
         const s = db.stats()
         state = `flushes ${s.flushes}, compactions ${s.compactions.done}+${s.compactions.trivialMoves} (running ${s.compactions.running}), L0 ${s.levels[0].files}, mem ${(s.memtableBytes / 1e6).toFixed(1)} MB`
       }
-      gaps.push({ at: last, ms: now - last, state })
+      gaps.push({ at: last, ms: now - last, state, waitMs: waited })
     }
     last = now
   }, 1)
@@ -51,11 +64,13 @@ function startTrace (db: any): { stop: () => void } {
       obs.disconnect()
       gaps.sort((a, b) => b.ms - a.ms)
       const gcTotal = gcs.reduce((s, g) => s + g.ms, 0)
-      console.log(`#   trace: ${gaps.length} gaps > 8 ms; ${gcs.length} GCs, ${gcTotal.toFixed(0)} ms in total, longest ${Math.max(0, ...gcs.map((g) => g.ms)).toFixed(1)} ms`)
+      const waitTotal = gaps.reduce((s, g) => s + g.waitMs, 0)
+      const gapTotal = gaps.reduce((s, g) => s + g.ms, 0)
+      console.log(`#   trace: ${gaps.length} gaps > 8 ms (${gapTotal.toFixed(0)} ms, of which ${waitTotal.toFixed(0)} ms waiting for a CPU); ${gcs.length} GCs, ${gcTotal.toFixed(0)} ms in total, longest ${Math.max(0, ...gcs.map((g) => g.ms)).toFixed(1)} ms`)
       for (const g of gaps.slice(0, 15)) {
         const inside = gcs.filter((x) => x.start < g.at + g.ms && x.start + x.ms > g.at)
         const gcMs = inside.reduce((s, x) => s + x.ms, 0)
-        console.log(`#   gap ${g.ms.toFixed(1)} ms at ${(g.at / 1000).toFixed(2)} s: GC ${gcMs.toFixed(1)} ms (${inside.map((x) => `kind ${x.kind} ${x.ms.toFixed(1)}`).join(', ')}) | ${g.state}`)
+        console.log(`#   gap ${g.ms.toFixed(1)} ms at ${(g.at / 1000).toFixed(2)} s: waiting for a CPU ${g.waitMs.toFixed(1)} ms, GC ${gcMs.toFixed(1)} ms (${inside.map((x) => `kind ${x.kind} ${x.ms.toFixed(1)}`).join(', ')}) | ${g.state}`)
       }
     }
   }

@@ -57,7 +57,7 @@ import { compareBytes } from './util/coding'
 import { corruption, ioError, levelError, type LevelError } from './errors'
 import type { LsmStats } from './stats'
 import { TurnBudget } from './util/turn'
-import { syncDirAsync } from './fs/fs'
+import { removeAsync, syncDirAsync } from './fs/fs'
 
 export { Snapshot } from './snapshots'
 export type { BatchOp } from './wal/batch'
@@ -196,6 +196,8 @@ export class Engine {
   /** Runs compactions on a worker thread (node file system only); undefined: on the main thread. */
   private readonly worker: CompactionWorker | undefined
   private cancelCompaction: (() => void) | undefined
+  /** Obsolete files being deleted off the event loop. */
+  private readonly pendingRemovals = new Set<Promise<void>>()
 
   private constructor (location: string, options: EngineOptions, fs: FileSystem) {
     this.location = location
@@ -773,7 +775,7 @@ export class Engine {
     this.counters.flushes++
     processCounters.flushes++
     this.counters.bytesFlushed += result.bytesWritten
-    this.fs.remove(join(this.location, logName(imm.logNumber)))
+    this.removeInBackground(logName(imm.logNumber))
   }
 
   /**
@@ -883,9 +885,18 @@ export class Engine {
 
   private removeTable (number: number): void {
     this.tableCache.evict(number)
-    try {
-      this.fs.remove(join(this.location, tableName(number)))
-    } catch {}
+    this.removeInBackground(tableName(number))
+  }
+
+  /**
+   * Deletes an obsolete file (a table no version uses, a flushed log) off the
+   * event loop. File numbers are never reused, so a late unlink cannot hit a new
+   * file; a file left behind by a crash is an orphan the next open removes.
+   * close() waits for these.
+   */
+  private removeInBackground (name: string): void {
+    const p = removeAsync(this.fs, join(this.location, name)).catch(() => {}).finally(() => { this.pendingRemovals.delete(p) })
+    this.pendingRemovals.add(p)
   }
 
   /**
@@ -920,6 +931,7 @@ export class Engine {
       if (this.backgroundError) throw this.backgroundError
       if (level === bottom) break
     }
+    await this.settleRemovals()
   }
 
   /** Freezes the memtable (if it has data) and waits until every frozen memtable is flushed. */
@@ -952,11 +964,17 @@ export class Engine {
       if (this.compactionJob) { await this.compactionJob; continue }
       if (this.imms.length > 0 || this.pickCompaction()) {
         this.startBackgroundWork()
-        if (!this.flushJob && !this.compactionJob) return
+        if (!this.flushJob && !this.compactionJob) break
         continue
       }
-      return
+      break
     }
+    await this.settleRemovals()
+  }
+
+  /** Waits for the obsolete files being deleted in the background. */
+  private async settleRemovals (): Promise<void> {
+    while (this.pendingRemovals.size > 0) await Promise.all(this.pendingRemovals)
   }
 
   private notifyIdle (): void {
@@ -1080,6 +1098,7 @@ export class Engine {
     while (this.flushJob || this.compactionJob) {
       await Promise.all([this.flushJob, this.compactionJob])
     }
+    await this.settleRemovals()
     this.closed = true
     try {
       this.log?.close()

@@ -51,6 +51,18 @@ export interface FileSystem {
   syncDirAsync? (path: string): Promise<void>
   /** Truncates a file to `length` bytes. */
   truncate (path: string, length: number): void
+  /** The same as `remove`, off the event loop (optional: `removeAsync()` below falls back to remove). */
+  removeAsync? (path: string): Promise<void>
+}
+
+/**
+ * Removes a file off the event loop where the file system offers it: an unlink
+ * can wait tens of milliseconds on the file system's journal, and compactions
+ * retire tables by the dozen.
+ */
+export async function removeAsync (fs: FileSystem, path: string): Promise<void> {
+  if (fs.removeAsync) await fs.removeAsync(path)
+  else fs.remove(path)
 }
 
 /** fsync of a directory off the event loop where the file system offers it. */

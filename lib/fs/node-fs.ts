@@ -116,6 +116,14 @@ export class NodeFileSystem implements FileSystem {
     fs.rmSync(path, { force: true })
   }
 
+  async removeAsync (path: string): Promise<void> {
+    try {
+      await fs.promises.unlink(path)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+    }
+  }
+
   removeDirIfEmpty (path: string): boolean {
     try {
       fs.rmdirSync(path)
