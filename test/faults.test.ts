@@ -272,12 +272,6 @@ const WRITE_FAULTS: WriteFault[] = [
     background: true
   },
   {
-    name: 'removal of a flushed log',
-    fault: (code) => ({ op: 'remove', path: /\.log$/, code }),
-    trigger: backgroundUntilFailure,
-    background: true
-  },
-  {
     name: 'compaction output table (compactRange)',
     // The fault is armed only after the data is in level-0 tables (see below).
     fault: (code) => ({ op: ['openWrite', 'append'], path: /\.sst$/, code, nth: 2 }),
@@ -285,6 +279,33 @@ const WRITE_FAULTS: WriteFault[] = [
     background: true
   }
 ]
+
+// Deleting an obsolete file (a flushed log, a compacted table) is housekeeping,
+// as in LevelDB: a failure leaves an orphan that the next open removes, and the
+// database goes on.
+for (const code of CODES) {
+  test(`fault: ${code} on removal of a flushed log is not fatal`, async (t) => {
+    casesRun++
+    const rnd = new Random(seed + casesRun)
+    const { fs, engine } = await openFresh()
+    const log = new WriteLog(false)
+    t.ok(await fill(engine, log, rnd, 25), 'good writes before the fault')
+    const fault = fs.injectFault({ op: 'remove', path: /\.log$/, code })
+    for (let i = 0; i < 50 && fault.hits === 0; i++) {
+      await fill(engine, log, rnd, 5)
+      await engine.flushMemTable()
+    }
+    t.ok(fault.hits > 0, `the fault fired (${fault.hits} time(s))`)
+    t.ok(await fill(engine, log, rnd, 10), 'writes go on after it')
+    await engine.waitForIdle()
+    checkReads(t, engine, log, 'after the failed removal')
+    await closeAndReopen(t, engine, fs, log, 'after the failed removal')
+    const again = await Engine.open(LOC, OPTIONS, fs)
+    const logs = fs.list(LOC).filter((n) => n.endsWith('.log'))
+    t.is(logs.length, 1, `the next open removed the orphaned log (${logs.join(', ')} left: the live one)`)
+    await again.close()
+  })
+}
 
 for (const wf of WRITE_FAULTS) {
   for (const code of CODES) {
