@@ -53,7 +53,7 @@ export interface TableWriterResult {
 }
 
 /** A slice of work between yields to the event loop: checked every 64 entries. */
-const SLICE_MS = 2
+const SLICE_MS = 1
 
 export async function writeTables (input: InternalIterator, p: TableWriterParams): Promise<TableWriterResult> {
   const outputs: FileMeta[] = []

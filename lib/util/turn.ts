@@ -3,7 +3,7 @@
 // loop turn: timers, sockets and our own flush slices would starve. A TurnBudget
 // notices when the current macrotask turn has run longer than `budgetMs` and
 // asks the caller to continue on the next turn (setImmediate) instead: one
-// deferral every few milliseconds, a negligible cost per operation.
+// deferral every millisecond or so, a negligible cost per operation.
 import { performance } from 'node:perf_hooks'
 
 export class TurnBudget {
@@ -11,7 +11,7 @@ export class TurnBudget {
   private markerPending = false
   private readonly clearMarker = (): void => { this.markerPending = false }
 
-  constructor (private readonly budgetMs = 2) {}
+  constructor (private readonly budgetMs = 1) {}
 
   /** True if the caller should defer its work to the next turn of the event loop. */
   exhausted (): boolean {
