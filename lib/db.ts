@@ -1068,6 +1068,16 @@ export class Engine {
     return this.mem.approximateBytes() + this.imms.reduce((s, i) => s + i.mem.approximateBytes(), 0)
   }
 
+  /** Frozen memtables waiting for (or in) their flush. */
+  get frozenMemTables (): number {
+    return this.imms.length
+  }
+
+  /** Obsolete files whose background unlink has not finished. */
+  get pendingRemovalCount (): number {
+    return this.pendingRemovals.size
+  }
+
   get lastSequence (): number {
     return this.visibleSeq
   }

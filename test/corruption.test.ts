@@ -182,7 +182,9 @@ async function buildImage (rnd: Random): Promise<Image> {
     await engine.waitForIdle()
     while (listOf(live, 'log').length < 2) await put(randomWrite())
     for (let i = 0; i < 6 && listOf(live, 'log').length === 2 && engine.memTableBytes() < OPTS.writeBufferSize * 1.5; i++) await put(randomWrite())
-    if (listOf(live, 'log').length !== 2) continue
+    // Two logs that are the frozen memtable's and the active one (not a flushed
+    // log whose unlink is still in flight), and no unlink racing the copy.
+    if (listOf(live, 'log').length !== 2 || engine.frozenMemTables !== 1 || engine.pendingRemovalCount !== 0) continue
     fs.rmSync(dir, { recursive: true })
     copyDir(live, dir)
     break
