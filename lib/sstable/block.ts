@@ -31,6 +31,30 @@ import { checks } from '../invariants'
 import { KIND_DELETE, KIND_VALUE, TRAILER_SIZE } from '../keys'
 import { compareRange, getFixed32, getVarint, varintOut } from '../util/coding'
 
+
+/** An entry's header, as read by readEntryHeader (one shared object: no allocation per entry). */
+const header = { shared: 0, unshared: 0, valueLen: 0, pos: 0 }
+
+/**
+ * Reads the three varints that start the entry at `pos` (shared, unshared and
+ * value lengths) into `header`, with `header.pos` at the key's unshared bytes;
+ * the key bytes and the value must fit before `limit`. Damage is corruption.
+ */
+function readEntryHeader (c: Uint8Array, pos: number, limit: number, name: string): void {
+  const entryStart = pos
+  if (!getVarint(c, pos, limit)) throw corruption(name, `bad entry header at block offset ${entryStart}`)
+  header.shared = varintOut.value
+  if (!getVarint(c, varintOut.pos, limit)) throw corruption(name, `bad entry header at block offset ${entryStart}`)
+  header.unshared = varintOut.value
+  if (!getVarint(c, varintOut.pos, limit)) throw corruption(name, `bad entry header at block offset ${entryStart}`)
+  header.valueLen = varintOut.value
+  pos = varintOut.pos
+  if (header.unshared > limit - pos || header.valueLen > limit - pos - header.unshared) {
+    throw corruption(name, `entry at block offset ${entryStart} runs past the end of the block`)
+  }
+  header.pos = pos
+}
+
 export { compareRange }
 import type { InternalIterator } from '../iterators/internal-iterator'
 
@@ -186,17 +210,12 @@ export function decodeBlock (name: string, contents: Buffer): DecodedBlock {
   let pos = 0
   while (pos < limit) {
     const entryStart = pos
-    if (!getVarint(contents, pos, limit)) throw corruption(name, `bad entry header at block offset ${pos}`)
-    const shared = varintOut.value
-    if (!getVarint(contents, varintOut.pos, limit)) throw corruption(name, `bad entry header at block offset ${pos}`)
-    const unshared = varintOut.value
-    if (!getVarint(contents, varintOut.pos, limit)) throw corruption(name, `bad entry header at block offset ${pos}`)
-    const valueLen = varintOut.value
-    pos = varintOut.pos
+    readEntryHeader(contents, pos, limit, name)
+    const shared = header.shared
+    const unshared = header.unshared
+    const valueLen = header.valueLen
+    pos = header.pos
     if (shared > keyLen) throw corruption(name, `entry shares ${shared} bytes with a ${keyLen}-byte key`)
-    if (unshared > limit - pos || valueLen > limit - pos - unshared) {
-      throw corruption(name, `entry at block offset ${entryStart} runs past the end of the block`)
-    }
     if (nextRestart < numRestarts && getFixed32(contents, limit + nextRestart * 4) === entryStart) {
       if (shared !== 0) throw corruption(name, `restart entry at block offset ${entryStart} shares bytes`)
       nextRestart++
@@ -436,17 +455,12 @@ export function seekRawBlock (name: string, block: RawBlock, userKey: Uint8Array
   let first = true
   while (pos < limit) {
     const entryStart = pos
-    if (!getVarint(c, pos, limit)) throw corruption(name, `bad entry header at block offset ${entryStart}`)
-    const shared = varintOut.value
-    if (!getVarint(c, varintOut.pos, limit)) throw corruption(name, `bad entry header at block offset ${entryStart}`)
-    const unshared = varintOut.value
-    if (!getVarint(c, varintOut.pos, limit)) throw corruption(name, `bad entry header at block offset ${entryStart}`)
-    const valueLen = varintOut.value
-    pos = varintOut.pos
+    readEntryHeader(c, pos, limit, name)
+    const shared = header.shared
+    const unshared = header.unshared
+    const valueLen = header.valueLen
+    pos = header.pos
     if (shared > len || (first && shared !== 0)) throw corruption(name, `entry shares ${shared} bytes with a ${first ? 0 : len}-byte key`)
-    if (unshared > limit - pos || valueLen > limit - pos - unshared) {
-      throw corruption(name, `entry at block offset ${entryStart} runs past the end of the block`)
-    }
     first = false
     const newLen = shared + unshared
     if (newLen < TRAILER_SIZE) throw corruption(name, `key of ${newLen} bytes is shorter than its trailer`)
