@@ -44,7 +44,7 @@ const YCSB_OPS = Number(process.env.BENCH_YCSB_OPS ?? N)
 const MARKDOWN = process.env.BENCH_MARKDOWN
 /** Other processes competing for the cores when the run started. */
 const startLoad = loadNote()
-const ENV_NAMES = ['BENCH_KEYS', 'BENCH_SEED', 'BENCH_SYNC_OPS', 'BENCH_SEEK_OPS', 'BENCH_YCSB_OPS', 'BENCH_ONLY']
+const ENV_NAMES = ['BENCH_KEYS', 'BENCH_SEED', 'BENCH_SYNC_OPS', 'BENCH_SEEK_OPS', 'BENCH_YCSB_OPS', 'BENCH_ONLY', 'BENCH_LSM_OPTIONS']
 const KEY_SIZE = 16
 const VALUE_SIZE = 100
 const WARMUP = 1000
@@ -54,9 +54,12 @@ type EngineName = typeof ENGINES[number]
 type Persistent = Exclude<EngineName, 'memory-level'>
 
 const BUF = { keyEncoding: 'buffer', valueEncoding: 'buffer' }
+// BENCH_LSM_OPTIONS: JSON merged into lsm-level's options, for experiments
+// (e.g. '{"blockSize":1024}'). Runs that set it are not the default comparison.
+const LSM_OPTIONS = process.env.BENCH_LSM_OPTIONS ? JSON.parse(process.env.BENCH_LSM_OPTIONS) : {}
 
 function make (name: EngineName, dir: string): any {
-  if (name === 'lsm-level') return new LsmLevel(dir, BUF)
+  if (name === 'lsm-level') return new LsmLevel(dir, { ...BUF, ...LSM_OPTIONS })
   if (name === 'classic-level') return new ClassicLevel(dir, BUF)
   return new MemoryLevel(BUF)
 }
