@@ -109,6 +109,10 @@ const EMPTY = Buffer.alloc(0)
  * bytes: reads rebuild its tombstone index after each one is added.
  */
 const MAX_MEMTABLE_RANGE_TOMBSTONES = 1000
+/** An inline fdatasync slower than this (the turn budget, ms) moves syncs to the thread pool for a while. */
+const INLINE_SYNC_MAX_MS = 1
+/** How many syncs then run on the thread pool before inline syncs are tried again. */
+const INLINE_SYNC_BACKOFF = 256
 
 /**
  * Adds a committed batch operation to a memtable (which copies keys and values
@@ -161,6 +165,8 @@ export class Engine {
   private retiredLogsSynced: Promise<void> = Promise.resolve()
   /** Rotations whose retired-log fsync (and new log's directory entry) is not done yet. */
   private retiredSyncsPending = 0
+  /** Syncs left to run on the thread pool after a slow inline fdatasync. */
+  private inlineSyncBackoff = 0
   /** Set after a failed write or fsync: all further writes fail until reopen. */
   private writeError: LevelError | undefined
   /** Set after a failed flush or compaction. */
@@ -286,7 +292,7 @@ export class Engine {
     })
     this.recoveredTables = []
     this.recoveredTombstones = []
-    this.log = new LogWriter(fs.openWrite(join(dir, logName(this.logNumber))))
+    this.log = new LogWriter(fs.openWrite(join(dir, logName(this.logNumber)), { preallocate: true }))
     fs.syncDir(dir)
 
     for (const name of this.versions.orphanFiles(new Set([this.logNumber]))) {
@@ -478,6 +484,21 @@ export class Engine {
     const log = this.log!
     const covered = this.unapplied.filter((g) => g.needsSync && !g.synced)
     if (covered.length === 0) return
+    if (this.inlineSyncAllowed()) {
+      const t0 = performance.now()
+      try {
+        log.sync()
+      } catch (err) {
+        const e = ioError('fsync of the log failed; the database takes no more writes until reopened', err, logName(this.logNumber))
+        this.stopWrites(e)
+        return
+      }
+      this.noteInlineSync(performance.now() - t0)
+      for (const g of covered) g.synced = true
+      this.closeRetiredLogs()
+      this.drainApplied()
+      return
+    }
     // Earlier logs' syncs (started at rotation) must be done too: a sync write is
     // acknowledged only when everything before it in the write order is durable.
     this.syncInFlight = Promise.all([this.retiredLogsSynced, log.syncAsync()]).then(() => {
@@ -492,6 +513,22 @@ export class Engine {
       const e = ioError('fsync of the log failed; the database takes no more writes until reopened', err, logName(this.logNumber))
       this.stopWrites(e)
     })
+  }
+
+  /**
+   * Whether the log's fdatasync may run on the event loop (a sync write then
+   * resolves without the thread-pool round trip, ~100 µs here). Only while this
+   * disk's fdatasync is fast: one that took longer than the turn budget sends
+   * the next INLINE_SYNC_BACKOFF syncs to the thread pool.
+   */
+  private inlineSyncAllowed (): boolean {
+    if (!this.options.inlineSync || this.retiredSyncsPending > 0) return false
+    if (this.inlineSyncBackoff > 0) { this.inlineSyncBackoff--; return false }
+    return true
+  }
+
+  private noteInlineSync (ms: number): void {
+    if (ms > INLINE_SYNC_MAX_MS) this.inlineSyncBackoff = INLINE_SYNC_BACKOFF
   }
 
   private closeRetiredLogs (): void {
@@ -542,7 +579,7 @@ export class Engine {
     const { fs, location: dir } = this
     const old = this.log!
     const number = this.versions.newFileNumber()
-    const file = fs.openWrite(join(dir, logName(number)))
+    const file = fs.openWrite(join(dir, logName(number)), { preallocate: true })
     // The old log and the new log's directory entry are synced off the event
     // loop; every later sync write waits for both (requestSync), so a power loss
     // can never keep a later log's synced writes while losing an earlier log's,

@@ -51,6 +51,14 @@ export interface EngineOptions {
    */
   compactionWorker: boolean
   /**
+   * Run the log's fdatasync for `{ sync: true }` writes on the event loop while
+   * this disk's fdatasync takes under 1 ms (the turn budget), saving the
+   * thread-pool round trip. An inline fdatasync that takes longer sends the
+   * next 256 syncs to the thread pool. Default true; false: always the thread
+   * pool (the event loop never waits on an fsync of a sync write).
+   */
+  inlineSync: boolean
+  /**
    * Compaction strategy. 'leveled' (default): one sorted run per level, levels
    * `levelMultiplier` apart; low read and space amplification, higher write
    * amplification. 'tiered' (universal-style): runs of similar size merged
@@ -104,6 +112,7 @@ const validators: Record<keyof EngineOptions, Validator> = {
   level0StopWritesTrigger: positiveInt(1, 10000),
   maxImmutableMemtables: positiveInt(1, 64),
   compactionWorker: boolean,
+  inlineSync: boolean,
   compaction: (name, value) => {
     if (value !== 'leveled' && value !== 'tiered') throw invalidOption(name, `must be 'leveled' or 'tiered', got ${String(value)}`)
   },
@@ -139,6 +148,7 @@ export function resolveOptions (input: Partial<Record<keyof EngineOptions, unkno
     level0StopWritesTrigger: pick('level0StopWritesTrigger', 12),
     maxImmutableMemtables: pick('maxImmutableMemtables', 2),
     compactionWorker: pick('compactionWorker', true),
+    inlineSync: pick('inlineSync', true),
     compaction,
     maxSizeAmplificationPercent: pick('maxSizeAmplificationPercent', 200),
     sizeRatioPercent: pick('sizeRatioPercent', 1)

@@ -155,6 +155,8 @@ interface WriteFault {
   trigger: (engine: Engine, log: WriteLog, rnd: Random) => Promise<unknown>
   /** True if the failure comes from background work (flush or compaction). */
   background?: boolean
+  /** Engine options for this case (default OPTIONS). */
+  options?: object
 }
 
 /** Issues writes until one fails (or gives up); the failed write's error. */
@@ -187,14 +189,21 @@ const WRITE_FAULTS: WriteFault[] = [
     trigger: (e, l, r) => writeUntilFailure(e, l, r, true)
   },
   {
-    name: 'log fsync of a sync write (fails when issued)',
-    fault: (code) => ({ op: 'syncAsync', path: /\.log$/, code }),
+    name: 'log fsync of a sync write, on the event loop (inlineSync)',
+    fault: (code) => ({ op: 'sync', path: /\.log$/, code }),
     trigger: (e, l, r) => writeUntilFailure(e, l, r, true)
   },
   {
-    name: 'log fsync of a sync write (fails on completion)',
+    name: 'log fsync of a sync write, thread pool (fails when issued)',
+    fault: (code) => ({ op: 'syncAsync', path: /\.log$/, code }),
+    trigger: (e, l, r) => writeUntilFailure(e, l, r, true),
+    options: { ...OPTIONS, inlineSync: false }
+  },
+  {
+    name: 'log fsync of a sync write, thread pool (fails on completion)',
     fault: (code) => ({ op: 'syncDone', path: /\.log$/, code }),
-    trigger: (e, l, r) => writeUntilFailure(e, l, r, true)
+    trigger: (e, l, r) => writeUntilFailure(e, l, r, true),
+    options: { ...OPTIONS, inlineSync: false }
   },
   {
     name: 'log fsync at rotation (writes fill the memtable)',
@@ -213,7 +222,28 @@ const WRITE_FAULTS: WriteFault[] = [
   },
   {
     name: 'log fsync of a sync write with writes queued behind it',
+    options: { ...OPTIONS, inlineSync: false },
     fault: (code) => ({ op: 'syncDone', path: /\.log$/, code }),
+    trigger: async (e, l, r) => {
+      for (let i = 0; i < 50; i++) {
+        // One sync write and two non-sync writes in the same tick (one commit
+        // group), then one more in the next tick (a group committed behind it).
+        const burst = [
+          l.write(e, [[keyOf(r), `burst-${i}-a`]], true),
+          l.write(e, [[keyOf(r), `burst-${i}-b`]], false),
+          l.write(e, [[keyOf(r), undefined], [keyOf(r), `burst-${i}-c`]], false)
+        ]
+        await Promise.resolve()
+        burst.push(l.write(e, [[keyOf(r), `burst-${i}-d`]], false))
+        const ok = await Promise.all(burst)
+        if (ok.includes(false)) return l.writes.find((w) => w.failed)?.error
+      }
+      return undefined
+    }
+  },
+  {
+    name: 'log fsync of a sync write with writes queued behind it, on the event loop',
+    fault: (code) => ({ op: 'sync', path: /\.log$/, code }),
     trigger: async (e, l, r) => {
       for (let i = 0; i < 50; i++) {
         // One sync write and two non-sync writes in the same tick (one commit
@@ -312,7 +342,7 @@ for (const wf of WRITE_FAULTS) {
     test(`fault: ${code} on ${wf.name}`, async (t) => {
       casesRun++
       const rnd = new Random(seed + casesRun)
-      const { fs, engine } = await openFresh()
+      const { fs, engine } = await openFresh(wf.options)
       const log = new WriteLog(false)
       t.ok(await fill(engine, log, rnd, 25), 'good writes before the fault')
       if (wf.name.startsWith('compaction')) {

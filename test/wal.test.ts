@@ -269,6 +269,43 @@ test('zero-filled and garbage tails are torn', (t) => {
   t.end()
 })
 
+test('preallocated log: zeros ahead of the appends, read as a torn tail while open, trimmed on close', (t) => {
+  const rnd = new Random(seed + 11)
+  const file = tmpFile()
+  const w = new LogWriter(nodeFileSystem.openWrite(file, { preallocate: true }))
+  const payloads: Buffer[] = []
+  let expectedSize = 0
+  let sawZeroTail = false
+  // Past two 256 KiB steps, with records of every size (some larger than a step).
+  while (expectedSize < 700 * 1024) {
+    const p = rnd.bytes(rnd.int(20) === 0 ? 300000 : rnd.int(400))
+    payloads.push(p)
+    w.addRecord(p)
+    expectedSize += HEADER_SIZE + p.length
+    if (rnd.int(50) === 0) w.sync()
+    if (w.size() !== expectedSize) { t.fail(`size() counts appended bytes only: ${w.size()} vs ${expectedSize}`); break }
+    // What a crash of the process would leave: the file as the OS holds it now.
+    const onDisk = nodeFs.statSync(file).size
+    if (onDisk > expectedSize) sawZeroTail = true
+    if (onDisk < expectedSize) { t.fail(`file shorter (${onDisk}) than the appended bytes (${expectedSize})`); break }
+  }
+  t.is(w.size(), expectedSize, `size() is the appended bytes (${expectedSize})`)
+  const onDisk = nodeFs.statSync(file).size
+  t.ok(sawZeroTail && onDisk > expectedSize && onDisk % (256 * 1024) === 0, `while open the file is preallocated to a 256 KiB multiple (${onDisk} bytes)`)
+  const bytes = nodeFs.readFileSync(file)
+  t.ok(bytes.subarray(expectedSize).every((b) => b === 0), 'the bytes past the last record are zeros')
+  const open = readAll(file)
+  t.ok(sameRecords(open.records, payloads), `a reader of the open (crashed) log gets every record (${payloads.length})`)
+  t.is(open.tail.state, 'torn', 'the zero tail reads as torn')
+  t.is(open.tail.offset, expectedSize, 'the valid prefix ends at the last record')
+  w.close()
+  t.is(nodeFs.statSync(file).size, expectedSize, 'close() trims the zeros')
+  const closed = readAll(file)
+  t.ok(sameRecords(closed.records, payloads), 'every record after close')
+  t.is(closed.tail.state, 'clean', 'a closed log has a clean tail')
+  t.end()
+})
+
 test('a damaged record in the middle followed by valid records is corrupt', (t) => {
   const rnd = new Random(seed + 4)
   const payloads: Buffer[] = []

@@ -28,8 +28,14 @@ export interface WritableFile {
 export interface FileSystem {
   /** Opens an existing file for positional reads. Throws ENOENT-coded errors if missing. */
   openRead (path: string): RandomAccessFile
-  /** Creates (or truncates) a file for appending. */
-  openWrite (path: string): WritableFile
+  /**
+   * Creates (or truncates) a file for appending. `preallocate` (write-ahead
+   * logs): the implementation may extend the file with zeros ahead of the
+   * appends, so that an fdatasync after an append has no file size to commit;
+   * `size()` still counts only appended bytes, and `close()` trims the zeros.
+   * A crash can leave a zero-filled tail, which log readers treat as a torn tail.
+   */
+  openWrite (path: string, options?: { preallocate?: boolean }): WritableFile
   /** Opens a file for appending, creating it if missing; size() starts at the current length. */
   openAppend (path: string): WritableFile
   /** Reads a whole small file (CURRENT, LOCK). Never used for tables or logs. */

@@ -34,21 +34,48 @@ class NodeRandomAccessFile implements RandomAccessFile {
   }
 }
 
+// Write-ahead logs are extended with zeros PREALLOCATE_STEP bytes at a time,
+// ahead of their appends. ext4 (and most journaling file systems) must commit a
+// journal transaction when an fdatasync follows an append that grew the file
+// (the new size is metadata it needs to find the data); an append into blocks
+// that already exist and were written needs only the data flushed. Measured
+// here: fdatasync after a 140-byte record, ~290 µs appending vs ~230 µs into
+// zeros written earlier. The zeros cost one 256 KiB write per ~1,800 records.
+const PREALLOCATE_STEP = 256 * 1024
+let zeros: Buffer | undefined
+
 class NodeWritableFile implements WritableFile {
   private fd: number
   private length: number
+  /** End of the zeros written ahead of the appends (0: no preallocation). */
+  private allocated = 0
+  private readonly preallocate: boolean
 
-  constructor (path: string, flags: 'w' | 'a') {
+  constructor (path: string, flags: 'w' | 'a', preallocate = false) {
     this.fd = fs.openSync(path, flags)
     this.length = flags === 'a' ? fs.fstatSync(this.fd).size : 0
+    this.preallocate = preallocate && flags === 'w'
   }
 
   append (data: Uint8Array): void {
+    if (this.preallocate && this.length + data.length > this.allocated) this.extend(this.length + data.length)
+    // Positional writes: the file offset would otherwise trail the zeros.
     let done = 0
     while (done < data.length) {
-      done += fs.writeSync(this.fd, data, done, data.length - done)
+      done += fs.writeSync(this.fd, data, done, data.length - done, this.length + done)
     }
     this.length += data.length
+  }
+
+  /** Writes zeros from the current end of the allocation to past `end`. */
+  private extend (end: number): void {
+    if (zeros === undefined) zeros = Buffer.alloc(PREALLOCATE_STEP)
+    const target = Math.ceil(end / PREALLOCATE_STEP) * PREALLOCATE_STEP
+    let pos = Math.max(this.allocated, this.length)
+    while (pos < target) {
+      pos += fs.writeSync(this.fd, zeros, 0, Math.min(zeros.length, target - pos), pos)
+    }
+    this.allocated = target
   }
 
   sync (): void {
@@ -67,8 +94,15 @@ class NodeWritableFile implements WritableFile {
 
   close (): void {
     if (this.fd >= 0) {
-      fs.closeSync(this.fd)
+      const fd = this.fd
       this.fd = -1
+      try {
+        // Trim the zeros: a closed log ends at its last record. Not synced: a
+        // crash before the size reaches the disk leaves a zero tail, read as torn.
+        if (this.allocated > this.length) fs.ftruncateSync(fd, this.length)
+      } finally {
+        fs.closeSync(fd)
+      }
     }
   }
 }
@@ -78,8 +112,8 @@ export class NodeFileSystem implements FileSystem {
     return new NodeRandomAccessFile(path)
   }
 
-  openWrite (path: string): WritableFile {
-    return new NodeWritableFile(path, 'w')
+  openWrite (path: string, options?: { preallocate?: boolean }): WritableFile {
+    return new NodeWritableFile(path, 'w', options?.preallocate === true && process.env.LSM_NO_PREALLOC === undefined)
   }
 
   openAppend (path: string): WritableFile {
