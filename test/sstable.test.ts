@@ -586,6 +586,19 @@ test('block cache: stays under capacity, counts hits, LRU', (t) => {
   const h0 = cache.hits
   for (let i = 0; i < 100; i++) table.get(hot.userKey, MAX_SEQ)
   t.is(cache.hits - h0, 100, 'repeated gets of one block hit')
+  // Second chance (CLOCK): a block read between every miss stays cached while
+  // the other blocks churn through the cache many times over (a FIFO would drop it).
+  const h1 = cache.hits
+  const m1 = cache.misses
+  let hotHits = 0
+  for (let i = 0; i < 2000; i++) {
+    const before = cache.hits
+    table.get(hot.userKey, MAX_SEQ)
+    if (cache.hits === before + 1) hotHits++
+    table.get(model[rng.int(model.length)].userKey, MAX_SEQ)
+  }
+  t.ok(cache.misses - m1 > 500, `the other blocks churned (${cache.misses - m1} misses, ${cache.hits - h1} hits)`)
+  t.is(hotHits, 2000, 'the block read between the misses hit every time')
   table.unref()
   t.is(cache.usedBytes(), 0, 'closing the table drops its blocks')
 

@@ -1,7 +1,13 @@
-// Byte-bounded LRU cache of raw data blocks (block.ts RawBlock), shared by all tables of a
-// database. Entries are keyed by (tableId, block offset); a tableId names one
-// open Table instance (see Table.id), so blocks of a table that was closed can
+// Byte-bounded cache of raw data blocks (block.ts RawBlock), shared by all tables of a
+// database. Each open Table owns a BlockSlots (one slot per data block), so a
+// lookup is an array index, not a hash: blocks of a table that was closed can
 // never be confused with another file's, and eraseTable drops them eagerly.
+//
+// Eviction is CLOCK (second chance), an approximation of LRU that costs a hit
+// one store (the entry's reference bit) instead of relinking a list: the hand
+// sweeps the ring of entries, clearing reference bits, and evicts the first
+// entry that was not referenced since the hand last passed it. New entries are
+// inserted just behind the hand (the last place it will reach).
 //
 // Contract: usedBytes() <= capacity after every call. A block whose charge alone
 // exceeds the capacity is not cached. Cached blocks are immutable, so a caller
@@ -16,13 +22,22 @@
 import type { RawBlock } from './block'
 
 interface Entry {
-  tableId: number
-  offset: number
+  slots: BlockSlots
+  index: number
   block: RawBlock
   charge: number
-  // LRU list: `newer` points toward the head (most recently used).
-  newer: Entry | null
-  older: Entry | null
+  referenced: boolean
+  // The CLOCK ring (circular, doubly linked).
+  next: Entry
+  prev: Entry
+}
+
+/** One table's view of the cache: slot i holds data block i, if cached. */
+export class BlockSlots {
+  readonly entries: Array<Entry | undefined>
+  constructor (blocks: number) {
+    this.entries = new Array(blocks).fill(undefined)
+  }
 }
 
 /** Block buffers are sized in multiples of this, so that one can be reused for another block. */
@@ -36,9 +51,8 @@ const MAX_SPARE_PER_SIZE = 8
 export class BlockCache {
   /** Buffers of evicted, never-pinned blocks, by size. */
   private readonly spare = new Map<number, Buffer[]>()
-  private readonly tables = new Map<number, Map<number, Entry>>()
-  private head: Entry | null = null // most recently used
-  private tail: Entry | null = null // least recently used
+  /** The CLOCK hand: the next entry to consider for eviction (null: empty). */
+  private hand: Entry | null = null
   private used = 0
   private hitCount = 0
   private missCount = 0
@@ -57,38 +71,42 @@ export class BlockCache {
     return this.used
   }
 
-  get (tableId: number, offset: number): RawBlock | undefined {
-    const e = this.tables.get(tableId)?.get(offset)
+  /** Slots for a table of `blocks` data blocks. */
+  slotsFor (blocks: number): BlockSlots {
+    return new BlockSlots(blocks)
+  }
+
+  get (slots: BlockSlots, index: number): RawBlock | undefined {
+    const e = slots.entries[index]
     if (e === undefined) {
       this.missCount++
       return undefined
     }
     this.hitCount++
-    if (e !== this.head) {
-      this.unlink(e)
-      this.pushHead(e)
-    }
+    e.referenced = true
     return e.block
   }
 
-  set (tableId: number, offset: number, block: RawBlock, charge: number): void {
+  set (slots: BlockSlots, index: number, block: RawBlock, charge: number): void {
     if (charge > this.capacityBytes) return
-    let byOffset = this.tables.get(tableId)
-    if (byOffset === undefined) {
-      byOffset = new Map()
-      this.tables.set(tableId, byOffset)
+    const old = slots.entries[index]
+    if (old !== undefined) this.remove(old)
+    // Make room first, so that the new entry is never its own victim.
+    while (this.used + charge > this.capacityBytes && this.hand !== null) this.evictOne()
+    const e: Entry = { slots, index, block, charge, referenced: false, next: null as unknown as Entry, prev: null as unknown as Entry }
+    const h = this.hand
+    if (h === null) {
+      e.next = e.prev = e
+      this.hand = e
+    } else {
+      // Behind the hand: the last entry the sweep reaches.
+      e.next = h
+      e.prev = h.prev
+      h.prev.next = e
+      h.prev = e
     }
-    const old = byOffset.get(offset)
-    if (old !== undefined) this.remove(old, byOffset)
-    const e: Entry = { tableId, offset, block, charge, newer: null, older: null }
-    byOffset.set(offset, e)
-    this.tables.set(tableId, byOffset) // remove() may have dropped an emptied map
-    this.pushHead(e)
+    slots.entries[index] = e
     this.used += charge
-    while (this.used > this.capacityBytes && this.tail !== null) {
-      const victim = this.tail
-      this.remove(victim, this.tables.get(victim.tableId))
-    }
   }
 
   /**
@@ -106,6 +124,25 @@ export class BlockCache {
     return Buffer.allocUnsafeSlow(cap)
   }
 
+  /** Drops every block of a table (when its file is closed or deleted). */
+  eraseTable (slots: BlockSlots): void {
+    const entries = slots.entries
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]
+      if (e !== undefined) this.remove(e)
+    }
+  }
+
+  private evictOne (): void {
+    let e = this.hand!
+    while (e.referenced) {
+      e.referenced = false
+      e = e.next
+    }
+    this.hand = e
+    this.remove(e)
+  }
+
   private recycle (block: RawBlock): void {
     if (block.pinned) return
     const buf = block.contents
@@ -120,41 +157,16 @@ export class BlockCache {
     if (list.length < MAX_SPARE_PER_SIZE) list.push(Buffer.from(buf.buffer))
   }
 
-  /** Drops every block of a table (when its file is closed or deleted). */
-  eraseTable (tableId: number): void {
-    const byOffset = this.tables.get(tableId)
-    if (byOffset === undefined) return
-    for (const e of byOffset.values()) {
-      this.unlink(e)
-      this.used -= e.charge
-      this.recycle(e.block)
+  private remove (e: Entry): void {
+    if (e.next === e) {
+      this.hand = null
+    } else {
+      e.prev.next = e.next
+      e.next.prev = e.prev
+      if (this.hand === e) this.hand = e.next
     }
-    this.tables.delete(tableId)
-  }
-
-  private remove (e: Entry, byOffset: Map<number, Entry> | undefined): void {
-    this.unlink(e)
+    e.slots.entries[e.index] = undefined
     this.used -= e.charge
     this.recycle(e.block)
-    if (byOffset !== undefined) {
-      byOffset.delete(e.offset)
-      if (byOffset.size === 0) this.tables.delete(e.tableId)
-    }
-  }
-
-  private unlink (e: Entry): void {
-    if (e.newer !== null) e.newer.older = e.older
-    else this.head = e.older
-    if (e.older !== null) e.older.newer = e.newer
-    else this.tail = e.newer
-    e.newer = e.older = null
-  }
-
-  private pushHead (e: Entry): void {
-    e.older = this.head
-    e.newer = null
-    if (this.head !== null) this.head.newer = e
-    this.head = e
-    if (this.tail === null) this.tail = e
   }
 }

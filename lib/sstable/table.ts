@@ -15,7 +15,7 @@ import { type InternalKey, MAX_SEQ } from '../keys'
 import type { InternalIterator } from '../iterators/internal-iterator'
 import { BloomFilter } from './bloom'
 import { type DecodedBlock, type RawBlock, decodeBlock, parseRawBlock, rawSeekOut, seekRawBlock } from './block'
-import type { BlockCache } from './cache'
+import type { BlockCache, BlockSlots } from './cache'
 import { type BlockHandle, BLOCK_TRAILER_SIZE, FOOTER_SIZE, type TableProperties, decodeFooter, decodeHandle, decodeProperties, readBlock } from './format'
 
 export interface GetResult {
@@ -33,7 +33,7 @@ export interface TableOpenOptions {
 let nextTableId = 1
 
 export class Table {
-  /** Unique per open Table instance in this process: the BlockCache key space. */
+  /** Unique per open Table instance in this process. */
   readonly id: number
   readonly fileSize: number
   readonly entries: number
@@ -53,6 +53,8 @@ export class Table {
   private readonly blockOffsets: Float64Array
   private readonly blockSizes: Float64Array
   private readonly dataEnd: number
+  /** This table's slots in the block cache (one per data block). */
+  private readonly slots: BlockSlots
 
   private constructor (
     private readonly file: RandomAccessFile,
@@ -82,6 +84,7 @@ export class Table {
       end = h.offset + h.size + BLOCK_TRAILER_SIZE
     }
     this.dataEnd = end
+    this.slots = cache.slotsFor(index.length)
     if (index.length !== properties.dataBlocks) {
       throw corruption(name, `index lists ${index.length} data blocks, properties say ${properties.dataBlocks}`)
     }
@@ -183,7 +186,7 @@ export class Table {
     assert(this.refs > 0, `Table ${this.name} unreferenced too often`)
     if (--this.refs === 0) {
       this.file.close()
-      this.cache.eraseTable(this.id)
+      this.cache.eraseTable(this.slots)
     }
   }
 
@@ -196,13 +199,13 @@ export class Table {
   rawBlock (i: number): RawBlock {
     assert(this.refs > 0, `Table ${this.name} used after close`)
     const offset = this.blockOffsets[i]
-    const cached = this.cache.get(this.id, offset)
+    const cached = this.cache.get(this.slots, i)
     if (cached !== undefined) return cached
     const size = this.blockSizes[i]
     const handle: BlockHandle = { offset, size }
     const into = this.cache.takeBuffer(size + BLOCK_TRAILER_SIZE)
     const block = parseRawBlock(this.name, readBlock(this.file, this.name, handle, this.verifyChecksums, into))
-    this.cache.set(this.id, offset, block, block.charge)
+    this.cache.set(this.slots, i, block, block.charge)
     return block
   }
 
