@@ -549,11 +549,33 @@ function seekRawBlockV2 (name: string, block: RawBlock, userKey: Uint8Array, seq
   while (lo < hi) {
     const mid = (lo + hi + 1) >>> 1
     const entryStart = getFixed32(c, limit + 4 * mid)
-    readEntryHeaderV2(c, entryStart, limit, name)
-    if (header.shared !== 0) throw corruption(name, `restart entry at block offset ${entryStart} shares bytes`)
-    const pos = header.pos
-    let cmp = compareRange(c, pos, pos + header.unshared, userKey, 0, keyLen)
-    if (cmp === 0) cmp = header.seq > seq ? -1 : 1 // a larger seq sorts first
+    // Restart entry: shared (must be 0), unshared, value length, tag. One-byte
+    // varints are read inline: the entry starts before `limit` (parseRawBlock),
+    // so its first four bytes lie inside the contents (the restart count is
+    // after `limit`); longer varints are read bounded by `limit`, and the
+    // position is checked against `limit` before any key byte is read.
+    if (c[entryStart] !== 0) throw corruption(name, `restart entry at block offset ${entryStart} shares bytes`)
+    let pos = entryStart + 1
+    let unshared = c[pos++]
+    if (unshared >= 128) {
+      if (!getVarint(c, pos - 1, limit)) throw corruption(name, `bad entry header at block offset ${entryStart}`)
+      unshared = varintOut.value
+      pos = varintOut.pos
+    }
+    if (c[pos++] >= 128) {
+      if (!getVarint(c, pos - 1, limit)) throw corruption(name, `bad entry header at block offset ${entryStart}`)
+      pos = varintOut.pos
+    }
+    const tagAt = pos
+    while (pos < limit && c[pos] >= 128) pos++
+    pos++ // past the tag's last byte
+    if (pos > limit || unshared > limit - pos) throw corruption(name, `bad restart entry at block offset ${entryStart}`)
+    let cmp = compareRange(c, pos, pos + unshared, userKey, 0, keyLen)
+    if (cmp === 0) {
+      if (!getVarint(c, tagAt, limit) || varintOut.value > MAX_TAG) throw corruption(name, `bad entry tag at block offset ${entryStart}`)
+      const tag = varintOut.value
+      cmp = (tag - tag % 2) / 2 > seq ? -1 : 1 // a larger seq sorts first
+    }
     if (cmp < 0) lo = mid
     else hi = mid - 1
   }
