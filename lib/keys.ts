@@ -7,7 +7,9 @@
 //   internal key (userKey, seq, kind). Internal order: userKey ascending, then
 //                seq DEscending, so the newest version of a key comes first.
 //
-// Encoded internal key (inside table blocks and the manifest):
+// Encoded internal key (in the manifest, in a table's properties block, and in
+// the block entries of table format 1; format 2 blocks store the user key and a
+// varint tag = seq * 2 + kind instead, lib/sstable/block-builder.ts):
 //
 //   +-----------------+------+--------------------------+----------+
 //   | userKey (n B)   | kind | seq (6 B, little-endian) | reserved |

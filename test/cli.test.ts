@@ -134,6 +134,17 @@ test('dump', async (t) => {
   t.is(r.code, 0, 'table: exit 0')
   t.match(r.stdout, /entries \d+, data blocks \d+/, 'table: properties')
   t.match(r.stdout, /^key000 @\d+ put value0$/m, 'table: entries as key @seq kind value')
+  t.match(r.stdout, /format version 2$/m, 'table: new tables are format 2')
+  // A format 1 table, written by lsm-level 0.2.0 (test/fixtures/table-v1-db, see table-format.test.ts).
+  const v1dir = path.join(ROOT, 'test', 'fixtures', 'table-v1-db')
+  for (const v1 of filesOf(v1dir, 'table')) {
+    r = await cli('dump', path.join(v1dir, v1))
+    t.is(r.code, 0, `format 1 table ${v1}: exit 0`)
+    t.match(r.stdout, /format version 1$/m, `format 1 table ${v1}: version shown`)
+    t.match(r.stdout, /^\((\d+) entries\)$/m, `format 1 table ${v1}: entries listed`)
+  }
+  r = await cli('dump', path.join(v1dir, filesOf(v1dir, 'table')[0]))
+  t.match(r.stdout, /^key001 @\d+ put value1$/m, 'format 1 table: entries as key @seq kind value')
   const manifest = filesOf(dir, 'manifest').pop() as string
   r = await cli('dump', path.join(dir, manifest))
   t.is(r.code, 0, 'manifest: exit 0')

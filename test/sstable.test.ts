@@ -175,14 +175,14 @@ function isCorruptionNaming (err: unknown, name: string): boolean {
 
 // ---------------------------------------------------------------------------
 
-test('block: build, decode, search, iterate', (t) => {
-  const rng = new Rng(SEED ^ 0x1111)
+for (const version of [1, 2]) test(`block (format v${version}): build, decode, search, iterate`, (t) => {
+  const rng = new Rng(SEED ^ 0x1111 ^ version)
   const { model } = makeModel(rng, 300)
   for (const interval of [1, 3, 16]) {
-    const bb = new BlockBuilder(interval)
+    const bb = new BlockBuilder(interval, version)
     for (const e of model) bb.add(e.userKey, e.seq, e.kind, e.value)
     const w = bb.finish()
-    const block = decodeBlock('x.sst', Buffer.from(w.buf.subarray(0, w.pos)))
+    const block = decodeBlock('x.sst', Buffer.from(w.buf.subarray(0, w.pos)), version)
     t.is(block.length, model.length, `interval ${interval}: all entries decoded`)
     const it = new BlockIterator(block)
     t.is(sameEntries(collectForward(it), model), null, 'forward matches')
@@ -196,7 +196,7 @@ test('block: build, decode, search, iterate', (t) => {
     }
     t.ok(ok, 'lowerBound/upperBound match the model')
     // The raw (cached) form answers point lookups in place like the model.
-    const raw = parseRawBlock('x.sst', Buffer.from(w.buf.subarray(0, w.pos)))
+    const raw = parseRawBlock('x.sst', Buffer.from(w.buf.subarray(0, w.pos)), version)
     let rawWrong = 0
     for (let i = 0; i < 2000; i++) {
       const e = model[rng.int(model.length)]
@@ -211,25 +211,25 @@ test('block: build, decode, search, iterate', (t) => {
     }
     t.is(rawWrong, 0, `interval ${interval}: raw-block point lookups match the model`)
   }
-  const emptyRaw = new BlockBuilder().finish()
-  t.notOk(seekRawBlock('x.sst', parseRawBlock('x.sst', Buffer.from(emptyRaw.buf.subarray(0, emptyRaw.pos))), Buffer.from('a'), MAX_SEQ), 'empty raw block finds nothing')
-  const empty = new BlockBuilder().finish()
-  t.is(decodeBlock('x.sst', Buffer.from(empty.buf.subarray(0, empty.pos))).length, 0, 'empty block decodes')
+  const emptyRaw = new BlockBuilder(16, version).finish()
+  t.notOk(seekRawBlock('x.sst', parseRawBlock('x.sst', Buffer.from(emptyRaw.buf.subarray(0, emptyRaw.pos)), version), Buffer.from('a'), MAX_SEQ), 'empty raw block finds nothing')
+  const empty = new BlockBuilder(16, version).finish()
+  t.is(decodeBlock('x.sst', Buffer.from(empty.buf.subarray(0, empty.pos)), version).length, 0, 'empty block decodes')
   // Every truncation and every single-byte flip of a small block: corruption or a decode, never another error.
-  const bb = new BlockBuilder(2)
+  const bb = new BlockBuilder(2, version)
   for (const e of model.slice(0, 12)) bb.add(e.userKey, e.seq, e.kind, e.value)
   const w = bb.finish()
   const good = Buffer.from(w.buf.subarray(0, w.pos))
   let bad = 0
   for (let len = 0; len < good.length; len++) {
-    const err = thrown(() => decodeBlock('x.sst', Buffer.from(good.subarray(0, len))))
+    const err = thrown(() => decodeBlock('x.sst', Buffer.from(good.subarray(0, len)), version))
     if (err !== undefined && !isCorruptionNaming(err, 'x.sst')) bad++
   }
   for (let i = 0; i < good.length; i++) {
     for (const x of [0x01, 0x80, 0xff]) {
       const b = Buffer.from(good)
       b[i] ^= x
-      const err = thrown(() => decodeBlock('x.sst', b))
+      const err = thrown(() => decodeBlock('x.sst', b, version))
       if (err !== undefined && !isCorruptionNaming(err, 'x.sst')) bad++
     }
   }
@@ -241,7 +241,7 @@ test('block: build, decode, search, iterate', (t) => {
   let rawCaught = 0
   const tryRaw = (b: Buffer): void => {
     const err = thrown(() => {
-      const raw = parseRawBlock('x.sst', b)
+      const raw = parseRawBlock('x.sst', b, version)
       for (const k of probes) for (const seq of [MAX_SEQ, 1]) seekRawBlock('x.sst', raw, k, seq)
     })
     if (err !== undefined) {
@@ -354,30 +354,33 @@ test('decoded blocks: range compare, views outlive eviction, paranoid order chec
   t.ok(got.length > 10 && got.every((g) => g.value.equals(g.e.value)), `${got.length} values from get() unchanged after eviction and recycling`)
   table.unref()
 
-  // An out-of-order block (valid framing) is corruption in paranoid mode.
-  const entries: Array<[string, number]> = [['b', 5], ['a', 9]]
-  const w = new ByteWriter()
-  const restarts: number[] = []
-  for (const [k, seq] of entries) {
-    restarts.push(w.pos)
-    const ik = encodeInternalKey(Buffer.from(k), seq, KIND_VALUE)
-    w.varint(0)
-    w.varint(ik.length)
-    w.varint(1)
-    w.bytes(ik)
-    w.byte(0x76)
-  }
-  for (const r of restarts) w.fixed32(r)
-  w.fixed32(restarts.length)
-  const raw = Buffer.from(w.view())
-  const saved = checks.paranoid
-  try {
-    checks.paranoid = true
-    t.ok(isCorruptionNaming(thrown(() => decodeBlock('order.sst', raw)), 'order.sst'), 'paranoid: out-of-order entries are LEVEL_CORRUPTION')
-    checks.paranoid = false
-    t.is(decodeBlock('order.sst', raw).length, 2, 'without paranoid checks the block decodes')
-  } finally {
-    checks.paranoid = saved
+  // An out-of-order block (valid framing) is corruption in paranoid mode, in both entry layouts.
+  for (const version of [1, 2]) {
+    const entries: Array<[string, number]> = [['b', 5], ['a', 9]]
+    const w = new ByteWriter()
+    const restarts: number[] = []
+    for (const [k, seq] of entries) {
+      restarts.push(w.pos)
+      const ik = version === 1 ? encodeInternalKey(Buffer.from(k), seq, KIND_VALUE) : Buffer.from(k)
+      w.varint(0)
+      w.varint(ik.length)
+      w.varint(1)
+      if (version === 2) w.varint(seq * 2 + KIND_VALUE)
+      w.bytes(ik)
+      w.byte(0x76)
+    }
+    for (const r of restarts) w.fixed32(r)
+    w.fixed32(restarts.length)
+    const raw = Buffer.from(w.view())
+    const saved = checks.paranoid
+    try {
+      checks.paranoid = true
+      t.ok(isCorruptionNaming(thrown(() => decodeBlock('order.sst', raw, version)), 'order.sst'), `v${version} paranoid: out-of-order entries are LEVEL_CORRUPTION`)
+      checks.paranoid = false
+      t.is(decodeBlock('order.sst', raw, version).length, 2, `v${version}: without paranoid checks the block decodes`)
+    } finally {
+      checks.paranoid = saved
+    }
   }
   t.end()
 })
@@ -413,19 +416,21 @@ test('bloom: hash is stable, no false negatives, ~1% false positives at 10 bits/
   t.end()
 })
 
-for (const blockSize of [256, 4096]) {
-  test(`table round trip, blockSize ${blockSize}`, (t) => {
-    const rng = new Rng(SEED ^ blockSize)
+for (const [blockSize, formatVersion] of [[256, 2], [4096, 2], [256, 1], [4096, 1]]) {
+  test(`table round trip, blockSize ${blockSize}, format v${formatVersion}`, (t) => {
+    const rng = new Rng(SEED ^ blockSize ^ (formatVersion << 16))
     const { model, keys } = makeModel(rng, 10000)
-    const built = buildTable(model, { blockSize, bloomBitsPerKey: 10 })
+    const built = buildTable(model, { blockSize, bloomBitsPerKey: 10, formatVersion })
     const cache = new BlockCache(8 << 20)
     const table = Table.open(nfs, built.path, built.name, cache)
+    t.is(table.formatVersion, formatVersion, `format version ${formatVersion}`)
+    t.is(table.properties.formatVersion, formatVersion, 'properties carry the format version')
     t.is(table.entries, model.length, `entries (${model.length})`)
     t.is(table.fileSize, built.size, 'file size')
     t.ok(table.smallest.userKey.equals(model[0].userKey) && table.smallest.seq === model[0].seq, 'smallest')
     const last = model[model.length - 1]
     t.ok(table.largest.userKey.equals(last.userKey) && table.largest.seq === last.seq, 'largest')
-    console.log(`# blockSize ${blockSize}: ${model.length} entries, ${table.dataBlockCount} data blocks, ${built.size} bytes`)
+    console.log(`# blockSize ${blockSize}, v${formatVersion}: ${model.length} entries, ${table.dataBlockCount} data blocks, ${built.size} bytes`)
 
     // get() of every key at various snapshots.
     let getMismatch = 0
@@ -712,10 +717,10 @@ test('corruption: flipped data byte, zeroed footer, truncation', (t) => {
   t.end()
 })
 
-test('corruption fuzz: any damage is LEVEL_CORRUPTION; with checksums, never a wrong answer', (t) => {
-  const rng = new Rng(SEED ^ 0x7777)
+for (const formatVersion of [2, 1]) test(`corruption fuzz (format v${formatVersion}): any damage is LEVEL_CORRUPTION; with checksums, never a wrong answer`, (t) => {
+  const rng = new Rng(SEED ^ 0x7777 ^ (formatVersion << 16))
   const { model } = makeModel(rng, 400)
-  const built = buildTable(model, { blockSize: 256, bloomBitsPerKey: 10 })
+  const built = buildTable(model, { blockSize: 256, bloomBitsPerKey: 10, formatVersion })
   const good = nodeFs.readFileSync(built.path)
   const name = '000888.sst'
   const p = path.join(tmp, name)

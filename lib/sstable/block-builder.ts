@@ -1,22 +1,41 @@
-// Builds data and index blocks. The layout (FORMAT_VERSION in format.ts):
+// Builds data and index blocks. Two entry layouts exist, chosen by the table's
+// format version (FORMAT_VERSION in format.ts, recorded in the footer); every
+// block of a table (data and index) uses its table's layout. The block framing
+// is the same in both:
 //
 //   +---------+---------+-----+-------------+-------------+-----+---------------+
 //   | entry 0 | entry 1 | ... | restart 0   | restart 1   | ... | restart count |
 //   +---------+---------+-----+-------------+-------------+-----+---------------+
 //                               fixed32 each: offset of an entry     fixed32
 //
-//   entry:
+// Version 2 entry (written by this code):
+//
+//   +-----------------+-------------------+--------------------+--------------+-----------+-------+
+//   | shared (varint) | unshared (varint) | value len (varint) | tag (varint) | key delta | value |
+//   +-----------------+-------------------+--------------------+--------------+-----------+-------+
+//                                                                             unshared B  value len B
+//
+//   Keys are USER keys: `shared` counts leading bytes shared with the previous
+//   entry's user key, `key delta` holds the rest. tag = seq * 2 + kind
+//   (kind: KIND_DELETE 0, KIND_VALUE 1; seq <= MAX_SEQ = 2^48 - 1, so the tag is
+//   below 2^49: at most 7 varint bytes, and an exact JS number). Small seqs
+//   cost little: seq < 2^6 takes 1 byte, < 2^13 2 bytes, < 2^20 3 bytes,
+//   instead of version 1's fixed 8-byte trailer. A tag above 2^49 - 1 is damage.
+//
+// Version 1 entry (read, and written only when a test asks for it):
+//
 //   +-----------------+-------------------+--------------------+-------------+-------+
 //   | shared (varint) | unshared (varint) | value len (varint) | key delta   | value |
 //   +-----------------+-------------------+--------------------+-------------+-------+
 //                                                               unshared B    value len B
 //
-// Keys are encoded internal keys (lib/keys.ts: userKey + 8-byte trailer). Each
-// key shares `shared` leading bytes with the previous key and stores the rest
-// (prefix compression). Every `restartInterval`-th entry is a restart point:
-// shared = 0, and its offset is listed in the restart array, so a reader can
-// start decoding there. Restart offsets are strictly increasing and each names
-// an entry; a block with no entries has restart count 0.
+//   Keys are encoded internal keys (lib/keys.ts: userKey + 8-byte trailer),
+//   prefix-compressed as a whole (`shared` may reach into the trailer).
+//
+// Every `restartInterval`-th entry is a restart point: shared = 0, and its
+// offset is listed in the restart array, so a reader can start decoding there.
+// Restart offsets are strictly increasing and each names an entry; a block with
+// no entries has restart count 0.
 //
 // The block is followed on disk by the 5-byte trailer of format.ts.
 import { assert } from '../invariants'
@@ -25,27 +44,36 @@ import { ByteWriter } from '../util/coding'
 
 export const DEFAULT_RESTART_INTERVAL = 16
 
+/** The block entry layout written by default (the table format version, format.ts). */
+export const BLOCK_FORMAT_VERSION = 2
+
 export class BlockBuilder {
   private readonly out = new ByteWriter(4096)
   private restarts: number[] = []
   private counter = 0
   private entries = 0
-  // Encoded internal keys of the previous and current entry (swapped per add).
+  // Keys of the previous and current entry (swapped per add): user keys in
+  // version 2, encoded internal keys in version 1.
   private prevKey = Buffer.allocUnsafe(64)
   private prevLen = 0
   private curKey = Buffer.allocUnsafe(64)
 
-  constructor (private readonly restartInterval = DEFAULT_RESTART_INTERVAL) {
+  constructor (
+    private readonly restartInterval = DEFAULT_RESTART_INTERVAL,
+    readonly formatVersion: number = BLOCK_FORMAT_VERSION
+  ) {
     assert(Number.isInteger(restartInterval) && restartInterval >= 1, 'restartInterval must be an integer >= 1')
+    assert(formatVersion === 1 || formatVersion === 2, 'block format version must be 1 or 2')
   }
 
   /** REQUIRES: keys added in increasing internal order (checked by the table builder). */
   add (userKey: Uint8Array, seq: number, kind: number, value: Uint8Array): void {
-    const keyLen = userKey.length + TRAILER_SIZE
+    const v2 = this.formatVersion === 2
+    const keyLen = v2 ? userKey.length : userKey.length + TRAILER_SIZE
     if (this.curKey.length < keyLen) this.curKey = Buffer.allocUnsafe(Math.max(keyLen, this.curKey.length * 2))
     const cur = this.curKey
     cur.set(userKey, 0)
-    writeTrailer(cur, userKey.length, seq, kind)
+    if (!v2) writeTrailer(cur, userKey.length, seq, kind)
 
     let shared = 0
     if (this.counter < this.restartInterval && this.entries > 0) {
@@ -60,6 +88,7 @@ export class BlockBuilder {
     w.varint(shared)
     w.varint(keyLen - shared)
     w.varint(value.length)
+    if (v2) w.varint(seq * 2 + kind)
     w.bytes(cur, shared, keyLen)
     w.bytes(value)
 

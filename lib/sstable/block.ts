@@ -1,5 +1,8 @@
 // Reading blocks (layout in block-builder.ts): a block is decoded once into a
 // compact columnar form, then searched by binary search in internal order.
+// Both entry layouts (table format versions 1 and 2) are read; the caller says
+// which one a block uses (its table's footer version). Each version has its own
+// decoder and in-place search, so neither hot loop tests the version per entry.
 // Decoding validates every varint, length and restart offset, so a damaged block
 // (read with checksums off, or damaged in a way the CRC cannot see) is a
 // corruption error naming the table, never a wrong key or a RangeError.
@@ -28,12 +31,25 @@
 // validating every entry they read. Iterators decode the blocks they visit.
 import { corruption } from '../errors'
 import { checks } from '../invariants'
-import { KIND_DELETE, KIND_VALUE, TRAILER_SIZE } from '../keys'
+import { KIND_DELETE, KIND_VALUE, MAX_SEQ, TRAILER_SIZE } from '../keys'
 import { compareRange, getFixed32, getVarint, varintOut } from '../util/coding'
 
+/** The entry layout blocks are read with when the caller does not say (the current table format). */
+export const DEFAULT_BLOCK_VERSION = 2
 
-/** An entry's header, as read by readEntryHeader (one shared object: no allocation per entry). */
-const header = { shared: 0, unshared: 0, valueLen: 0, pos: 0 }
+/** Largest valid version 2 tag: seq MAX_SEQ, kind 1. */
+const MAX_TAG = MAX_SEQ * 2 + 1
+
+/**
+ * An entry's header, as read by readEntryHeader / readEntryHeaderV2 (one shared
+ * object: no allocation per entry). seq and kind: version 2 only (from the tag).
+ */
+const header = { shared: 0, unshared: 0, valueLen: 0, pos: 0, seq: 0, kind: 0 }
+
+/** Throws unless `version` is a block entry layout this code reads (1 or 2). */
+function checkVersion (name: string, version: number): void {
+  if (version !== 1 && version !== 2) throw corruption(name, `unsupported table format version ${version}`)
+}
 
 /**
  * Reads the three varints that start the entry at `pos` (shared, unshared and
@@ -49,6 +65,34 @@ function readEntryHeader (c: Uint8Array, pos: number, limit: number, name: strin
   if (!getVarint(c, varintOut.pos, limit)) throw corruption(name, `bad entry header at block offset ${entryStart}`)
   header.valueLen = varintOut.value
   pos = varintOut.pos
+  if (header.unshared > limit - pos || header.valueLen > limit - pos - header.unshared) {
+    throw corruption(name, `entry at block offset ${entryStart} runs past the end of the block`)
+  }
+  header.pos = pos
+}
+
+/**
+ * Version 2: reads the four varints that start the entry at `pos` (shared,
+ * unshared and value lengths, tag) into `header`, with `header.pos` at the key's
+ * unshared bytes and the tag split into seq and kind; the key bytes and the
+ * value must fit before `limit`, and the tag must be at most MAX_TAG. Damage is
+ * corruption.
+ */
+function readEntryHeaderV2 (c: Uint8Array, pos: number, limit: number, name: string): void {
+  const entryStart = pos
+  if (!getVarint(c, pos, limit)) throw corruption(name, `bad entry header at block offset ${entryStart}`)
+  header.shared = varintOut.value
+  if (!getVarint(c, varintOut.pos, limit)) throw corruption(name, `bad entry header at block offset ${entryStart}`)
+  header.unshared = varintOut.value
+  if (!getVarint(c, varintOut.pos, limit)) throw corruption(name, `bad entry header at block offset ${entryStart}`)
+  header.valueLen = varintOut.value
+  if (!getVarint(c, varintOut.pos, limit)) throw corruption(name, `bad entry tag at block offset ${entryStart}`)
+  const tag = varintOut.value
+  pos = varintOut.pos
+  if (tag > MAX_TAG) throw corruption(name, `bad entry tag at block offset ${entryStart}`)
+  const kind = tag % 2
+  header.kind = kind
+  header.seq = (tag - kind) / 2
   if (header.unshared > limit - pos || header.valueLen > limit - pos - header.unshared) {
     throw corruption(name, `entry at block offset ${entryStart} runs past the end of the block`)
   }
@@ -190,15 +234,84 @@ function shrinkScratch (): void {
   }
 }
 
-/** Decodes block `contents` of table `name`. Throws corruption on any damage. */
-export function decodeBlock (name: string, contents: Buffer): DecodedBlock {
+/**
+ * Decodes block `contents` of table `name`, whose entries use the layout of
+ * table format `version` (1 or 2). Throws corruption on any damage.
+ */
+export function decodeBlock (name: string, contents: Buffer, version: number = DEFAULT_BLOCK_VERSION): DecodedBlock {
+  if (version === 2) return decodeBlockV2(name, contents)
+  checkVersion(name, version)
+  return decodeBlockV1(name, contents)
+}
+
+/** Checks a block's size and restart count; returns the end of its entries. */
+function entriesLimit (name: string, contents: Buffer): number {
   const size = contents.length
   if (size < 4) throw corruption(name, 'block too short for its restart count')
   if (size > MAX_DECODED_BYTES) throw corruption(name, `block of ${size} bytes is too large`)
   const numRestarts = getFixed32(contents, size - 4)
   // The restart array must fit: 4 bytes each plus the count.
   if (numRestarts > (size - 4) / 4) throw corruption(name, `block restart count ${numRestarts} exceeds block size ${size}`)
-  const limit = size - 4 - numRestarts * 4 // end of the entries
+  return size - 4 - numRestarts * 4
+}
+
+/** Version 2 entries: user keys rebuilt straight into the arena, seq and kind from the tag. */
+function decodeBlockV2 (name: string, contents: Buffer): DecodedBlock {
+  const limit = entriesLimit(name, contents)
+  const numRestarts = (contents.length - 4 - limit) / 4
+
+  let arena = arenaScratch
+  let keyBytes = 0 // end of the arena; the previous key is [prevStart, keyBytes)
+  let prevStart = 0
+  let n = 0
+
+  let nextRestart = 0
+  let pos = 0
+  while (pos < limit) {
+    const entryStart = pos
+    readEntryHeaderV2(contents, pos, limit, name)
+    const shared = header.shared
+    const unshared = header.unshared
+    const valueLen = header.valueLen
+    pos = header.pos
+    if (shared > keyBytes - prevStart) throw corruption(name, `entry shares ${shared} bytes with a ${keyBytes - prevStart}-byte key`)
+    if (nextRestart < numRestarts && getFixed32(contents, limit + nextRestart * 4) === entryStart) {
+      if (shared !== 0) throw corruption(name, `restart entry at block offset ${entryStart} shares bytes`)
+      nextRestart++
+    } else if (entryStart === 0) {
+      throw corruption(name, 'first block entry is not a restart point')
+    }
+    const keyLen = shared + unshared
+    if (keyBytes + keyLen > arena.length) {
+      // Prefix sharing lets a damaged small block claim huge keys: bound the arena.
+      if (keyBytes + keyLen > MAX_DECODED_BYTES - 25 * (n + 1)) throw corruption(name, 'block keys expand past the decoded size limit')
+      const bigger = new Uint8Array(Math.min(Math.max(keyBytes + keyLen, arena.length * 2), MAX_DECODED_BYTES))
+      bigger.set(arena.subarray(0, keyBytes))
+      arena = arenaScratch = bigger
+    }
+    for (let j = 0; j < shared; j++) arena[keyBytes + j] = arena[prevStart + j]
+    const at = keyBytes + shared
+    for (let j = 0; j < unshared; j++) arena[at + j] = contents[pos + j]
+    pos += unshared
+    prevStart = keyBytes
+    keyBytes += keyLen
+    if (n === seqScratch.length) growEntryScratch(n)
+    keyEndScratch[n] = keyBytes
+    seqScratch[n] = header.seq
+    kindScratch[n] = header.kind
+    valueStartScratch[n] = pos
+    pos += valueLen
+    valueEndScratch[n] = pos
+    n++
+  }
+  if (nextRestart !== numRestarts) throw corruption(name, 'block restart array does not match its entries')
+  return pack(name, contents, n, arena, keyBytes)
+}
+
+/** Version 1 entries: encoded internal keys, rebuilt in a scratch key, then split into user key and trailer. */
+function decodeBlockV1 (name: string, contents: Buffer): DecodedBlock {
+  const limit = entriesLimit(name, contents)
+  const numRestarts = (contents.length - 4 - limit) / 4
 
   let key = keyScratch
   let keyLen = 0
@@ -259,8 +372,11 @@ export function decodeBlock (name: string, contents: Buffer): DecodedBlock {
     n++
   }
   if (nextRestart !== numRestarts) throw corruption(name, 'block restart array does not match its entries')
+  return pack(name, contents, n, arena, keyBytes)
+}
 
-  // Copy the used scratch into one exact-size buffer (layout at the top).
+/** Copies the used scratch (n entries, arena[0, keyBytes)) into one exact-size buffer (layout at the top). */
+function pack (name: string, contents: Buffer, n: number, arena: Uint8Array, keyBytes: number): DecodedBlock {
   const kindsAt = 8 * n + 4 * (3 * n + 1)
   const arenaAt = kindsAt + n
   if (arenaAt + keyBytes > MAX_DECODED_BYTES) throw corruption(name, 'block keys expand past the decoded size limit')
@@ -369,7 +485,9 @@ export class RawBlock {
     readonly contents: Buffer,
     /** Offset of the restart array: entries lie in [0, limit). */
     readonly limit: number,
-    readonly numRestarts: number
+    readonly numRestarts: number,
+    /** Entry layout: table format version 1 or 2. */
+    readonly version: number
   ) {
     this.charge = contents.buffer.byteLength + RAW_BLOCK_OVERHEAD
   }
@@ -380,7 +498,8 @@ export class RawBlock {
  * offsets: increasing, inside the entries, the first at 0) without decoding the
  * entries; lookups validate the entries they read. Throws corruption on damage.
  */
-export function parseRawBlock (name: string, contents: Buffer): RawBlock {
+export function parseRawBlock (name: string, contents: Buffer, version: number = DEFAULT_BLOCK_VERSION): RawBlock {
+  checkVersion(name, version)
   const size = contents.length
   if (size < 4) throw corruption(name, 'block too short for its restart count')
   if (size > MAX_DECODED_BYTES) throw corruption(name, `block of ${size} bytes is too large`)
@@ -398,7 +517,7 @@ export function parseRawBlock (name: string, contents: Buffer): RawBlock {
       prev = off
     }
   }
-  return new RawBlock(contents, limit, numRestarts)
+  return new RawBlock(contents, limit, numRestarts, version)
 }
 
 /** What seekRawBlock found (reused by every call: read it before the next one). */
@@ -414,6 +533,89 @@ let scanKey = new Uint8Array(256)
  * corruption error naming `name`, never a wrong answer.
  */
 export function seekRawBlock (name: string, block: RawBlock, userKey: Uint8Array, seq: number): boolean {
+  return block.version === 2 ? seekRawBlockV2(name, block, userKey, seq) : seekRawBlockV1(name, block, userKey, seq)
+}
+
+/** seekRawBlock over version 2 entries (user key + tag). */
+function seekRawBlockV2 (name: string, block: RawBlock, userKey: Uint8Array, seq: number): boolean {
+  const c = block.contents
+  const limit = block.limit
+  const keyLen = userKey.length
+  if (scanKey.length > 1 << 16) scanKey = new Uint8Array(256)
+  // Binary search: the last restart point whose key is < the target (or the first).
+  let lo = 0
+  let hi = block.numRestarts - 1
+  if (hi < 0) return false
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1
+    const entryStart = getFixed32(c, limit + 4 * mid)
+    // Restart entry: shared (must be 0), unshared, value length, tag. One-byte
+    // varints are read inline: the entry starts before `limit` (parseRawBlock),
+    // so its first four bytes lie inside the contents (the restart count is
+    // after `limit`); longer varints are read bounded by `limit`, and the
+    // position is checked against `limit` before any key byte is read.
+    if (c[entryStart] !== 0) throw corruption(name, `restart entry at block offset ${entryStart} shares bytes`)
+    let pos = entryStart + 1
+    let unshared = c[pos++]
+    if (unshared >= 128) {
+      if (!getVarint(c, pos - 1, limit)) throw corruption(name, `bad entry header at block offset ${entryStart}`)
+      unshared = varintOut.value
+      pos = varintOut.pos
+    }
+    if (c[pos++] >= 128) {
+      if (!getVarint(c, pos - 1, limit)) throw corruption(name, `bad entry header at block offset ${entryStart}`)
+      pos = varintOut.pos
+    }
+    const tagAt = pos
+    while (pos < limit && c[pos] >= 128) pos++
+    pos++ // past the tag's last byte
+    if (pos > limit || unshared > limit - pos) throw corruption(name, `bad restart entry at block offset ${entryStart}`)
+    let cmp = compareRange(c, pos, pos + unshared, userKey, 0, keyLen)
+    if (cmp === 0) {
+      if (!getVarint(c, tagAt, limit) || varintOut.value > MAX_TAG) throw corruption(name, `bad entry tag at block offset ${entryStart}`)
+      const tag = varintOut.value
+      cmp = (tag - tag % 2) / 2 > seq ? -1 : 1 // a larger seq sorts first
+    }
+    if (cmp < 0) lo = mid
+    else hi = mid - 1
+  }
+  // Scan forward from that restart point.
+  let key = scanKey
+  let len = 0
+  let pos = getFixed32(c, limit + 4 * lo)
+  let first = true
+  while (pos < limit) {
+    readEntryHeaderV2(c, pos, limit, name)
+    const shared = header.shared
+    const unshared = header.unshared
+    pos = header.pos
+    if (shared > len || (first && shared !== 0)) throw corruption(name, `entry shares ${shared} bytes with a ${first ? 0 : len}-byte key`)
+    first = false
+    const newLen = shared + unshared
+    if (newLen > key.length) {
+      const bigger = new Uint8Array(Math.max(newLen, key.length * 2))
+      bigger.set(key.subarray(0, shared))
+      key = scanKey = bigger
+    }
+    for (let j = 0; j < unshared; j++) key[shared + j] = c[pos + j]
+    len = newLen
+    pos += unshared
+    const cmp = compareRange(key, 0, len, userKey, 0, keyLen)
+    if (cmp > 0) return false
+    if (cmp === 0 && header.seq <= seq) {
+      rawSeekOut.kind = header.kind
+      rawSeekOut.seq = header.seq
+      rawSeekOut.valueStart = pos
+      rawSeekOut.valueEnd = pos + header.valueLen
+      return true
+    }
+    pos += header.valueLen
+  }
+  return false
+}
+
+/** seekRawBlock over version 1 entries (encoded internal keys). */
+function seekRawBlockV1 (name: string, block: RawBlock, userKey: Uint8Array, seq: number): boolean {
   const c = block.contents
   const limit = block.limit
   const keyLen = userKey.length

@@ -5,7 +5,8 @@
 // A table file:
 //
 //   +----------------------+  offset 0
-//   | data block 0         |  entries in internal order (block-builder.ts)
+//   | data block 0         |  entries in internal order (block-builder.ts; the
+//   |                      |  entry layout depends on the format version)
 //   | trailer (5 B)        |
 //   +----------------------+
 //   | ... data block n-1   |
@@ -17,9 +18,10 @@
 //   | properties block     |  see below
 //   | trailer              |
 //   +----------------------+
-//   | index block          |  one entry per data block (block-builder.ts format):
-//   | trailer              |  key = internal key >= the block's last key and < the
-//   +----------------------+  next block's first key, value = block handle
+//   | index block          |  one entry per data block (block-builder.ts format, the
+//   | trailer              |  same entry layout as the data blocks): key = internal
+//   |                      |  key >= the block's last key and < the next block's
+//   +----------------------+  first key (user key, seq, kind), value = block handle
 //   | footer (60 B)        |
 //   +----------------------+  end of file
 //
@@ -28,7 +30,7 @@
 //   +-----------+----------------------------------------------+
 //   | type (1B) | masked CRC-32 of block contents + type (4 B) |
 //   +-----------+----------------------------------------------+
-//     type 0 = uncompressed (the only type in FORMAT_VERSION 1)
+//     type 0 = uncompressed (the only type in format versions 1 and 2)
 //
 // Block handle inside the index block (value of an index entry):
 //
@@ -41,9 +43,11 @@
 //   +---------+---------+-------------+---------------+-----------------+
 //   | varint len + smallest internal key | varint len + largest internal key |
 //   +------------------------------------+-----------------------------------+
-//     raw key bytes = sum of encoded internal key lengths (user key + 8);
-//     smallest/largest are encoded as in lib/keys.ts; both are empty when the
-//     table has no entries.
+//     version = the footer's format version (they must agree);
+//     raw key bytes = sum of encoded internal key lengths (user key + 8), in
+//     both versions (a logical size, not the bytes the blocks spend on keys);
+//     smallest/largest are encoded as in lib/keys.ts (with the 8-byte trailer,
+//     in both versions); both are empty when the table has no entries.
 //
 // Footer (fixed size, the last FOOTER_SIZE bytes of the file):
 //
@@ -54,10 +58,22 @@
 //   +-------------------------------+-----------------------------+
 //   | properties offset (fixed64)   | properties size (fixed64)   |  16 B
 //   +-------------------------------+-----------------------------+
-//   | format version (fixed32)      |                                4 B
+//   | format version (fixed32)      |  1 or 2                        4 B
 //   +-------------------------------+-----------------------------+
 //   | magic number (8 B, TABLE_MAGIC)                             |  8 B
 //   +-------------------------------------------------------------+
+//
+// Format versions (the footer's version field):
+//
+//   1  lsm-level <= 0.2: block entries carry encoded internal keys (user key +
+//      8-byte trailer), block-builder.ts.
+//   2  lsm-level >= 0.3: block entries carry the user key and a varint tag
+//      (seq * 2 + kind) instead of the trailer, block-builder.ts. Everything
+//      else (footer, trailers, handles, filter, properties) is as in version 1.
+//
+// Readers accept versions 1 to FORMAT_VERSION; new tables are written as
+// FORMAT_VERSION. Any other version (a table from a newer lsm-level, or damage)
+// is corruption naming the table file.
 //
 // Every length and offset read from disk is validated against the file size
 // before use; damage surfaces as corruption(name, ...) naming the table file.
@@ -67,8 +83,15 @@ import { type InternalKey, TRAILER_SIZE, KIND_DELETE, KIND_VALUE, encodeInternal
 import { crc, maskCrc, unmaskCrc } from '../util/crc'
 import { ByteWriter, getFixed32, getFixed64, getVarint, putFixed32, putFixed64, varintOut } from '../util/coding'
 
-/** Version of the table format written by this code; readers reject any other. */
-export const FORMAT_VERSION = 1
+/** Version of the table format written by this code, and the newest one it reads. */
+export const FORMAT_VERSION = 2
+
+/** Oldest table format version this code reads. */
+export const MIN_FORMAT_VERSION = 1
+
+function supportedVersion (v: number): boolean {
+  return v >= MIN_FORMAT_VERSION && v <= FORMAT_VERSION
+}
 
 /** "lsmlvSST" in ASCII: identifies a table file and guards against a torn footer. */
 export const TABLE_MAGIC = Buffer.from('lsmlvSST', 'latin1')
@@ -150,14 +173,19 @@ export interface Footer {
   properties: BlockHandle
 }
 
-export function encodeFooter (f: Footer): Buffer {
+/** A footer as read from disk, with its table format version. */
+export interface DecodedFooter extends Footer {
+  version: number
+}
+
+export function encodeFooter (f: Footer, version: number = FORMAT_VERSION): Buffer {
   const buf = Buffer.alloc(FOOTER_SIZE)
   let p = 0
   for (const h of [f.index, f.filter, f.properties]) {
     p = putFixed64(buf, p, h.offset)
     p = putFixed64(buf, p, h.size)
   }
-  p = putFixed32(buf, p, FORMAT_VERSION)
+  p = putFixed32(buf, p, version)
   buf.set(TABLE_MAGIC, p)
   return buf
 }
@@ -167,13 +195,13 @@ export function encodeFooter (f: Footer): Buffer {
  * `fileSize` bytes: magic, version, and every handle inside the metadata area.
  * A filter handle of size 0 means "no filter".
  */
-export function decodeFooter (name: string, buf: Uint8Array, fileSize: number): Footer {
+export function decodeFooter (name: string, buf: Uint8Array, fileSize: number): DecodedFooter {
   if (buf.length !== FOOTER_SIZE) throw corruption(name, 'short footer')
   if (Buffer.compare(buf.subarray(FOOTER_SIZE - 8), TABLE_MAGIC) !== 0) {
     throw corruption(name, 'bad magic number (not a table file, or truncated)')
   }
   const version = getFixed32(buf, FOOTER_SIZE - 12)
-  if (version !== FORMAT_VERSION) throw corruption(name, `unsupported table format version ${version}`)
+  if (!supportedVersion(version)) throw corruption(name, `unsupported table format version ${version}`)
   const handles: BlockHandle[] = []
   for (let i = 0; i < 3; i++) {
     const offset = getFixed64(buf, i * 16)
@@ -188,7 +216,7 @@ export function decodeFooter (name: string, buf: Uint8Array, fileSize: number): 
   checkHandle(name, index, limit, 'index block')
   checkHandle(name, properties, limit, 'properties block')
   if (filter.size !== 0) checkHandle(name, filter, limit, 'filter block')
-  return { index, filter, properties }
+  return { index, filter, properties, version }
 }
 
 /** Table-wide facts, recorded in the properties block. */
@@ -215,7 +243,8 @@ export function encodeProperties (w: ByteWriter, p: TableProperties): void {
   }
 }
 
-export function decodeProperties (name: string, buf: Buffer): TableProperties {
+/** Decodes a properties block; its version must be `footerVersion` (the footer's). */
+export function decodeProperties (name: string, buf: Buffer, footerVersion: number = FORMAT_VERSION): TableProperties {
   const nums: number[] = []
   let pos = 0
   for (let i = 0; i < 5; i++) {
@@ -224,7 +253,10 @@ export function decodeProperties (name: string, buf: Buffer): TableProperties {
     pos = varintOut.pos
   }
   const [formatVersion, entries, dataBlocks, rawKeyBytes, rawValueBytes] = nums
-  if (formatVersion !== FORMAT_VERSION) throw corruption(name, `properties: unsupported format version ${formatVersion}`)
+  if (!supportedVersion(formatVersion)) throw corruption(name, `properties: unsupported format version ${formatVersion}`)
+  if (formatVersion !== footerVersion) {
+    throw corruption(name, `properties: format version ${formatVersion} disagrees with the footer's ${footerVersion}`)
+  }
   const keys: InternalKey[] = []
   for (let i = 0; i < 2; i++) {
     if (!getVarint(buf, pos, buf.length)) throw corruption(name, 'bad properties block')

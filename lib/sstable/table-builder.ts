@@ -23,6 +23,11 @@ export interface TableBuilderOptions {
   restartInterval?: number
   /** Bloom filter bits per user key; 0 writes no filter. */
   bloomBitsPerKey: number
+  /**
+   * Table format version to write (format.ts): FORMAT_VERSION (2, the default)
+   * or 1, the layout of lsm-level <= 0.2, kept so that tests can build old tables.
+   */
+  formatVersion?: number
 }
 
 export interface TableBuildResult {
@@ -38,8 +43,9 @@ const WRITE_CHUNK = 64 * 1024
 
 export class TableBuilder {
   private readonly blockSize: number
+  private readonly formatVersion: number
   private readonly data: BlockBuilder
-  private readonly index = new BlockBuilder(1) // index keys are few and binary searched after decoding
+  private readonly index: BlockBuilder
   private readonly bloom: BloomBuilder | null
   private readonly pending = new ByteWriter(WRITE_CHUNK + 8192)
   private offset = 0 // bytes appended to the file plus bytes in `pending`
@@ -63,8 +69,12 @@ export class TableBuilder {
   constructor (private readonly file: WritableFile, options: TableBuilderOptions) {
     assert(Number.isInteger(options.blockSize) && options.blockSize > 0, 'blockSize must be a positive integer')
     assert(options.bloomBitsPerKey >= 0, 'bloomBitsPerKey must be >= 0')
+    const version = options.formatVersion ?? FORMAT_VERSION
+    assert(version === 1 || version === FORMAT_VERSION, `cannot write table format version ${version}`)
+    this.formatVersion = version
     this.blockSize = options.blockSize
-    this.data = new BlockBuilder(options.restartInterval ?? DEFAULT_RESTART_INTERVAL)
+    this.data = new BlockBuilder(options.restartInterval ?? DEFAULT_RESTART_INTERVAL, version)
+    this.index = new BlockBuilder(1, version) // index keys are few and binary searched after decoding
     this.bloom = options.bloomBitsPerKey > 0 ? new BloomBuilder(options.bloomBitsPerKey) : null
     this.offset = file.size()
     assert(this.offset === 0, 'TableBuilder needs an empty file')
@@ -131,7 +141,7 @@ export class TableBuilder {
     const largest = this.entries > 0 ? { userKey: Buffer.from(last), seq: this.lastSeq, kind: this.lastKind } : empty
     const w = new ByteWriter(128 + smallest.userKey.length + largest.userKey.length)
     encodeProperties(w, {
-      formatVersion: FORMAT_VERSION,
+      formatVersion: this.formatVersion,
       entries: this.entries,
       dataBlocks: this.dataBlocks,
       rawKeyBytes: this.rawKeyBytes,
@@ -142,7 +152,7 @@ export class TableBuilder {
     const properties = this.writeRaw(w.view())
 
     const index = this.writeBlock(this.index)
-    const footer = encodeFooter({ index, filter, properties })
+    const footer = encodeFooter({ index, filter, properties }, this.formatVersion)
     this.pending.bytes(footer)
     this.offset += footer.length
     this.flush()

@@ -40,6 +40,8 @@ export class Table {
   readonly smallest: InternalKey
   readonly largest: InternalKey
   readonly properties: TableProperties
+  /** Table format version (format.ts): the entry layout of its blocks. */
+  readonly formatVersion: number
 
   private checked = 0
   private useful = 0
@@ -69,6 +71,7 @@ export class Table {
     this.id = nextTableId++
     this.fileSize = fileSize
     this.properties = properties
+    this.formatVersion = properties.formatVersion
     this.entries = properties.entries
     this.smallest = properties.smallest
     this.largest = properties.largest
@@ -109,8 +112,8 @@ export class Table {
       }
       if (n !== FOOTER_SIZE) throw corruption(name, 'short read of footer')
       const footer = decodeFooter(name, footerBuf, fileSize)
-      const index = decodeBlock(name, readBlock(file, name, footer.index, true))
-      const properties = decodeProperties(name, readBlock(file, name, footer.properties, true))
+      const properties = decodeProperties(name, readBlock(file, name, footer.properties, true), footer.version)
+      const index = decodeBlock(name, readBlock(file, name, footer.index, true), footer.version)
       const filter = footer.filter.size === 0 ? null : new BloomFilter(name, readBlock(file, name, footer.filter, true))
       return new Table(file, name, cache, options?.verifyChecksums ?? true, filter, index, properties, fileSize)
     } catch (err) {
@@ -204,7 +207,7 @@ export class Table {
     const size = this.blockSizes[i]
     const handle: BlockHandle = { offset, size }
     const into = this.cache.takeBuffer(size + BLOCK_TRAILER_SIZE)
-    const block = parseRawBlock(this.name, readBlock(this.file, this.name, handle, this.verifyChecksums, into))
+    const block = parseRawBlock(this.name, readBlock(this.file, this.name, handle, this.verifyChecksums, into), this.formatVersion)
     this.cache.set(this.slots, i, block, block.charge)
     return block
   }
@@ -216,7 +219,7 @@ export class Table {
   dataBlock (i: number): DecodedBlock {
     const raw = this.rawBlock(i)
     raw.pinned = true
-    return decodeBlock(this.name, raw.contents)
+    return decodeBlock(this.name, raw.contents, this.formatVersion)
   }
 }
 

@@ -1,0 +1,434 @@
+// Table format versions (lib/sstable/format.ts, block-builder.ts): the version 2
+// entry layout (user key + varint tag = seq * 2 + kind) pinned byte for byte,
+// round trips across every tag size, damaged version 2 entries, the footer and
+// properties version checks, and version 1 tables (the layout of lsm-level
+// <= 0.2) read through the Table API, through an engine reopen, and from a
+// database written by lsm-level 0.2.0 itself (test/fixtures/table-v1-db).
+import test from 'tape'
+import * as nodeFs from 'node:fs'
+import * as path from 'node:path'
+import { LsmLevel } from '../index'
+import { NodeFileSystem } from '../lib/fs/node-fs'
+import { KIND_DELETE, KIND_VALUE, MAX_SEQ } from '../lib/keys'
+import { isLevelError } from '../lib/errors'
+import type { InternalIterator } from '../lib/iterators/internal-iterator'
+import { TableBuilder, type TableBuilderOptions } from '../lib/sstable/table-builder'
+import { Table } from '../lib/sstable/table'
+import { BlockCache } from '../lib/sstable/cache'
+import { BlockBuilder } from '../lib/sstable/block-builder'
+import { BlockIterator, decodeBlock, parseRawBlock, rawSeekOut, seekRawBlock } from '../lib/sstable/block'
+import { FOOTER_SIZE, FORMAT_VERSION } from '../lib/sstable/format'
+import { ByteWriter, getFixed32, putFixed32 } from '../lib/util/coding'
+import { crc, maskCrc } from '../lib/util/crc'
+import { parseFileName } from '../lib/filenames'
+import { compareEntries, type Entry } from './util/array-iterator'
+import { tempDir } from './util/temp'
+
+const nfs = new NodeFileSystem()
+const tmp = tempDir('lsm-table-format-test-')
+let counter = 0
+
+function thrown (fn: () => void): unknown {
+  try {
+    fn()
+    return undefined
+  } catch (err) {
+    return err
+  }
+}
+
+function isCorruptionNaming (err: unknown, name: string): boolean {
+  return isLevelError(err, 'LEVEL_CORRUPTION') && err.message.includes(name) && !(err instanceof RangeError)
+}
+
+function buildTable (model: Entry[], options: TableBuilderOptions): { path: string, name: string } {
+  const name = `${String(++counter).padStart(6, '0')}.sst`
+  const p = path.join(tmp, name)
+  const w = nfs.openWrite(p)
+  const b = new TableBuilder(w, options)
+  for (const e of model) b.add(e.userKey, e.seq, e.kind, e.value)
+  b.finish()
+  w.sync()
+  w.close()
+  return { path: p, name }
+}
+
+function collect (it: InternalIterator, backward = false): Entry[] {
+  const out: Entry[] = []
+  if (backward) for (it.seekToLast(); it.valid(); it.prev()) out.unshift({ userKey: it.userKey(), seq: it.seq(), kind: it.kind(), value: it.value() })
+  else for (it.seekToFirst(); it.valid(); it.next()) out.push({ userKey: it.userKey(), seq: it.seq(), kind: it.kind(), value: it.value() })
+  return out
+}
+
+function diff (a: Entry[], b: Entry[]): string | null {
+  if (a.length !== b.length) return `length ${a.length} != ${b.length}`
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]
+    const y = b[i]
+    if (!x.userKey.equals(y.userKey) || x.seq !== y.seq || x.kind !== y.kind || !x.value.equals(y.value)) {
+      return `entry ${i}: ${x.userKey.toString('hex')}@${x.seq}/${x.kind} vs ${y.userKey.toString('hex')}@${y.seq}/${y.kind}`
+    }
+  }
+  return null
+}
+
+/** Footer version of a table file. */
+function fileVersion (p: string): number {
+  const buf = nodeFs.readFileSync(p)
+  return getFixed32(buf, buf.length - 12)
+}
+
+/** Sequence numbers at every tag-size boundary (tag = seq * 2 + kind, 7 bits per varint byte). */
+const BOUNDARY_SEQS = [0, 1, 63, 64, 127, 128, 2 ** 13 - 1, 2 ** 13, 2 ** 20 - 1, 2 ** 20, 2 ** 21, 2 ** 27, 2 ** 35, 2 ** 41, 2 ** 48 - 2, MAX_SEQ]
+
+/**
+ * A sorted model with every boundary seq (both kinds), the empty user key,
+ * empty values, long shared prefixes (longer than 127 and 255 bytes) and keys
+ * that are prefixes of each other.
+ */
+function boundaryModel (): Entry[] {
+  const long = Buffer.alloc(300, 0x61)
+  const keys: Buffer[] = [
+    Buffer.alloc(0), Buffer.from([0]), Buffer.from([0, 0]), Buffer.from('a'), Buffer.from('ab'),
+    long, Buffer.concat([long, Buffer.from('x')]), Buffer.concat([long, Buffer.from('y')]),
+    Buffer.concat([long, Buffer.from('y'), Buffer.alloc(200, 0xff)]), Buffer.alloc(129, 0xfe), Buffer.from([0xff])
+  ]
+  const model: Entry[] = []
+  let n = 0
+  for (const k of keys) {
+    for (const seq of BOUNDARY_SEQS) {
+      const kind = n % 3 === 0 ? KIND_DELETE : KIND_VALUE
+      const value = kind === KIND_DELETE || n % 4 === 1 ? Buffer.alloc(0) : Buffer.from(`v${n}-${seq}`)
+      model.push({ userKey: k, seq, kind, value })
+      n++
+    }
+  }
+  return model.sort(compareEntries)
+}
+
+test('v2 entry layout is pinned: shared, unshared, value length, tag (seq * 2 + kind), key delta, value', (t) => {
+  t.is(FORMAT_VERSION, 2, 'new tables are written as version 2')
+  const bb = new BlockBuilder(16, 2)
+  bb.add(Buffer.from('ab'), 300, KIND_VALUE, Buffer.from('x'))
+  bb.add(Buffer.from('ac'), 5, KIND_DELETE, Buffer.alloc(0))
+  bb.add(Buffer.from('ac'), 0, KIND_VALUE, Buffer.from('yz'))
+  bb.add(Buffer.from('ad'), MAX_SEQ, KIND_VALUE, Buffer.alloc(0))
+  const w = bb.finish()
+  const got = Buffer.from(w.view()).toString('hex')
+  const want = [
+    '00', '02', '01', 'd904', '6162', '78', // tag 601 = 300 * 2 + 1
+    '01', '01', '00', '0a', '63', // tag 10 = 5 * 2 + 0
+    '02', '00', '02', '01', '797a', // tag 1 = 0 * 2 + 1, whole key shared
+    '01', '01', '00', 'ffffffffffff7f', '64', // tag 2^49 - 1: 7 bytes
+    '00000000', '01000000' // restart 0, one restart
+  ].join('')
+  t.is(got, want, 'bytes as documented in block-builder.ts')
+  const block = decodeBlock('pin.sst', Buffer.from(w.view()), 2)
+  t.deepEqual(Array.from({ length: block.length }, (_, i) => [block.userKey(i).toString(), block.seq(i), block.kind(i), block.value(i).toString()]),
+    [['ab', 300, 1, 'x'], ['ac', 5, 0, ''], ['ac', 0, 1, 'yz'], ['ad', MAX_SEQ, 1, '']], 'decodes back')
+  // The version 1 layout of the first entry: the encoded internal key (user key + 8-byte trailer).
+  const v1 = new BlockBuilder(16, 1)
+  v1.add(Buffer.from('ab'), 300, KIND_VALUE, Buffer.from('x'))
+  t.is(Buffer.from(v1.finish().view()).toString('hex'), '000a01' + '6162' + '01' + '2c0100000000' + '00' + '78' + '00000000' + '01000000', 'v1 layout unchanged')
+  t.end()
+})
+
+for (const version of [2, 1]) {
+  test(`format v${version}: round trips across tag sizes, deletes, empty keys and values, long shared prefixes`, (t) => {
+    const model = boundaryModel()
+    for (const interval of [1, 2, 16]) {
+      // Blocks: decoded, and searched raw.
+      const bb = new BlockBuilder(interval, version)
+      for (const e of model) bb.add(e.userKey, e.seq, e.kind, e.value)
+      const contents = Buffer.from(bb.finish().view())
+      const block = decodeBlock('rt.sst', contents, version)
+      t.is(diff(collect(new BlockIterator(block)), model), null, `interval ${interval}: block decodes to the model`)
+      const raw = parseRawBlock('rt.sst', contents, version)
+      let wrong = 0
+      for (const e of model) {
+        if (!seekRawBlock('rt.sst', raw, e.userKey, e.seq) || rawSeekOut.seq !== e.seq || rawSeekOut.kind !== e.kind ||
+          !contents.subarray(rawSeekOut.valueStart, rawSeekOut.valueEnd).equals(e.value)) wrong++
+      }
+      t.is(wrong, 0, `interval ${interval}: every entry found in place at its own seq`)
+    }
+    for (const blockSize of [64, 4096]) {
+      const built = buildTable(model, { blockSize, restartInterval: 3, bloomBitsPerKey: 10, formatVersion: version })
+      t.is(fileVersion(built.path), version, `blockSize ${blockSize}: footer says version ${version}`)
+      const table = Table.open(nfs, built.path, built.name, new BlockCache(1 << 20))
+      t.is(table.formatVersion, version, 'Table.formatVersion')
+      const it = table.iterator()
+      t.is(diff(collect(it), model), null, `blockSize ${blockSize}: forward iteration equals the model`)
+      t.is(diff(collect(it, true), model), null, `blockSize ${blockSize}: backward iteration equals the model`)
+      let wrong = 0
+      for (let i = 0; i < model.length; i++) {
+        const e = model[i]
+        // At its own seq: this entry. Just below: the next older version of the key, if any.
+        const got = table.get(e.userKey, e.seq)
+        if (got === undefined || got.seq !== e.seq || got.kind !== e.kind || !got.value.equals(e.value)) wrong++
+        if (e.seq > 0) {
+          const older = i + 1 < model.length && model[i + 1].userKey.equals(e.userKey) ? model[i + 1] : undefined
+          const below = table.get(e.userKey, e.seq - 1)
+          if (older === undefined ? below !== undefined : below?.seq !== older.seq) wrong++
+        }
+        it.seek(e.userKey, e.seq)
+        if (!it.valid() || it.seq() !== e.seq || !it.userKey().equals(e.userKey)) wrong++
+      }
+      t.is(wrong, 0, `blockSize ${blockSize}: get and seek find every entry, and only older versions below its seq`)
+      it.close()
+      const newest = table.get(model[0].userKey, MAX_SEQ)
+      t.is(newest?.seq, MAX_SEQ, 'get at MAX_SEQ finds the MAX_SEQ version')
+      table.unref()
+    }
+    t.end()
+  })
+}
+
+test('v2 tables are smaller than v1 tables of the same entries', (t) => {
+  const model: Entry[] = []
+  for (let i = 0; i < 5000; i++) {
+    const k = Buffer.alloc(16)
+    k.writeUInt32BE(i, 0)
+    k.writeUInt32BE(i * 2654435761 >>> 0, 4)
+    model.push({ userKey: k, seq: 1 + i * 37, kind: KIND_VALUE, value: Buffer.alloc(100, i & 0xff) })
+  }
+  const v1 = nodeFs.statSync(buildTable(model, { blockSize: 4096, bloomBitsPerKey: 10, formatVersion: 1 }).path).size
+  const v2 = nodeFs.statSync(buildTable(model, { blockSize: 4096, bloomBitsPerKey: 10, formatVersion: 2 }).path).size
+  // Tags of seqs below 2^20 take at most 3 bytes instead of 8.
+  t.ok(v1 - v2 >= 5000 * 5 * 0.95, `v1 ${v1} bytes, v2 ${v2} bytes: ~5 bytes saved per entry`)
+  t.end()
+})
+
+/** A hand-made block: entries of raw bytes, all of them restart points (or only the first). */
+function rawBlock (entries: Buffer[], onlyFirstRestart = false): Buffer {
+  const w = new ByteWriter()
+  const restarts: number[] = []
+  for (const e of entries) {
+    if (!onlyFirstRestart || w.pos === 0) restarts.push(w.pos)
+    w.bytes(e)
+  }
+  for (const r of restarts) w.fixed32(r)
+  w.fixed32(restarts.length)
+  return Buffer.from(w.view())
+}
+
+const hex = (s: string): Buffer => Buffer.from(s, 'hex')
+
+test('v2 damaged entries are LEVEL_CORRUPTION in the decoder and the in-place search', (t) => {
+  const good = hex('000101' + '03' + '61' + '78') // 'a' @1 put 'x'
+  const goodB = hex('000101' + '03' + '62' + '79') // 'b' @1 put 'y'
+  const cases: Array<[string, Buffer[]]> = [
+    ['tag varint running past the entry area', [good, hex('000000' + '8080')]],
+    ['tag varint running past the entry area (first entry)', [hex('000000' + 'ff')]],
+    ['tag varint longer than 8 bytes', [good, hex('000000' + '8080808080808080' + '01')]],
+    ['tag above 2^49 - 1 (seq above MAX_SEQ)', [good, hex('000000' + '8080808080808001')]],
+    ['key running past the entry area after the tag', [good, hex('000500' + '03' + '6162')]],
+    ['value running past the entry area after the tag', [good, hex('000105' + '03' + '63' + '7a')]],
+    ['header cut before the tag', [good, hex('0001')]],
+    ['restart entry sharing bytes', [good, hex('010101' + '03' + '63' + '7a')]]
+  ]
+  for (const [what, entries] of cases) {
+    // Every entry a restart point: the in-place search meets the damaged entry
+    // in its binary search over restarts; only the first: in its scan.
+    for (const onlyFirst of [false, true]) {
+      if (onlyFirst && what.startsWith('restart')) continue
+      const block = rawBlock(entries, onlyFirst)
+      const how = onlyFirst ? 'scan' : 'restart search'
+      t.ok(isCorruptionNaming(thrown(() => decodeBlock('dmg.sst', block, 2)), 'dmg.sst'), `decode (${how} layout): ${what}`)
+      const err = thrown(() => {
+        const raw = parseRawBlock('dmg.sst', block, 2)
+        seekRawBlock('dmg.sst', raw, Buffer.from('z'), MAX_SEQ)
+      })
+      t.ok(isCorruptionNaming(err, 'dmg.sst'), `seek (${how}): ${what}`)
+    }
+  }
+  // A damaged entry after a scan that stops early is not read (like version 1): no error, right answer.
+  const early = rawBlock([good, goodB, hex('000000' + 'ff')])
+  const raw = parseRawBlock('dmg.sst', early, 2)
+  t.ok(seekRawBlock('dmg.sst', raw, Buffer.from('a'), MAX_SEQ) && rawSeekOut.seq === 1, 'entries before the damage are found')
+  // The largest valid tag decodes.
+  const max = decodeBlock('ok.sst', rawBlock([hex('000100' + 'ffffffffffff7f' + '61')]), 2)
+  t.ok(max.seq(0) === MAX_SEQ && max.kind(0) === KIND_VALUE, 'tag 2^49 - 1 is seq MAX_SEQ, kind value')
+
+  // Through a table read with checksums off: a damaged tag in data block 0.
+  const model: Entry[] = []
+  for (let i = 0; i < 50; i++) model.push({ userKey: Buffer.from(`k${i}`), seq: 1000 + i, kind: KIND_VALUE, value: Buffer.from(`v${i}`) })
+  model.sort(compareEntries)
+  const built = buildTable(model, { blockSize: 4096, bloomBitsPerKey: 10 })
+  const buf = nodeFs.readFileSync(built.path)
+  // Entry 0 at offset 0: shared 0, unshared 2, value length 2, tag (2 bytes for seqs ~1000).
+  t.is(buf.subarray(0, 3).toString('hex'), '000202', 'data block 0 starts with the first entry header')
+  const name = '000999.sst'
+  const p = path.join(tmp, name)
+  const damaged = Buffer.from(buf)
+  damaged.fill(0xff, 3, 12) // the tag never ends
+  nodeFs.writeFileSync(p, damaged)
+  for (const verifyChecksums of [false, true]) {
+    const table = Table.open(nfs, p, name, new BlockCache(1 << 20), { verifyChecksums })
+    t.ok(isCorruptionNaming(thrown(() => table.get(model[0].userKey, MAX_SEQ)), name), `checksums ${verifyChecksums ? 'on' : 'off'}: get is LEVEL_CORRUPTION`)
+    const it = table.iterator()
+    t.ok(isCorruptionNaming(thrown(() => it.seekToFirst()), name), `checksums ${verifyChecksums ? 'on' : 'off'}: iteration is LEVEL_CORRUPTION`)
+    it.close()
+    table.unref()
+  }
+  t.end()
+})
+
+test('format versions: footer and properties must name a known version, and agree', (t) => {
+  const model: Entry[] = [{ userKey: Buffer.from('a'), seq: 1, kind: KIND_VALUE, value: Buffer.from('x') }]
+  const v2 = nodeFs.readFileSync(buildTable(model, { blockSize: 4096, bloomBitsPerKey: 10 }).path)
+  const v1 = nodeFs.readFileSync(buildTable(model, { blockSize: 4096, bloomBitsPerKey: 10, formatVersion: 1 }).path)
+  const name = '000555.sst'
+  const p = path.join(tmp, name)
+  const open = (buf: Buffer): unknown => {
+    nodeFs.writeFileSync(p, buf)
+    return thrown(() => Table.open(nfs, p, name, new BlockCache(0)).unref())
+  }
+  t.is(open(v2), undefined, 'version 2 opens')
+  t.is(open(v1), undefined, 'version 1 opens')
+  const withFooterVersion = (buf: Buffer, v: number): Buffer => {
+    const b = Buffer.from(buf)
+    putFixed32(b, b.length - 12, v)
+    return b
+  }
+  for (const v of [0, 3, 0xffffffff]) {
+    const err = open(withFooterVersion(v2, v))
+    t.ok(isCorruptionNaming(err, name) && /unsupported table format version/.test((err as Error).message), `footer version ${v}: LEVEL_CORRUPTION, unsupported`)
+  }
+  // The footer is not checksummed: a footer version flipped between 1 and 2
+  // is caught by the properties block (checksummed), which records the version too.
+  for (const [buf, v] of [[v2, 1], [v1, 2]] as const) {
+    const err = open(withFooterVersion(buf, v))
+    t.ok(isCorruptionNaming(err, name) && /disagrees/.test((err as Error).message), `footer version ${v} on a v${3 - v} table: LEVEL_CORRUPTION`)
+  }
+  // A properties block claiming a newer version (valid checksum, footer agreeing).
+  const props = findProperties(v2)
+  const newer = Buffer.from(v2)
+  newer[props.offset] = 3 // version varint
+  newer.writeUInt32LE(maskCrc(crc(newer.subarray(props.offset, props.offset + props.size + 1))), props.offset + props.size + 1)
+  const err = open(withFooterVersion(newer, 3))
+  t.ok(isCorruptionNaming(err, name), 'a version 3 table is LEVEL_CORRUPTION')
+  const onlyProps = open(newer)
+  t.ok(isCorruptionNaming(onlyProps, name) && /unsupported format version 3/.test((onlyProps as Error).message), 'properties version 3: unsupported')
+  t.end()
+})
+
+/** The properties block handle from a table's footer. */
+function findProperties (buf: Buffer): { offset: number, size: number } {
+  const f = buf.length - FOOTER_SIZE
+  return { offset: buf.readUInt32LE(f + 32), size: buf.readUInt32LE(f + 40) }
+}
+
+/** Rewrites every table of a closed database in format version 1 (same entries, same file names). */
+function rewriteAsV1 (dir: string): number {
+  let n = 0
+  for (const file of nodeFs.readdirSync(dir)) {
+    if (parseFileName(file)?.type !== 'table') continue
+    const p = path.join(dir, file)
+    const table = Table.open(nfs, p, file, new BlockCache(0))
+    const entries = collect(table.iterator()).map((e) => ({ ...e, userKey: Buffer.from(e.userKey), value: Buffer.from(e.value) }))
+    table.unref()
+    const tmpPath = p + '.v1'
+    const w = nfs.openWrite(tmpPath)
+    const b = new TableBuilder(w, { blockSize: 4096, bloomBitsPerKey: 10, formatVersion: 1 })
+    for (const e of entries) b.add(e.userKey, e.seq, e.kind, e.value)
+    b.finish()
+    w.sync()
+    w.close()
+    nodeFs.renameSync(tmpPath, p)
+    n++
+  }
+  return n
+}
+
+function tableVersions (dir: string): number[] {
+  return nodeFs.readdirSync(dir).filter((f) => parseFileName(f)?.type === 'table').map((f) => fileVersion(path.join(dir, f)))
+}
+
+async function expectContents (t: test.Test, db: LsmLevel<string, string>, model: Map<string, string>, what: string): Promise<void> {
+  let wrong = 0
+  for (const [k, v] of model) if (await db.get(k) !== v) wrong++
+  for (const k of ['absent', 'key0000x']) if (await db.get(k) !== undefined) wrong++
+  const seen = await db.iterator().all()
+  const want = [...model.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+  t.is(wrong, 0, `${what}: every get is right`)
+  t.deepEqual(seen, want, `${what}: iteration is right`)
+}
+
+test('engine: a database whose tables are version 1 reopens, reads, and compaction rewrites them as version 2', async (t) => {
+  const dir = path.join(tempDir('lsm-table-format-db-'), 'db')
+  const model = new Map<string, string>()
+  let db = new LsmLevel<string, string>(dir, { writeBufferSize: 16 * 1024 })
+  await db.open()
+  for (let i = 0; i < 3000; i++) {
+    const k = 'key' + String((i * 7919) % 2000).padStart(4, '0')
+    if (i % 11 === 0) {
+      await db.del(k)
+      model.delete(k)
+    } else {
+      const v = `value-${i}`.repeat(1 + (i % 5))
+      await db.put(k, v)
+      model.set(k, v)
+    }
+  }
+  await db.flush()
+  await db.close()
+  const n = rewriteAsV1(dir)
+  t.ok(n >= 2, `${n} tables rewritten as version 1`)
+  t.ok(tableVersions(dir).every((v) => v === 1), 'every table is version 1')
+
+  db = new LsmLevel<string, string>(dir, { writeBufferSize: 16 * 1024 })
+  await db.open()
+  await expectContents(t, db, model, 'version 1 tables')
+  for (let i = 0; i < 300; i++) {
+    const k = 'key' + String(i * 3).padStart(4, '0')
+    await db.put(k, 'new' + i)
+    model.set(k, 'new' + i)
+  }
+  await db.flush()
+  await expectContents(t, db, model, 'version 1 and 2 tables mixed')
+  await db.compactRange()
+  await db.close()
+  const versions = tableVersions(dir)
+  t.ok(versions.length > 0 && versions.every((v) => v === 2), `after compaction every table is version 2 (${versions.length} tables)`)
+  db = new LsmLevel<string, string>(dir)
+  await db.open()
+  await expectContents(t, db, model, 'after compaction and reopen')
+  await db.close()
+})
+
+// test/fixtures/table-v1-db was written by lsm-level 0.2.0 (table format 1):
+//
+//   const db = new LsmLevel(dir); await db.open()
+//   for (let i = 0; i < 300; i++) await db.put(k(i), 'value' + i)   // k(i) = 'key' + 3-digit i
+//   await db.put('empty', ''); await db.flush(); await db.compactRange()
+//   for (let i = 0; i < 300; i += 5) await db.put(k(i), 'new' + i)
+//   for (let i = 0; i < 300; i += 7) await db.del(k(i))
+//   await db.flush(); await db.close()
+const V1_FIXTURE = path.join(__dirname, '..', '..', 'test', 'fixtures', 'table-v1-db')
+
+function v1FixtureModel (): Map<string, string> {
+  const model = new Map<string, string>()
+  const k = (i: number): string => 'key' + String(i).padStart(3, '0')
+  for (let i = 0; i < 300; i++) model.set(k(i), 'value' + i)
+  model.set('empty', '')
+  for (let i = 0; i < 300; i += 5) model.set(k(i), 'new' + i)
+  for (let i = 0; i < 300; i += 7) model.delete(k(i))
+  return model
+}
+
+test('engine: a database written by lsm-level 0.2.0 opens and reads', async (t) => {
+  const dir = path.join(tempDir('lsm-table-format-fixture-'), 'db')
+  nodeFs.cpSync(V1_FIXTURE, dir, { recursive: true })
+  t.ok(tableVersions(dir).length === 2 && tableVersions(dir).every((v) => v === 1), 'the fixture holds two version 1 tables')
+  const model = v1FixtureModel()
+  let db = new LsmLevel<string, string>(dir)
+  await db.open()
+  await expectContents(t, db, model, 'lsm-level 0.2.0 database')
+  await db.compactRange()
+  await db.close()
+  t.ok(tableVersions(dir).every((v) => v === 2), 'compaction rewrote it as version 2')
+  db = new LsmLevel<string, string>(dir)
+  await db.open()
+  await expectContents(t, db, model, 'after compaction')
+  await db.close()
+})
