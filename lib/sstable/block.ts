@@ -541,7 +541,6 @@ function seekRawBlockV2 (name: string, block: RawBlock, userKey: Uint8Array, seq
   const c = block.contents
   const limit = block.limit
   const keyLen = userKey.length
-  if (scanKey.length > 1 << 16) scanKey = new Uint8Array(256)
   // Binary search: the last restart point whose key is < the target (or the first).
   let lo = 0
   let hi = block.numRestarts - 1
@@ -579,37 +578,46 @@ function seekRawBlockV2 (name: string, block: RawBlock, userKey: Uint8Array, seq
     if (cmp < 0) lo = mid
     else hi = mid - 1
   }
-  // Scan forward from that restart point.
-  let key = scanKey
-  let len = 0
+  // Scan forward from that restart point, without rebuilding keys. `matched`:
+  // how many leading bytes the previous entry's user key P shares with the
+  // target T. P is below T in one of three ways: P[matched] < T[matched]; P is a
+  // proper prefix of T (matched = |P|); or P = T with a seq above the reader's
+  // (matched = |P| = |T|). An entry that shares more than `matched` bytes with P
+  // keeps P's smaller byte at `matched` (only the first way allows it), so it is
+  // below T too and its bytes need not be read; otherwise its first `shared`
+  // bytes equal T's and its key bytes are compared with T from there.
   let pos = getFixed32(c, limit + 4 * lo)
-  let first = true
+  let prevLen = -1 // no previous entry: the first must share nothing
+  let matched = 0
   while (pos < limit) {
     readEntryHeaderV2(c, pos, limit, name)
     const shared = header.shared
     const unshared = header.unshared
-    pos = header.pos
-    if (shared > len || (first && shared !== 0)) throw corruption(name, `entry shares ${shared} bytes with a ${first ? 0 : len}-byte key`)
-    first = false
-    const newLen = shared + unshared
-    if (newLen > key.length) {
-      const bigger = new Uint8Array(Math.max(newLen, key.length * 2))
-      bigger.set(key.subarray(0, shared))
-      key = scanKey = bigger
+    const delta = header.pos
+    if (prevLen < 0 ? shared !== 0 : shared > prevLen) throw corruption(name, `entry shares ${shared} bytes with a ${prevLen < 0 ? 0 : prevLen}-byte key`)
+    prevLen = shared + unshared
+    if (shared <= matched) {
+      const room = keyLen - shared
+      const max = unshared < room ? unshared : room
+      let j = 0
+      while (j < max && c[delta + j] === userKey[shared + j]) j++
+      if (j < max) {
+        if (c[delta + j] > userKey[shared + j]) return false // past the target
+        matched = shared + j
+      } else if (j < unshared) {
+        return false // T is a proper prefix of this key: past the target
+      } else {
+        matched = shared + j
+        if (matched === keyLen && header.seq <= seq) {
+          rawSeekOut.kind = header.kind
+          rawSeekOut.seq = header.seq
+          rawSeekOut.valueStart = delta + unshared
+          rawSeekOut.valueEnd = delta + unshared + header.valueLen
+          return true
+        }
+      }
     }
-    for (let j = 0; j < unshared; j++) key[shared + j] = c[pos + j]
-    len = newLen
-    pos += unshared
-    const cmp = compareRange(key, 0, len, userKey, 0, keyLen)
-    if (cmp > 0) return false
-    if (cmp === 0 && header.seq <= seq) {
-      rawSeekOut.kind = header.kind
-      rawSeekOut.seq = header.seq
-      rawSeekOut.valueStart = pos
-      rawSeekOut.valueEnd = pos + header.valueLen
-      return true
-    }
-    pos += header.valueLen
+    pos = delta + unshared + header.valueLen
   }
   return false
 }
