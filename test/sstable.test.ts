@@ -396,23 +396,44 @@ test('bloom: hash is stable, no false negatives, ~1% false positives at 10 bits/
     [m('', 0), m('', 1), m('test', 0), m('Hello, world!', 0), m('Hello, world!', 1234), m('a', 0x9747b28c), m('ab', 0x9747b28c), m('aaa', 0x9747b28c)],
     [0, 0x514e28b7, 0xba6bd213, 0xc0363e43, 0xfaf6cdb3, 0x7fa09ea6, 0x74875592, 0x283e0130],
     'murmur3 reference vectors')
-  const rng = new Rng(SEED ^ 0x2222)
-  const n = 20000
-  const bb = new BloomBuilder(10)
-  const keys: Buffer[] = []
-  for (let i = 0; i < n; i++) {
-    const k = Buffer.from(`key-${i}-${rng.u32()}`)
-    keys.push(k)
-    bb.addKey(k)
+  for (const version of [1, 2]) {
+    const rng = new Rng(SEED ^ 0x2222)
+    const n = 20000
+    const bb = new BloomBuilder(10, version)
+    const keys: Buffer[] = []
+    for (let i = 0; i < n; i++) {
+      const k = Buffer.from(`key-${i}-${rng.u32()}`)
+      keys.push(k)
+      bb.addKey(k)
+    }
+    const f = new BloomFilter('f.sst', bb.finish(), version)
+    t.ok(keys.every((k) => f.mayContain(k)), `v${version}: no false negatives`)
+    let fp = 0
+    const probes = 20000
+    for (let i = 0; i < probes; i++) if (f.mayContain(Buffer.from(`absent-${i}-${rng.u32()}`))) fp++
+    const rate = fp / probes
+    console.log(`# bloom (table format ${version}) false positive rate at 10 bits/key: ${(rate * 100).toFixed(2)}%`)
+    t.ok(rate < 0.03, `v${version}: false positive rate ${(rate * 100).toFixed(2)}% < 3%`)
   }
-  const f = new BloomFilter('f.sst', bb.finish())
-  t.ok(keys.every((k) => f.mayContain(k)), 'no false negatives')
-  let fp = 0
-  const probes = 20000
-  for (let i = 0; i < probes; i++) if (f.mayContain(Buffer.from(`absent-${i}-${rng.u32()}`))) fp++
-  const rate = fp / probes
-  console.log(`# bloom false positive rate at 10 bits/key: ${(rate * 100).toFixed(2)}%`)
-  t.ok(rate < 0.03, `false positive rate ${(rate * 100).toFixed(2)}% < 3%`)
+  // Format 2 is cache-local: every bit of a key in one 64-byte line.
+  const spread: number[] = []
+  for (let i = 0; i < 200; i++) {
+    const one = new BloomBuilder(10, 2)
+    for (let j = 0; j < 1000; j++) one.addKey(Buffer.from(`filler-${j}`)) // 10,000 bits: 20 lines
+    const before = one.finish()
+    one.addKey(Buffer.from(`probe-${i}`))
+    const after = one.finish()
+    const changed: number[] = []
+    for (let b = 0; b < after.length - 1; b++) if (after[b] !== before[b]) changed.push(b)
+    spread.push(changed.length === 0 ? 0 : Math.floor(changed[changed.length - 1] / 64) - Math.floor(changed[0] / 64))
+  }
+  t.ok(spread.every((d) => d === 0), 'v2: the bits a key sets lie in one 64-byte line')
+  const pinnedFilter = new BloomBuilder(10, 2)
+  for (const k of ['a', 'b', 'hello', 'world', '']) pinnedFilter.addKey(Buffer.from(k))
+  const layout = pinnedFilter.finish()
+  t.is(layout.length, 64 + 1, 'v2: array rounded up to whole lines')
+  t.is(layout.toString('hex'), PINNED_V2_FILTER, 'v2: filter bytes are pinned (format)')
+  t.throws(() => new BloomFilter('f.sst', Buffer.alloc(65 + 8, 1), 2), /not made of 64-byte lines/, 'v2: a bit array that is not whole lines is corruption')
   t.end()
 })
 
@@ -568,6 +589,9 @@ test('table: bloom gating, no-filter tables, empty tables, order assertion', (t)
   w.close()
   t.end()
 })
+
+// The filter of format 2 for the keys 'a', 'b', 'hello', 'world' and '' at 10 bits per key (7 probes, one line).
+const PINNED_V2_FILTER = '8000800410240000010000100000080000001004001500000500000080a20000000401000001000210000040040000a00180010000008008000000080000000007'
 
 test('block cache: stays under capacity, counts hits, LRU', (t) => {
   const rng = new Rng(SEED ^ 0x4444)

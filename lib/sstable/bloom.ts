@@ -7,11 +7,22 @@
 //   +-------------------------------------+------------+
 //                                          1 B, 1 <= k <= 30
 //
-// Bit i lives in byte i >> 3 at bit (i & 7). The number of bits is 8 * m.
-// A key is probed by double hashing from one 32-bit hash h = bloomHash(key):
-// delta = rotl(h, 15), probe j sets/tests bit (h + j * delta) mod (8 * m), with
-// all arithmetic mod 2^32. bloomHash and the probe sequence are part of the
-// on-disk format (FORMAT_VERSION in format.ts) and must never change.
+// Bit i lives in byte i >> 3 at bit (i & 7). Every key is hashed once, h =
+// bloomHash(key) (32 bits). How h picks the k bits depends on the table's
+// format version (format.ts); bloomHash, both probe sequences and the layouts are
+// part of the on-disk format and must never change.
+//
+// Table format 1 (classic): the bits span the whole array (8 * m bits). Double
+// hashing: delta = rotl(h, 15); probe j tests bit (h + j * delta) mod (8 * m),
+// with all arithmetic mod 2^32. A lookup touches k scattered bytes: k cache
+// misses once the filters outgrow the CPU caches.
+//
+// Table format 2 (cache-local): m is a multiple of 64 and the array is cut into
+// m / 64 lines of 512 bits, one CPU cache line each. All k bits of a key lie in
+// one line: line = floor(h * (m / 64) / 2^32). Within it, g = h; probe j sets
+// g = imul(g, 0x9e3779b9) (mod 2^32), then tests bit g >>> 23 (0..511) of the
+// line. One cache miss per lookup; about 1.2% false positives at 10 bits per key
+// (format 1: about 0.8%).
 import { corruption } from '../errors'
 import { assert } from '../invariants'
 
@@ -68,13 +79,20 @@ export function probesFor (bitsPerKey: number): number {
   return k < 1 ? 1 : k > MAX_PROBES ? MAX_PROBES : k
 }
 
+/** Bits per cache-local line (format 2). */
+const LINE_BITS = 512
+const LINE_BYTES = LINE_BITS / 8
+const GOLDEN = 0x9e3779b9 | 0
+
 /** Collects key hashes while a table is written; `finish` lays out the filter. */
 export class BloomBuilder {
   private hashes = new Uint32Array(1024)
   private count = 0
 
-  constructor (private readonly bitsPerKey: number) {
+  /** `formatVersion`: the table's (1: classic layout, 2: cache-local). */
+  constructor (private readonly bitsPerKey: number, private readonly formatVersion = 2) {
     assert(bitsPerKey > 0, 'BloomBuilder needs bitsPerKey > 0')
+    assert(formatVersion === 1 || formatVersion === 2, `no filter layout for table format ${formatVersion}`)
   }
 
   /** Adds a user key. The caller skips consecutive duplicates (several versions of one key). */
@@ -93,10 +111,16 @@ export class BloomBuilder {
 
   /** Bytes `finish` will produce. */
   estimatedSize (): number {
-    return bitArrayBytes(this.count, this.bitsPerKey) + 1
+    return this.arrayBytes() + 1
+  }
+
+  private arrayBytes (): number {
+    const bytes = bitArrayBytes(this.count, this.bitsPerKey)
+    return this.formatVersion === 1 ? bytes : Math.ceil(bytes / LINE_BYTES) * LINE_BYTES
   }
 
   finish (): Buffer {
+    if (this.formatVersion !== 1) return this.finishLocal()
     const bytes = bitArrayBytes(this.count, this.bitsPerKey)
     const bits = bytes * 8
     const k = probesFor(this.bitsPerKey)
@@ -108,6 +132,25 @@ export class BloomBuilder {
         const bit = h % bits
         out[bit >>> 3] |= 1 << (bit & 7)
         h = (h + delta) >>> 0
+      }
+    }
+    out[bytes] = k
+    return out
+  }
+
+  private finishLocal (): Buffer {
+    const bytes = this.arrayBytes()
+    const lines = bytes / LINE_BYTES
+    const k = probesFor(this.bitsPerKey)
+    const out = Buffer.alloc(bytes + 1)
+    for (let i = 0; i < this.count; i++) {
+      const h = this.hashes[i]
+      const base = Math.floor(h * lines / 4294967296) * LINE_BYTES
+      let g = h | 0
+      for (let j = 0; j < k; j++) {
+        g = Math.imul(g, GOLDEN)
+        const bit = g >>> 23
+        out[base + (bit >>> 3)] |= 1 << (bit & 7)
       }
     }
     out[bytes] = k
@@ -126,17 +169,41 @@ export class BloomFilter {
   private readonly bits: number
   private readonly probes: number
 
-  /** Validates the layout; `contents` must stay unchanged while the filter is used. */
-  constructor (name: string, private readonly data: Buffer) {
+  /** Lines of LINE_BITS (format 2); 0 for the classic layout. */
+  private readonly lines: number
+
+  /**
+   * Validates the layout of a filter of a table of `formatVersion`; `contents`
+   * must stay unchanged while the filter is used.
+   */
+  constructor (name: string, private readonly data: Buffer, formatVersion = 2) {
     if (data.length < 2) throw corruption(name, 'filter block too short')
     const k = data[data.length - 1]
     if (k < 1 || k > MAX_PROBES) throw corruption(name, `filter block has bad probe count ${k}`)
     this.probes = k
     this.bits = (data.length - 1) * 8
+    if (formatVersion === 1) {
+      this.lines = 0
+    } else {
+      if ((data.length - 1) % LINE_BYTES !== 0) throw corruption(name, `filter block of ${data.length - 1} bytes is not made of ${LINE_BYTES}-byte lines`)
+      this.lines = (data.length - 1) / LINE_BYTES
+    }
   }
 
   /** False means the key is certainly absent; true means it may be present. */
   mayContain (userKey: Uint8Array): boolean {
+    if (this.lines > 0) {
+      const h = bloomHash(userKey)
+      const base = Math.floor(h * this.lines / 4294967296) * LINE_BYTES
+      const data = this.data
+      let g = h | 0
+      for (let j = 0; j < this.probes; j++) {
+        g = Math.imul(g, GOLDEN)
+        const bit = g >>> 23
+        if ((data[base + (bit >>> 3)] & (1 << (bit & 7))) === 0) return false
+      }
+      return true
+    }
     let h = bloomHash(userKey)
     const delta = ((h << 15) | (h >>> 17)) >>> 0
     const bits = this.bits

@@ -75,7 +75,7 @@ export class TableBuilder {
     this.blockSize = options.blockSize
     this.data = new BlockBuilder(options.restartInterval ?? DEFAULT_RESTART_INTERVAL, version)
     this.index = new BlockBuilder(1, version) // index keys are few and binary searched after decoding
-    this.bloom = options.bloomBitsPerKey > 0 ? new BloomBuilder(options.bloomBitsPerKey) : null
+    this.bloom = options.bloomBitsPerKey > 0 ? new BloomBuilder(options.bloomBitsPerKey, version) : null
     this.offset = file.size()
     assert(this.offset === 0, 'TableBuilder needs an empty file')
   }

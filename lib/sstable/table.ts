@@ -114,7 +114,7 @@ export class Table {
       const footer = decodeFooter(name, footerBuf, fileSize)
       const properties = decodeProperties(name, readBlock(file, name, footer.properties, true), footer.version)
       const index = decodeBlock(name, readBlock(file, name, footer.index, true), footer.version)
-      const filter = footer.filter.size === 0 ? null : new BloomFilter(name, readBlock(file, name, footer.filter, true))
+      const filter = footer.filter.size === 0 ? null : new BloomFilter(name, readBlock(file, name, footer.filter, true), footer.version)
       return new Table(file, name, cache, options?.verifyChecksums ?? true, filter, index, properties, fileSize)
     } catch (err) {
       file.close()
