@@ -35,7 +35,7 @@ import type { VersionEdit } from './manifest/version-edit'
 import { MemTable } from './memtable/memtable'
 import { LogWriter } from './wal/log-writer'
 import { LogReader } from './wal/log-reader'
-import { encodeBatch, decodeBatch, OP_RANGE_DELETE, type BatchOp } from './wal/batch'
+import { decodeBatch, encodeBatchPayload, setBatchSequence, batchCount, readBatchOp, batchOpOut, BATCH_HEADER_SIZE, OP_RANGE_DELETE, type BatchOp } from './wal/batch'
 import { RangeTombstoneView, type RangeTombstone, type RangeTombstoneIndex } from './range-tombstones'
 import { BlockCache } from './sstable/cache'
 import { TableCache } from './sstable/table-cache'
@@ -58,13 +58,16 @@ import { corruption, ioError, levelError, type LevelError } from './errors'
 import type { LsmStats } from './stats'
 import { TurnBudget } from './util/turn'
 import { removeAsync, syncDirAsync } from './fs/fs'
+import { assert } from './invariants'
 
 export { Snapshot } from './snapshots'
 export type { BatchOp } from './wal/batch'
 export type { RangeOptions } from './iterators/db-iterator'
 
 interface Writer {
-  ops: BatchOp[]
+  /** The encoded batch (lib/wal/batch.ts): the log record's payload; its sequence number is set at commit. */
+  payload: Buffer
+  count: number
   sync: boolean
   firstSeq: number
   resolve: () => void
@@ -121,6 +124,36 @@ function applyOp (mem: MemTable, seq: number, op: BatchOp, copy: boolean): void 
   } else {
     mem.add(seq, op.kind, op.key, op.value ?? EMPTY)
   }
+}
+
+/**
+ * Adds the operations of an encoded batch (written by this process) to a
+ * memtable, operation i at firstSeq + i. Keys and values are copied into the
+ * memtable's arena straight from the payload. Returns the user bytes applied
+ * (keys, values and range bounds).
+ */
+function applyBatch (mem: MemTable, payload: Buffer, firstSeq: number): number {
+  const count = batchCount(payload)
+  const o = batchOpOut
+  let pos = BATCH_HEADER_SIZE
+  let bytes = 0
+  for (let i = 0; i < count; i++) {
+    pos = readBatchOp(payload, pos)
+    const kind = o.kind
+    if (kind === OP_RANGE_DELETE) {
+      // Copied: a few small buffers rather than views pinning the payload.
+      const start = Buffer.from(payload.subarray(o.keyOff, o.keyOff + o.keyLen))
+      const end = o.endLen < 0 ? undefined : Buffer.from(payload.subarray(o.endOff, o.endOff + o.endLen))
+      mem.addRangeTombstone(firstSeq + i, start, end)
+      bytes += o.keyLen + (o.endLen < 0 ? 0 : o.endLen)
+    } else {
+      const valueLen = kind === KIND_VALUE ? o.valueLen : 0
+      mem.addFrom(firstSeq + i, kind, payload, o.keyOff, o.keyLen, o.valueOff, valueLen)
+      bytes += o.keyLen + valueLen
+    }
+  }
+  assert(pos === payload.length, 'batch has trailing bytes')
+  return bytes
 }
 
 /** Totals over every engine in this process (tests use them to show background work happened). */
@@ -380,8 +413,20 @@ export class Engine {
   write (ops: BatchOp[], sync: boolean): Promise<void> {
     if (this.writeError) return Promise.reject(this.writeError)
     if (this.closing) return Promise.reject(levelError('LEVEL_DATABASE_NOT_OPEN', 'Database is closing'))
+    return this.writeEncoded(encodeBatchPayload(ops), sync)
+  }
+
+  /**
+   * write() of a batch already encoded by encodeBatchPayload or encodeLevelBatch
+   * (lib/wal/batch.ts), its sequence number not set. The engine takes the
+   * payload over: it becomes the log record, then the memtable's source.
+   */
+  writeEncoded (payload: Buffer, sync: boolean): Promise<void> {
+    if (this.writeError) return Promise.reject(this.writeError)
+    if (this.closing) return Promise.reject(levelError('LEVEL_DATABASE_NOT_OPEN', 'Database is closing'))
+    const count = batchCount(payload)
     return new Promise<void>((resolve, reject) => {
-      this.pending.push({ ops, sync, firstSeq: 0, resolve, reject })
+      this.pending.push({ payload, count, sync, firstSeq: 0, resolve, reject })
       if (!this.commitScheduled) {
         this.commitScheduled = true
         queueMicrotask(() => this.commit())
@@ -430,8 +475,9 @@ export class Engine {
     for (let i = 0; i < writers.length; i++) {
       const w = writers[i]
       w.firstSeq = seq
-      payloads[i] = encodeBatch(seq, w.ops)
-      seq += w.ops.length
+      setBatchSequence(w.payload, seq)
+      payloads[i] = w.payload
+      seq += w.count
       if (w.sync) needsSync = true
     }
     const logSizeBefore = this.log!.size()
@@ -445,7 +491,6 @@ export class Engine {
     }
     this.allocatedSeq = seq - 1
     this.counters.walBytes += this.log!.size() - logSizeBefore
-    for (const w of writers) for (const op of w.ops) this.counters.userBytes += op.key.length + (op.value ? op.value.length : 0) + (op.end ? op.end.length : 0)
     this.unapplied.push({ writers, mem: this.mem, lastSeq: seq - 1, needsSync, synced: false })
     if (needsSync) this.requestSync()
     this.drainApplied()
@@ -458,10 +503,9 @@ export class Engine {
       if (g.needsSync && !g.synced) break
       this.unapplied.shift()
       const mem = g.mem
-      for (const w of g.writers) {
-        let s = w.firstSeq
-        for (const op of w.ops) applyOp(mem, s++, op, false)
-      }
+      let userBytes = 0
+      for (const w of g.writers) userBytes += applyBatch(mem, w.payload, w.firstSeq)
+      this.counters.userBytes += userBytes
       this.visibleSeq = g.lastSeq
       if (mem !== this.mem) {
         const frozen = this.imms.find((f) => f.mem === mem)

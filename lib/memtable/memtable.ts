@@ -40,6 +40,18 @@ export class MemTable {
     if (seq < this.minSeq || this.minSeq === 0) this.minSeq = seq
   }
 
+  /**
+   * add() of the key src[keyOff, keyOff + keyLen) and the value
+   * src[valueOff, valueOff + valueLen), e.g. an operation of an encoded batch:
+   * both are copied, no view is made.
+   */
+  addFrom (seq: number, kind: number, src: Uint8Array, keyOff: number, keyLen: number, valueOff: number, valueLen: number): void {
+    this.list.insertFrom(src, keyOff, keyLen, seq, kind, src, valueOff, valueLen)
+    this.bytes += keyLen + valueLen + ENTRY_OVERHEAD
+    if (seq > this.maxSeq) this.maxSeq = seq
+    if (seq < this.minSeq || this.minSeq === 0) this.minSeq = seq
+  }
+
   /** Adds a range tombstone: [start, end) deleted as of `seq` (end undefined: no end). */
   addRangeTombstone (seq: number, start: Buffer, end: Buffer | undefined): void {
     this.tombstones.push({ start, end, seq })

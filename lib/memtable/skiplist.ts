@@ -64,14 +64,17 @@ const R_OFF = 1
 const R_KEYLEN = 2
 const R_VALLEN = 3
 
-/** Key bytes [from, from + 4) big-endian, zero padded, sign-flipped: compare as signed int32. */
-function prefixWord (key: Uint8Array, from: number): number {
-  const n = key.length
-  if (n >= from + 4) {
-    return ((key[from] << 24) | (key[from + 1] << 16) | (key[from + 2] << 8) | key[from + 3]) ^ 0x80000000
+/**
+ * Bytes [from, from + 4) of the key src[off, off + len), big-endian, zero
+ * padded, sign-flipped: compare as signed int32.
+ */
+function prefixWord (src: Uint8Array, off: number, len: number, from: number): number {
+  if (len >= from + 4) {
+    const at = off + from
+    return ((src[at] << 24) | (src[at + 1] << 16) | (src[at + 2] << 8) | src[at + 3]) ^ 0x80000000
   }
   let w = 0
-  for (let i = from; i < from + 4; i++) w = (w << 8) | (i < n ? key[i] : 0)
+  for (let i = from; i < from + 4; i++) w = (w << 8) | (i < len ? src[off + i] : 0)
   return w ^ 0x80000000
 }
 
@@ -112,16 +115,25 @@ export class SkipList {
    * key and value bytes are copied into the arena.
    */
   insert (userKey: Uint8Array, seq: number, kind: number, value: Uint8Array): void {
-    const pre0 = prefixWord(userKey, 0)
-    const pre1 = prefixWord(userKey, 4)
+    this.insertFrom(userKey, 0, userKey.length, seq, kind, value, 0, value.length)
+  }
+
+  /**
+   * insert() of the key src[keyOff, keyOff + keyLen) and the value
+   * valueSrc[valueOff, valueOff + valueLen): both are copied into the arena, so
+   * they may be ranges of a larger buffer (an encoded batch) that the caller keeps.
+   */
+  insertFrom (src: Uint8Array, keyOff: number, keyLen: number, seq: number, kind: number, valueSrc: Uint8Array, valueOff: number, valueLen: number): void {
+    const pre0 = prefixWord(src, keyOff, keyLen, 0)
+    const pre1 = prefixWord(src, keyOff, keyLen, 4)
     const splice = this.splice
     const last = this.tails[0]
-    if (last !== HEAD && this.compareNode(last, userKey, pre0, pre1, seq) < 0) {
+    if (last !== HEAD && this.compareNode(last, src, keyOff, keyLen, pre0, pre1, seq) < 0) {
       // Append after the current largest entry: on every level the predecessor
       // is that level's tail. Loads in key order take this path and skip the search.
       for (let l = 0; l < MAX_HEIGHT; l++) splice[l] = this.tails[l]
     } else {
-      this.findSplice(userKey, pre0, pre1, seq)
+      this.findSplice(src, keyOff, keyLen, pre0, pre1, seq)
     }
 
     const h = this.randomHeight()
@@ -135,8 +147,6 @@ export class SkipList {
       rows.set(this.rows)
       this.rows = rows
     }
-    const keyLen = userKey.length
-    const valueLen = value.length
     if (this.chunkPos + keyLen + valueLen > this.chunk.length) {
       this.chunk = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, keyLen + valueLen))
       this.chunks.push(this.chunk)
@@ -145,11 +155,11 @@ export class SkipList {
     const chunk = this.chunk
     let at = this.chunkPos
     // Short copies by hand (TypedArray.set costs more than a few bytes' loop).
-    if (keyLen <= 32) for (let i = 0; i < keyLen; i++) chunk[at + i] = userKey[i]
-    else chunk.set(userKey, at)
+    if (keyLen <= 32) for (let i = 0; i < keyLen; i++) chunk[at + i] = src[keyOff + i]
+    else chunk.set(src.subarray(keyOff, keyOff + keyLen), at)
     at += keyLen
-    if (valueLen <= 32) for (let i = 0; i < valueLen; i++) chunk[at + i] = value[i]
-    else chunk.set(value, at)
+    if (valueLen <= 32) for (let i = 0; i < valueLen; i++) chunk[at + i] = valueSrc[valueOff + i]
+    else chunk.set(valueSrc.subarray(valueOff, valueOff + valueLen), at)
     const r = row * 4
     const rows = this.rows
     rows[r + R_CHUNK] = this.chunks.length - 1
@@ -200,28 +210,32 @@ export class SkipList {
   /** Predecessor of `node` (0 at the start). O(log n): a search from the head. */
   prevOf (node: number): number {
     const nodes = this.nodes
-    return this.findLast(this.keyAt(node), nodes[node + PRE0], nodes[node + PRE1], this.seqAt(node), 0)
+    const key = this.keyAt(node)
+    return this.findLast(key, 0, key.length, nodes[node + PRE0], nodes[node + PRE1], this.seqAt(node), 0)
   }
 
   /** First node >= (userKey, seq) in internal order, or 0. */
   seekGE (userKey: Uint8Array, seq: number): number {
-    return this.findGreaterOrEqual(userKey, prefixWord(userKey, 0), prefixWord(userKey, 4), seq)
+    const len = userKey.length
+    return this.findGreaterOrEqual(userKey, 0, len, prefixWord(userKey, 0, len, 0), prefixWord(userKey, 0, len, 4), seq)
   }
 
   /** Last node <= (userKey, seq) in internal order, or 0. */
   seekLE (userKey: Uint8Array, seq: number): number {
-    return this.findLast(userKey, prefixWord(userKey, 0), prefixWord(userKey, 4), seq, 1)
+    const len = userKey.length
+    return this.findLast(userKey, 0, len, prefixWord(userKey, 0, len, 0), prefixWord(userKey, 0, len, 4), seq, 1)
   }
 
   /** The newest node for `userKey` with seq <= snapshotSeq, or 0. */
   findVisible (userKey: Uint8Array, snapshotSeq: number): number {
-    const pre0 = prefixWord(userKey, 0)
-    const pre1 = prefixWord(userKey, 4)
-    const node = this.findGreaterOrEqual(userKey, pre0, pre1, snapshotSeq)
+    const len = userKey.length
+    const pre0 = prefixWord(userKey, 0, len, 0)
+    const pre1 = prefixWord(userKey, 0, len, 4)
+    const node = this.findGreaterOrEqual(userKey, 0, len, pre0, pre1, snapshotSeq)
     if (node === NIL) return NIL
     const nodes = this.nodes
     if (nodes[node + PRE0] !== pre0 || nodes[node + PRE1] !== pre1) return NIL
-    return this.compareKey(nodes[node + ROW], userKey) === 0 ? node : NIL
+    return this.compareKey(nodes[node + ROW], userKey, 0, len) === 0 ? node : NIL
   }
 
   /** A view of the node's user key (arena bytes, never overwritten). */
@@ -242,12 +256,12 @@ export class SkipList {
     return this.chunks[rows[r + R_CHUNK]].subarray(off, off + valueLen)
   }
 
-  /** Bytewise comparison of row `row`'s user key with userKey. */
-  private compareKey (row: number, userKey: Uint8Array): number {
+  /** Bytewise comparison of row `row`'s user key with the key src[off, off + len). */
+  private compareKey (row: number, src: Uint8Array, off: number, len: number): number {
     const r = row * 4
     const rows = this.rows
-    const off = rows[r + R_OFF]
-    return compareRange(this.chunks[rows[r + R_CHUNK]], off, off + rows[r + R_KEYLEN], userKey, 0, userKey.length)
+    const at = rows[r + R_OFF]
+    return compareRange(this.chunks[rows[r + R_CHUNK]], at, at + rows[r + R_KEYLEN], src, off, off + len)
   }
 
   seqAt (node: number): number {
@@ -258,19 +272,19 @@ export class SkipList {
     return this.kinds[this.nodes[node + ROW]]
   }
 
-  /** Sign of node vs (userKey, seq) in internal order; pre0/pre1 are userKey's prefix words. */
-  private compareNode (node: number, userKey: Uint8Array, pre0: number, pre1: number, seq: number): number {
+  /** Sign of node vs (key src[off, off + len), seq) in internal order; pre0/pre1 are the key's prefix words. */
+  private compareNode (node: number, src: Uint8Array, off: number, len: number, pre0: number, pre1: number, seq: number): number {
     const nodes = this.nodes
     let p = nodes[node + PRE0]
     if (p !== pre0) return p < pre0 ? -1 : 1
     p = nodes[node + PRE1]
     if (p !== pre1) return p < pre1 ? -1 : 1
-    const c = this.compareKey(nodes[node + ROW], userKey)
+    const c = this.compareKey(nodes[node + ROW], src, off, len)
     if (c !== 0) return c
     return seq - (nodes[node + SEQ_HI] * TWO_32 + (nodes[node + SEQ_LO] >>> 0))
   }
 
-  private findGreaterOrEqual (userKey: Uint8Array, pre0: number, pre1: number, seq: number): number {
+  private findGreaterOrEqual (src: Uint8Array, off: number, len: number, pre0: number, pre1: number, seq: number): number {
     const nodes = this.nodes
     let x = HEAD
     // The node that stopped the descent on the level above: if it is also next on
@@ -278,7 +292,7 @@ export class SkipList {
     let known = NIL
     for (let l = this.height - 1; ; l--) {
       let next = nodes[x + LINKS + l]
-      while (next !== NIL && next !== known && this.compareNode(next, userKey, pre0, pre1, seq) < 0) {
+      while (next !== NIL && next !== known && this.compareNode(next, src, off, len, pre0, pre1, seq) < 0) {
         x = next
         next = nodes[x + LINKS + l]
       }
@@ -292,13 +306,13 @@ export class SkipList {
    * last node < target, limit 1 the last node <= target. Returns 0 (the head) if
    * there is none.
    */
-  private findLast (userKey: Uint8Array, pre0: number, pre1: number, seq: number, limit: number): number {
+  private findLast (src: Uint8Array, off: number, len: number, pre0: number, pre1: number, seq: number, limit: number): number {
     const nodes = this.nodes
     let x = HEAD
     let known = NIL
     for (let l = this.height - 1; ; l--) {
       let next = nodes[x + LINKS + l]
-      while (next !== NIL && next !== known && this.compareNode(next, userKey, pre0, pre1, seq) < limit) {
+      while (next !== NIL && next !== known && this.compareNode(next, src, off, len, pre0, pre1, seq) < limit) {
         x = next
         next = nodes[x + LINKS + l]
       }
@@ -308,7 +322,7 @@ export class SkipList {
   }
 
   /** Fills `splice` with the last node < target on every level. */
-  private findSplice (userKey: Uint8Array, pre0: number, pre1: number, seq: number): void {
+  private findSplice (src: Uint8Array, off: number, len: number, pre0: number, pre1: number, seq: number): void {
     const nodes = this.nodes
     const splice = this.splice
     let x = HEAD
@@ -316,7 +330,7 @@ export class SkipList {
     for (let l = MAX_HEIGHT - 1; l >= this.height; l--) splice[l] = HEAD
     for (let l = this.height - 1; l >= 0; l--) {
       let next = nodes[x + LINKS + l]
-      while (next !== NIL && next !== known && this.compareNode(next, userKey, pre0, pre1, seq) < 0) {
+      while (next !== NIL && next !== known && this.compareNode(next, src, off, len, pre0, pre1, seq) < 0) {
         x = next
         next = nodes[x + LINKS + l]
       }
