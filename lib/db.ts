@@ -22,8 +22,9 @@
 // Background work
 //   A full memtable is frozen and a new log started; a flush writes the frozen
 //   memtable to an L0 table; the leveled picker then chooses compactions. One
-//   flush and one compaction may run at a time, interleaved on the event loop in
-//   slices of a few thousand entries.
+//   flush and one compaction may run at a time: on the compaction worker thread
+//   (node file system), or else interleaved on the event loop in slices of a few
+//   thousand entries.
 import * as path from 'node:path'
 import type { FileSystem } from './fs/fs'
 import { nodeFileSystem } from './fs/node-fs'
@@ -35,7 +36,7 @@ import type { VersionEdit } from './manifest/version-edit'
 import { MemTable } from './memtable/memtable'
 import { LogWriter } from './wal/log-writer'
 import { LogReader } from './wal/log-reader'
-import { decodeBatch, encodeBatchPayload, setBatchSequence, batchCount, readBatchOp, batchOpOut, BATCH_HEADER_SIZE, OP_RANGE_DELETE, type BatchOp } from './wal/batch'
+import { decodeBatch, encodeBatchPayload, setBatchSequence, batchCount, OP_RANGE_DELETE, type BatchOp } from './wal/batch'
 import { RangeTombstoneView, type RangeTombstone, type RangeTombstoneIndex } from './range-tombstones'
 import { BlockCache } from './sstable/cache'
 import { TableCache } from './sstable/table-cache'
@@ -47,7 +48,7 @@ import { pickLeveledCompaction, type CompactionTask } from './compaction/leveled
 import { pickTieredCompaction } from './compaction/tiered-picker'
 import { pickRangeTombstoneCompaction } from './compaction/range-tombstone-picker'
 import { writeTables } from './compaction/table-writer'
-import { runCompactionJob, type CompactionJob } from './compaction/job'
+import { runCompactionJob, type CompactionJob, type FlushJob } from './compaction/job'
 import { sharedCompactionWorker, type CompactionWorker } from './compaction/worker'
 import { SnapshotList, Snapshot } from './snapshots'
 import { acquireLock, type LockHandle } from './lock'
@@ -58,7 +59,6 @@ import { corruption, ioError, levelError, type LevelError } from './errors'
 import type { LsmStats } from './stats'
 import { TurnBudget } from './util/turn'
 import { removeAsync, syncDirAsync } from './fs/fs'
-import { assert } from './invariants'
 
 export { Snapshot } from './snapshots'
 export type { BatchOp } from './wal/batch'
@@ -124,36 +124,6 @@ function applyOp (mem: MemTable, seq: number, op: BatchOp, copy: boolean): void 
   } else {
     mem.add(seq, op.kind, op.key, op.value ?? EMPTY)
   }
-}
-
-/**
- * Adds the operations of an encoded batch (written by this process) to a
- * memtable, operation i at firstSeq + i. Keys and values are copied into the
- * memtable's arena straight from the payload. Returns the user bytes applied
- * (keys, values and range bounds).
- */
-function applyBatch (mem: MemTable, payload: Buffer, firstSeq: number): number {
-  const count = batchCount(payload)
-  const o = batchOpOut
-  let pos = BATCH_HEADER_SIZE
-  let bytes = 0
-  for (let i = 0; i < count; i++) {
-    pos = readBatchOp(payload, pos)
-    const kind = o.kind
-    if (kind === OP_RANGE_DELETE) {
-      // Copied: a few small buffers rather than views pinning the payload.
-      const start = Buffer.from(payload.subarray(o.keyOff, o.keyOff + o.keyLen))
-      const end = o.endLen < 0 ? undefined : Buffer.from(payload.subarray(o.endOff, o.endOff + o.endLen))
-      mem.addRangeTombstone(firstSeq + i, start, end)
-      bytes += o.keyLen + (o.endLen < 0 ? 0 : o.endLen)
-    } else {
-      const valueLen = kind === KIND_VALUE ? o.valueLen : 0
-      mem.addFrom(firstSeq + i, kind, payload, o.keyOff, o.keyLen, o.valueOff, valueLen)
-      bytes += o.keyLen + valueLen
-    }
-  }
-  assert(pos === payload.length, 'batch has trailing bytes')
-  return bytes
 }
 
 /** Totals over every engine in this process (tests use them to show background work happened). */
@@ -504,7 +474,7 @@ export class Engine {
       this.unapplied.shift()
       const mem = g.mem
       let userBytes = 0
-      for (const w of g.writers) userBytes += applyBatch(mem, w.payload, w.firstSeq)
+      for (const w of g.writers) userBytes += mem.addBatch(w.payload, w.firstSeq)
       this.counters.userBytes += userBytes
       this.visibleSeq = g.lastSeq
       if (mem !== this.mem) {
@@ -806,8 +776,26 @@ export class Engine {
     const imm = this.imms[0]
     // A flush is finished even when the database is closing (close waits for it):
     // it is short, and it saves the next open a log replay.
-    const params = { ...this.tableWriterParams(Infinity, () => false), shouldAbort: () => false, ...this.flushTombstones(imm.mem) }
-    const result = await writeTables(imm.mem.iterator(), params)
+    let result
+    if (this.worker) {
+      // On the worker thread: it reads the frozen memtable's shared arena.
+      const { floorBase } = this.flushTombstones(imm.mem)
+      const job: FlushJob = {
+        dir: this.location,
+        entries: imm.mem.entriesState(),
+        blockSize: this.options.blockSize,
+        blockRestartInterval: this.options.blockRestartInterval,
+        bloomBitsPerKey: this.options.bloomBitsPerKey,
+        smallestSnapshot: this.snapshots.oldest() ?? this.visibleSeq,
+        rangeTombstones: imm.mem.rangeTombstones().slice(),
+        floorBase,
+        fileNumber: this.versions.newFileNumber()
+      }
+      result = await this.worker.flush(job)
+    } else {
+      const params = { ...this.tableWriterParams(Infinity, () => false), shouldAbort: () => false, ...this.flushTombstones(imm.mem) }
+      result = await writeTables(imm.mem.iterator(), params)
+    }
     const nextLog = this.imms.length > 1 ? this.imms[1].logNumber : this.logNumber
     await this.versions.logAndApply({
       newFiles: result.outputs.map((meta) => ({ level: 0, meta })),

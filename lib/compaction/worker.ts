@@ -4,15 +4,19 @@
 // file descriptors and a small block cache) and writes the outputs; the main
 // thread then installs them with one manifest edit. Errors come back with their
 // LEVEL_* code and file name.
+//
+// Memtable flushes run here too (lib/compaction/job.ts, FlushJob): the frozen
+// memtable's arena is in shared memory, so the worker reads its entries without
+// a copy and the main thread spends no time building the level-0 table.
 import { Worker, isMainThread, parentPort } from 'node:worker_threads'
 import { nodeFileSystem } from '../fs/node-fs'
 import { BlockCache } from '../sstable/cache'
 import { TableCache } from '../sstable/table-cache'
-import { runCompactionJob, reviveJob, reviveMeta, type CompactionJob } from './job'
+import { runCompactionJob, runFlushJob, reviveJob, reviveFlushJob, reviveMeta, type CompactionJob, type FlushJob } from './job'
 import type { TableWriterResult } from './table-writer'
 import { levelError, type LevelErrorCode } from '../errors'
 
-interface Request { id: number, job?: CompactionJob, cancel?: boolean }
+interface Request { id: number, job?: CompactionJob, flush?: FlushJob, cancel?: boolean }
 interface Reply { id: number, result?: TableWriterResult, error?: { code?: string, message: string, file?: string, stack?: string } }
 
 /**
@@ -63,15 +67,28 @@ export class CompactionWorker {
    * outputs are removed).
    */
   run (job: CompactionJob, signal?: { cancel?: () => void }): Promise<TableWriterResult> {
+    return this.send({ id: 0, job }, signal)
+  }
+
+  /**
+   * Runs a memtable flush on the worker (not cancellable). It runs alongside a
+   * compaction in progress there (both yield between slices), never behind it.
+   */
+  flush (job: FlushJob): Promise<TableWriterResult> {
+    return this.send({ id: 0, flush: job })
+  }
+
+  private send (req: Request, signal?: { cancel?: () => void }): Promise<TableWriterResult> {
     if (!this.worker) this.worker = this.start()
     const id = this.nextId++
+    req.id = id
     const w = this.worker
     if (signal) signal.cancel = () => w.postMessage({ id, cancel: true } satisfies Request)
     return new Promise((resolve, reject) => {
       // Referenced only while a job is in flight: an idle worker never keeps the process alive.
       if (this.waiting.size === 0) w.ref()
       this.waiting.set(id, { resolve, reject })
-      w.postMessage({ id, job } satisfies Request)
+      w.postMessage(req)
     })
   }
 
@@ -98,6 +115,12 @@ if (!isMainThread && parentPort) {
   const cancelled = new Set<number>()
   port.on('message', (req: Request) => {
     if (req.cancel) { cancelled.add(req.id); return }
+    if (req.flush) {
+      runFlushJob(reviveFlushJob(req.flush), nodeFileSystem).then((result): Reply => ({ id: req.id, result }),
+        (err: any): Reply => ({ id: req.id, error: { code: err?.code, message: String(err?.message ?? err), file: err?.file, stack: err?.stack } }))
+        .then((reply) => port.postMessage(reply))
+      return
+    }
     const job = reviveJob(req.job!)
     let tables = tableCaches.get(job.dir)
     if (!tables) {

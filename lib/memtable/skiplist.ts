@@ -35,12 +35,21 @@
 // list and never keep the array.
 //
 // Keys and values. An insert copies the key and the value, back to back, into
-// an arena of large chunks; row r of `rows` holds [chunk, offset, key length,
-// value length]. The list thus holds no object per entry (a Buffer per key and
+// an arena of large chunks; row r of `rows` holds [chunk, key offset, key
+// length, value offset, value length]. A chunk may also be a buffer the list
+// adopts (`adopt`): an encoded write batch large enough to serve as a chunk
+// itself, whose entries are then inserted without a copy (insertAt). The list thus holds no object per entry (a Buffer per key and
 // per value would be millions of long-lived objects for the garbage collector
 // to trace and promote); keyAt/valueAt make short-lived views on demand, valid
 // forever (arena bytes are never overwritten).
+//
+// Sharing. Arena chunks live in SharedArrayBuffers, and `state()` hands out the
+// list's arrays, so that a frozen list (one that takes no more inserts) can be
+// read by another thread (a flush on the compaction worker, lib/compaction/
+// worker.ts): posting the state copies the index arrays and shares the chunks.
+// `SkipList.fromState` rebuilds a read-only list from it.
 import { compareRange } from '../util/coding'
+import { assert } from '../invariants'
 
 /** Levels of the tallest tower. With branching 4 this suits lists of up to ~4^12 = 16M entries. */
 export const MAX_HEIGHT = 12
@@ -58,11 +67,13 @@ const EMPTY = Buffer.alloc(0)
 const TWO_32 = 0x100000000
 /** Arena chunk size: entries are copied into chunks of this size (or their own size, if larger). */
 const CHUNK_BYTES = 256 * 1024
-// rows: 4 ints per entry.
+// rows: ROW_INTS ints per entry.
+const ROW_INTS = 5
 const R_CHUNK = 0
 const R_OFF = 1
 const R_KEYLEN = 2
-const R_VALLEN = 3
+const R_VALOFF = 3
+const R_VALLEN = 4
 
 /**
  * Bytes [from, from + 4) of the key src[off, off + len), big-endian, zero
@@ -76,6 +87,23 @@ function prefixWord (src: Uint8Array, off: number, len: number, from: number): n
   let w = 0
   for (let i = from; i < from + 4; i++) w = (w << 8) | (i < len ? src[off + i] : 0)
   return w ^ 0x80000000
+}
+
+/** The arrays of a list, as posted to another thread (see "Sharing"); read-only once handed out. */
+export interface SkipListState {
+  nodes: Int32Array
+  end: number
+  count: number
+  rows: Int32Array
+  kinds: Uint8Array
+  chunks: Uint8Array[]
+  height: number
+  tails: Int32Array
+}
+
+/** A chunk of `size` bytes in shared memory (see "Sharing"). */
+function sharedChunk (size: number): Buffer {
+  return Buffer.from(new SharedArrayBuffer(size))
 }
 
 export class SkipList {
@@ -97,12 +125,39 @@ export class SkipList {
   private readonly splice = new Int32Array(MAX_HEIGHT)
   /** xorshift32 state for tower heights; a fixed seed keeps the shape reproducible. */
   private rng: number
+  /** A list rebuilt by fromState: read only. */
+  private frozen = false
 
   constructor (seed = 0x2545f491) {
     this.nodes = new Int32Array(8192)
     this.kinds = new Uint8Array(1024)
-    this.rows = new Int32Array(4 * 1024)
+    this.rows = new Int32Array(ROW_INTS * 1024)
     this.rng = (seed | 0) === 0 ? 1 : seed | 0
+  }
+
+  /**
+   * The list's arrays, for a reader on another thread (see "Sharing").
+   * REQUIRES: no insert after this call (the list is frozen).
+   */
+  state (): SkipListState {
+    return { nodes: this.nodes, end: this.end, count: this.count, rows: this.rows, kinds: this.kinds, chunks: this.chunks, height: this.height, tails: this.tails }
+  }
+
+  /** A list over `state` (as received from another thread), for reading only. */
+  static fromState (state: SkipListState): SkipList {
+    const list = new SkipList()
+    list.nodes = state.nodes
+    list.end = state.end
+    list.count = state.count
+    list.rows = state.rows
+    list.kinds = state.kinds
+    for (const c of state.chunks) list.chunks.push(Buffer.from(c.buffer, c.byteOffset, c.byteLength))
+    list.chunk = EMPTY
+    list.chunkPos = 0
+    list.height = state.height
+    list.tails.set(state.tails)
+    list.frozen = true
+    return list
   }
 
   /** Number of entries. */
@@ -124,6 +179,43 @@ export class SkipList {
    * they may be ranges of a larger buffer (an encoded batch) that the caller keeps.
    */
   insertFrom (src: Uint8Array, keyOff: number, keyLen: number, seq: number, kind: number, valueSrc: Uint8Array, valueOff: number, valueLen: number): void {
+    assert(!this.frozen, 'insert into a read-only skiplist')
+    if (this.chunkPos + keyLen + valueLen > this.chunk.length) {
+      this.chunk = sharedChunk(Math.max(CHUNK_BYTES, keyLen + valueLen))
+      this.chunks.push(this.chunk)
+      this.chunkPos = 0
+    }
+    const chunk = this.chunk
+    const at = this.chunkPos
+    // Copies by hand up to a few hundred bytes (no view to make; TypedArray.set
+    // costs more for short ranges).
+    if (keyLen <= 256) for (let i = 0; i < keyLen; i++) chunk[at + i] = src[keyOff + i]
+    else chunk.set(src.subarray(keyOff, keyOff + keyLen), at)
+    const vat = at + keyLen
+    if (valueLen <= 256) for (let i = 0; i < valueLen; i++) chunk[vat + i] = valueSrc[valueOff + i]
+    else chunk.set(valueSrc.subarray(valueOff, valueOff + valueLen), vat)
+    this.chunkPos = vat + valueLen
+    this.insertAt(this.chunks.length - 1, at, keyLen, seq, kind, vat, valueLen)
+  }
+
+  /**
+   * Makes `buf` a chunk of the arena, as is: its bytes must never change
+   * afterwards (see "Sharing": a SharedArrayBuffer, for a flush on the worker).
+   * Returns its chunk index, for insertAt.
+   */
+  adopt (buf: Buffer): number {
+    assert(!this.frozen, 'adopt into a read-only skiplist')
+    this.chunks.push(buf)
+    return this.chunks.length - 1
+  }
+
+  /**
+   * Inserts an entry whose key and value are already in the arena: key
+   * chunk[keyOff, keyOff + keyLen), value chunk[valueOff, valueOff + valueLen).
+   * REQUIRES: no entry with the same (key, seq) exists.
+   */
+  insertAt (chunkIndex: number, keyOff: number, keyLen: number, seq: number, kind: number, valueOff: number, valueLen: number): void {
+    const src = this.chunks[chunkIndex]
     const pre0 = prefixWord(src, keyOff, keyLen, 0)
     const pre1 = prefixWord(src, keyOff, keyLen, 4)
     const splice = this.splice
@@ -143,30 +235,17 @@ export class SkipList {
       const kinds = new Uint8Array(row * 2)
       kinds.set(this.kinds)
       this.kinds = kinds
-      const rows = new Int32Array(row * 8)
+      const rows = new Int32Array(row * 2 * ROW_INTS)
       rows.set(this.rows)
       this.rows = rows
     }
-    if (this.chunkPos + keyLen + valueLen > this.chunk.length) {
-      this.chunk = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, keyLen + valueLen))
-      this.chunks.push(this.chunk)
-      this.chunkPos = 0
-    }
-    const chunk = this.chunk
-    let at = this.chunkPos
-    // Short copies by hand (TypedArray.set costs more than a few bytes' loop).
-    if (keyLen <= 32) for (let i = 0; i < keyLen; i++) chunk[at + i] = src[keyOff + i]
-    else chunk.set(src.subarray(keyOff, keyOff + keyLen), at)
-    at += keyLen
-    if (valueLen <= 32) for (let i = 0; i < valueLen; i++) chunk[at + i] = valueSrc[valueOff + i]
-    else chunk.set(valueSrc.subarray(valueOff, valueOff + valueLen), at)
-    const r = row * 4
+    const r = row * ROW_INTS
     const rows = this.rows
-    rows[r + R_CHUNK] = this.chunks.length - 1
-    rows[r + R_OFF] = this.chunkPos
+    rows[r + R_CHUNK] = chunkIndex
+    rows[r + R_OFF] = keyOff
     rows[r + R_KEYLEN] = keyLen
+    rows[r + R_VALOFF] = valueOff
     rows[r + R_VALLEN] = valueLen
-    this.chunkPos = at + valueLen
     this.kinds[row] = kind
     this.count = row + 1
 
@@ -240,25 +319,48 @@ export class SkipList {
 
   /** A view of the node's user key (arena bytes, never overwritten). */
   keyAt (node: number): Buffer {
-    const r = this.nodes[node + ROW] * 4
+    const r = this.nodes[node + ROW] * ROW_INTS
     const rows = this.rows
     const off = rows[r + R_OFF]
     return this.chunks[rows[r + R_CHUNK]].subarray(off, off + rows[r + R_KEYLEN])
   }
 
+  /** The arena chunk holding the node's key and value (see keyOffset, valueOffset). */
+  chunkOf (node: number): Buffer {
+    return this.chunks[this.rows[this.nodes[node + ROW] * ROW_INTS + R_CHUNK]]
+  }
+
+  /** Where the node's key starts in chunkOf(node). */
+  keyOffset (node: number): number {
+    return this.rows[this.nodes[node + ROW] * ROW_INTS + R_OFF]
+  }
+
+  keyLength (node: number): number {
+    return this.rows[this.nodes[node + ROW] * ROW_INTS + R_KEYLEN]
+  }
+
+  /** Where the node's value starts in chunkOf(node). */
+  valueOffset (node: number): number {
+    return this.rows[this.nodes[node + ROW] * ROW_INTS + R_VALOFF]
+  }
+
+  valueLength (node: number): number {
+    return this.rows[this.nodes[node + ROW] * ROW_INTS + R_VALLEN]
+  }
+
   /** A view of the node's value (arena bytes, never overwritten). */
   valueAt (node: number): Buffer {
-    const r = this.nodes[node + ROW] * 4
+    const r = this.nodes[node + ROW] * ROW_INTS
     const rows = this.rows
     const valueLen = rows[r + R_VALLEN]
     if (valueLen === 0) return EMPTY
-    const off = rows[r + R_OFF] + rows[r + R_KEYLEN]
+    const off = rows[r + R_VALOFF]
     return this.chunks[rows[r + R_CHUNK]].subarray(off, off + valueLen)
   }
 
   /** Bytewise comparison of row `row`'s user key with the key src[off, off + len). */
   private compareKey (row: number, src: Uint8Array, off: number, len: number): number {
-    const r = row * 4
+    const r = row * ROW_INTS
     const rows = this.rows
     const at = rows[r + R_OFF]
     return compareRange(this.chunks[rows[r + R_CHUNK]], at, at + rows[r + R_KEYLEN], src, off, off + len)

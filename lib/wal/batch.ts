@@ -99,7 +99,7 @@ export function encodeBatch (firstSeq: number, ops: readonly BatchOp[]): Buffer 
  */
 export function encodeBatchPayload (ops: readonly BatchOp[]): Buffer {
   checkKinds(ops)
-  const out = Buffer.allocUnsafe(batchByteSize(ops))
+  const out = allocPayload(batchByteSize(ops))
   let pos = putFixed64(out, 0, 0)
   pos = putFixed32(out, pos, ops.length)
   for (const op of ops) {
@@ -135,6 +135,18 @@ export function batchCount (payload: Uint8Array): number {
 export function setBatchSequence (payload: Uint8Array, firstSeq: number): void {
   checkSequence(firstSeq, batchCount(payload))
   putFixed64(payload, 0, firstSeq)
+}
+
+/**
+ * Payloads from this size up are allocated in shared memory: the memtable
+ * adopts such a payload as an arena chunk (lib/memtable/memtable.ts), which a
+ * flush on the worker thread reads without a copy.
+ */
+const SHARED_MIN_BYTES = 16 * 1024
+
+/** A buffer for a payload of `size` bytes (contents unset). */
+function allocPayload (size: number): Buffer {
+  return size >= SHARED_MIN_BYTES ? Buffer.from(new SharedArrayBuffer(size)) : Buffer.allocUnsafe(size)
 }
 
 /** Bytes a key or value takes in a payload: a string as UTF-8. */
@@ -191,7 +203,7 @@ export function encodeLevelBatch (operations: ArrayLike<LevelBatchOp>): Buffer {
       assert(op.type === 'del', 'batch operation type must be put or del')
     }
   }
-  const out = Buffer.allocUnsafe(size)
+  const out = allocPayload(size)
   let pos = putFixed64(out, 0, 0)
   pos = putFixed32(out, pos, n)
   for (let i = 0; i < n; i++) {
