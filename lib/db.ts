@@ -49,7 +49,7 @@ import { pickTieredCompaction } from './compaction/tiered-picker'
 import { pickRangeTombstoneCompaction } from './compaction/range-tombstone-picker'
 import { writeTables } from './compaction/table-writer'
 import { runCompactionJob, type CompactionJob, type FlushJob } from './compaction/job'
-import { sharedCompactionWorker, type CompactionWorker } from './compaction/worker'
+import { sharedCompactionWorker, sharedFlushWorker, type CompactionWorker } from './compaction/worker'
 import { SnapshotList, Snapshot } from './snapshots'
 import { acquireLock, type LockHandle } from './lock'
 import { join, logName, parseFileName, tableName } from './filenames'
@@ -126,6 +126,14 @@ function applyOp (mem: MemTable, seq: number, op: BatchOp, copy: boolean): void 
   }
 }
 
+/**
+ * The log is fdatasynced in the background (off the event loop) every time this
+ * many bytes (at most; see logSyncStep) were written to it since the last such
+ * sync: when the memtable fills and the log is retired, writes to the new log
+ * wait for the old one's fsync (see commit), which then has little left to do.
+ */
+const LOG_BACKGROUND_SYNC_BYTES = 1024 * 1024
+
 /** Totals over every engine in this process (tests use them to show background work happened). */
 export const processCounters = { flushes: 0, compactions: 0, trivialMoves: 0 }
 
@@ -159,6 +167,10 @@ export class Engine {
   private commitScheduled = false
   private unapplied: Group[] = []
   private syncInFlight: Promise<void> | undefined
+  /** Log bytes written since the last background fdatasync of the log started. */
+  private logUnsyncedBytes = 0
+  /** The background fdatasync of the current log in progress (see LOG_BACKGROUND_SYNC_BYTES). */
+  private backgroundLogSync: Promise<void> | undefined
   private readonly logsToCloseAfterSync: LogWriter[] = []
   /** Resolves when every retired log's closing fsync has completed. */
   private retiredLogsSynced: Promise<void> = Promise.resolve()
@@ -198,6 +210,8 @@ export class Engine {
   private slowedDown = false
   /** Runs compactions on a worker thread (node file system only); undefined: on the main thread. */
   private readonly worker: CompactionWorker | undefined
+  /** Runs memtable flushes on a worker thread of their own (node file system only). */
+  private readonly flushWorker: CompactionWorker | undefined
   private cancelCompaction: (() => void) | undefined
   /** Obsolete files being deleted off the event loop. */
   private readonly pendingRemovals = new Set<Promise<void>>()
@@ -211,6 +225,7 @@ export class Engine {
     this.tableCache = new TableCache(fs, location, options.maxOpenFiles, this.blockCache)
     this.versions.onObsoleteTable = (n) => this.removeTable(n)
     this.worker = options.compactionWorker && fs === nodeFileSystem ? sharedCompactionWorker() : undefined
+    this.flushWorker = options.compactionWorker && fs === nodeFileSystem ? sharedFlushWorker() : undefined
   }
 
   /** Opens (or creates) the database in `location`. Options are validated first. */
@@ -460,7 +475,10 @@ export class Engine {
       return
     }
     this.allocatedSeq = seq - 1
-    this.counters.walBytes += this.log!.size() - logSizeBefore
+    const logBytes = this.log!.size() - logSizeBefore
+    this.counters.walBytes += logBytes
+    this.logUnsyncedBytes += logBytes
+    if (this.logUnsyncedBytes >= this.logSyncStep() && this.backgroundLogSync === undefined) this.startBackgroundLogSync()
     this.unapplied.push({ writers, mem: this.mem, lastSeq: seq - 1, needsSync, synced: false })
     if (needsSync) this.requestSync()
     this.drainApplied()
@@ -484,6 +502,27 @@ export class Engine {
       for (const w of g.writers) w.resolve()
     }
     if (this.unapplied.length === 0 && this.closing) this.notifyIdle()
+  }
+
+  private logSyncStep (): number {
+    return Math.min(LOG_BACKGROUND_SYNC_BYTES, Math.max(4096, this.options.writeBufferSize >>> 2))
+  }
+
+  /**
+   * Starts an fdatasync of the current log off the event loop. It acknowledges
+   * nothing (sync writes have requestSync); it only leaves less for the fsync
+   * that retiring the log waits for (rotate). A failure stops writes, as a
+   * failed fsync of a retired log does.
+   */
+  private startBackgroundLogSync (): void {
+    this.logUnsyncedBytes = 0
+    const number = this.logNumber
+    const p: Promise<void> = this.log!.syncAsync().then(() => {}, (err) => {
+      this.stopWrites(ioError('fsync of the log failed; the database takes no more writes until reopened', err, logName(number)))
+    }).finally(() => {
+      if (this.backgroundLogSync === p) this.backgroundLogSync = undefined
+    })
+    this.backgroundLogSync = p
   }
 
   /** Group commit: one fdatasync at a time covers every group written before it started. */
@@ -561,7 +600,10 @@ export class Engine {
     // loop; every later sync write waits for both (requestSync), so a power loss
     // can never keep a later log's synced writes while losing an earlier log's,
     // nor lose the new log itself.
-    const synced = Promise.all([old.syncAsync(), syncDirAsync(fs, dir)])
+    // The old log is closed only after its background fdatasync, if one is running, is over.
+    const synced = Promise.all([this.backgroundLogSync, old.syncAsync(), syncDirAsync(fs, dir)])
+    this.backgroundLogSync = undefined
+    this.logUnsyncedBytes = 0
     this.retiredLogsSynced = Promise.all([this.retiredLogsSynced, synced]).then(() => {})
     this.retiredLogsSynced.catch(() => {}) // reported below, once
     this.retiredSyncsPending++
@@ -777,8 +819,8 @@ export class Engine {
     // A flush is finished even when the database is closing (close waits for it):
     // it is short, and it saves the next open a log replay.
     let result
-    if (this.worker) {
-      // On the worker thread: it reads the frozen memtable's shared arena.
+    if (this.flushWorker) {
+      // On a worker thread: it reads the frozen memtable's shared arena.
       const { floorBase } = this.flushTombstones(imm.mem)
       const job: FlushJob = {
         dir: this.location,
@@ -791,7 +833,7 @@ export class Engine {
         floorBase,
         fileNumber: this.versions.newFileNumber()
       }
-      result = await this.worker.flush(job)
+      result = await this.flushWorker.flush(job)
     } else {
       const params = { ...this.tableWriterParams(Infinity, () => false), shouldAbort: () => false, ...this.flushTombstones(imm.mem) }
       result = await writeTables(imm.mem.iterator(), params)
@@ -1134,6 +1176,8 @@ export class Engine {
     // Queued writes that could not commit (a stall) fail rather than hang.
     this.failPending(levelError('LEVEL_DATABASE_NOT_OPEN', 'Database closed before the write could commit'))
     while (this.unapplied.length > 0 && this.syncInFlight) await this.syncInFlight
+    // The log is closed below: not under its background fdatasync.
+    while (this.backgroundLogSync) await this.backgroundLogSync
     this.closing = true
     if (this.unapplied.length > 0) this.stopWrites(levelError('LEVEL_DATABASE_NOT_OPEN', 'Database closed'))
     this.cancelCompaction?.()

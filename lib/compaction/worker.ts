@@ -14,6 +14,7 @@ import { BlockCache } from '../sstable/cache'
 import { TableCache } from '../sstable/table-cache'
 import { runCompactionJob, runFlushJob, reviveJob, reviveFlushJob, reviveMeta, type CompactionJob, type FlushJob } from './job'
 import type { TableWriterResult } from './table-writer'
+import { SkipList } from '../memtable/skiplist'
 import { levelError, type LevelErrorCode } from '../errors'
 
 interface Request { id: number, job?: CompactionJob, flush?: FlushJob, cancel?: boolean }
@@ -75,10 +76,10 @@ export class CompactionWorker {
    * compaction in progress there (both yield between slices), never behind it.
    */
   flush (job: FlushJob): Promise<TableWriterResult> {
-    return this.send({ id: 0, flush: job })
+    return this.send({ id: 0, flush: job }, undefined, SkipList.stateTransferList(job.entries))
   }
 
-  private send (req: Request, signal?: { cancel?: () => void }): Promise<TableWriterResult> {
+  private send (req: Request, signal?: { cancel?: () => void }, transfer?: ArrayBuffer[]): Promise<TableWriterResult> {
     if (!this.worker) this.worker = this.start()
     const id = this.nextId++
     req.id = id
@@ -88,7 +89,7 @@ export class CompactionWorker {
       // Referenced only while a job is in flight: an idle worker never keeps the process alive.
       if (this.waiting.size === 0) w.ref()
       this.waiting.set(id, { resolve, reject })
-      w.postMessage(req)
+      w.postMessage(req, transfer)
     })
   }
 
@@ -101,10 +102,20 @@ export class CompactionWorker {
 }
 
 let shared: CompactionWorker | undefined
+let sharedFlush: CompactionWorker | undefined
 
 export function sharedCompactionWorker (): CompactionWorker {
   if (!shared) shared = new CompactionWorker()
   return shared
+}
+
+/**
+ * The worker thread that runs memtable flushes, apart from compactions: a long
+ * compaction never slows a flush down, which writes would be waiting for.
+ */
+export function sharedFlushWorker (): CompactionWorker {
+  if (!sharedFlush) sharedFlush = new CompactionWorker()
+  return sharedFlush
 }
 
 // ---------------------------------------------------------------- worker side

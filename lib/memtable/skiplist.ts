@@ -43,10 +43,10 @@
 // to trace and promote); keyAt/valueAt make short-lived views on demand, valid
 // forever (arena bytes are never overwritten).
 //
-// Sharing. Arena chunks live in SharedArrayBuffers, and `state()` hands out the
-// list's arrays, so that a frozen list (one that takes no more inserts) can be
-// read by another thread (a flush on the compaction worker, lib/compaction/
-// worker.ts): posting the state copies the index arrays and shares the chunks.
+// Sharing. Arena chunks live in SharedArrayBuffers, and `state()` copies the
+// index arrays, so that a frozen list (one that takes no more inserts) can be
+// read by another thread (a flush on a worker, lib/compaction/worker.ts):
+// posting the state transfers the copies and shares the chunks.
 // `SkipList.fromState` rebuilds a read-only list from it.
 import { compareRange } from '../util/coding'
 import { assert } from '../invariants'
@@ -140,7 +140,23 @@ export class SkipList {
    * REQUIRES: no insert after this call (the list is frozen).
    */
   state (): SkipListState {
-    return { nodes: this.nodes, end: this.end, count: this.count, rows: this.rows, kinds: this.kinds, chunks: this.chunks, height: this.height, tails: this.tails }
+    // Copies of the used part of the index arrays (a memcpy), which the caller
+    // may transfer to the other thread (stateTransferList) instead of cloning them.
+    return {
+      nodes: this.nodes.slice(0, this.end),
+      end: this.end,
+      count: this.count,
+      rows: this.rows.slice(0, this.count * ROW_INTS),
+      kinds: this.kinds.slice(0, this.count),
+      chunks: this.chunks.slice(),
+      height: this.height,
+      tails: this.tails.slice()
+    }
+  }
+
+  /** The buffers of a state() that postMessage may transfer (the copies; never the shared chunks). */
+  static stateTransferList (state: SkipListState): ArrayBuffer[] {
+    return [state.nodes.buffer as ArrayBuffer, state.rows.buffer as ArrayBuffer, state.kinds.buffer as ArrayBuffer, state.tails.buffer as ArrayBuffer]
   }
 
   /** A list over `state` (as received from another thread), for reading only. */

@@ -144,9 +144,27 @@ export function setBatchSequence (payload: Uint8Array, firstSeq: number): void {
  */
 const SHARED_MIN_BYTES = 16 * 1024
 
+/**
+ * Shared payloads are carved, one after the other, out of slabs of this size
+ * (a SharedArrayBuffer costs far more to allocate than a plain buffer). A slab's
+ * bytes are never reused: it lives as long as a payload in it does.
+ */
+const SLAB_BYTES = 1024 * 1024
+let slab: SharedArrayBuffer | undefined
+let slabPos = 0
+
 /** A buffer for a payload of `size` bytes (contents unset). */
 function allocPayload (size: number): Buffer {
-  return size >= SHARED_MIN_BYTES ? Buffer.from(new SharedArrayBuffer(size)) : Buffer.allocUnsafe(size)
+  if (size < SHARED_MIN_BYTES) return Buffer.allocUnsafe(size)
+  if (size > SLAB_BYTES / 4) return Buffer.from(new SharedArrayBuffer(size))
+  if (slab === undefined || slabPos + size > slab.byteLength) {
+    slab = new SharedArrayBuffer(SLAB_BYTES)
+    slabPos = 0
+  }
+  const out = Buffer.from(slab, slabPos, size)
+  // 8-byte aligned starts, as a fresh buffer's.
+  slabPos += (size + 7) & ~7
+  return out
 }
 
 /** Bytes a key or value takes in a payload: a string as UTF-8. */
