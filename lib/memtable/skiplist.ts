@@ -203,12 +203,11 @@ export class SkipList {
     }
     const chunk = this.chunk
     const at = this.chunkPos
-    // Copies by hand up to a few hundred bytes (no view to make; TypedArray.set
-    // costs more for short ranges).
-    if (keyLen <= 256) for (let i = 0; i < keyLen; i++) chunk[at + i] = src[keyOff + i]
+    // Short copies by hand (TypedArray.set costs more than a few bytes' loop).
+    if (keyLen <= 16) for (let i = 0; i < keyLen; i++) chunk[at + i] = src[keyOff + i]
     else chunk.set(src.subarray(keyOff, keyOff + keyLen), at)
     const vat = at + keyLen
-    if (valueLen <= 256) for (let i = 0; i < valueLen; i++) chunk[vat + i] = valueSrc[valueOff + i]
+    if (valueLen <= 16) for (let i = 0; i < valueLen; i++) chunk[vat + i] = valueSrc[valueOff + i]
     else chunk.set(valueSrc.subarray(valueOff, valueOff + valueLen), vat)
     this.chunkPos = vat + valueLen
     this.insertAt(this.chunks.length - 1, at, keyLen, seq, kind, vat, valueLen)

@@ -140,7 +140,7 @@ export class ByteWriter {
     this.ensure(len)
     const buf = this.buf
     const pos = this.pos
-    if (len <= 128) {
+    if (len <= 16) {
       // By hand: no view to make, and cheaper than TypedArray.set for a few bytes.
       for (let i = 0; i < len; i++) buf[pos + i] = b[start + i]
     } else {

@@ -176,7 +176,7 @@ function byteLength (data: string | Uint8Array): number {
 function putData (out: Buffer, pos: number, data: string | Uint8Array, len: number): number {
   if (typeof data === 'string') {
     out.write(data, pos, len, 'utf8')
-  } else if (len <= 32) {
+  } else if (len <= 16) {
     // Short copies by hand (TypedArray.set costs more than a few bytes' loop).
     for (let i = 0; i < len; i++) out[pos + i] = data[i]
   } else {
