@@ -116,6 +116,8 @@ export class SkipList {
   private readonly chunks: Buffer[] = []
   private chunk: Buffer = EMPTY
   private chunkPos = 0
+  /** Index of `chunk` in `chunks` (adopted buffers may follow it there). */
+  private chunkIndex = -1
   private kinds: Uint8Array
   /** Height of the tallest tower so far; searches start there. */
   private height = 1
@@ -196,9 +198,11 @@ export class SkipList {
    */
   insertFrom (src: Uint8Array, keyOff: number, keyLen: number, seq: number, kind: number, valueSrc: Uint8Array, valueOff: number, valueLen: number): void {
     assert(!this.frozen, 'insert into a read-only skiplist')
-    if (this.chunkPos + keyLen + valueLen > this.chunk.length) {
+    // A first entry with an empty key and value needs a chunk too (its row names one).
+    if (this.chunkPos + keyLen + valueLen > this.chunk.length || this.chunkIndex < 0) {
       this.chunk = sharedChunk(Math.max(CHUNK_BYTES, keyLen + valueLen))
       this.chunks.push(this.chunk)
+      this.chunkIndex = this.chunks.length - 1
       this.chunkPos = 0
     }
     const chunk = this.chunk
@@ -210,7 +214,7 @@ export class SkipList {
     if (valueLen <= 16) for (let i = 0; i < valueLen; i++) chunk[vat + i] = valueSrc[valueOff + i]
     else chunk.set(valueSrc.subarray(valueOff, valueOff + valueLen), vat)
     this.chunkPos = vat + valueLen
-    this.insertAt(this.chunks.length - 1, at, keyLen, seq, kind, vat, valueLen)
+    this.insertAt(this.chunkIndex, at, keyLen, seq, kind, vat, valueLen)
   }
 
   /**
