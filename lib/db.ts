@@ -820,7 +820,7 @@ export class Engine {
     // it is short, and it saves the next open a log replay.
     let result
     if (this.flushWorker) {
-      // On a worker thread: it reads the frozen memtable's shared arena.
+      // On a worker thread, from a copy of the frozen memtable (SkipList.state).
       const { floorBase } = this.flushTombstones(imm.mem)
       const job: FlushJob = {
         dir: this.location,

@@ -34,8 +34,8 @@ export interface CompactionJob {
 }
 
 /**
- * A memtable flush as plain data: the frozen memtable's entries (its arena in
- * shared memory, lib/memtable/skiplist.ts) go to one level-0 table.
+ * A memtable flush as plain data: the frozen memtable's entries (a copy of its
+ * arena and index, lib/memtable/skiplist.ts) go to one level-0 table.
  */
 export interface FlushJob {
   dir: string

@@ -5,9 +5,10 @@
 // thread then installs them with one manifest edit. Errors come back with their
 // LEVEL_* code and file name.
 //
-// Memtable flushes run here too (lib/compaction/job.ts, FlushJob): the frozen
-// memtable's arena is in shared memory, so the worker reads its entries without
-// a copy and the main thread spends no time building the level-0 table.
+// Memtable flushes run on a second such worker (sharedFlushWorker; lib/compaction/
+// job.ts, FlushJob): the main thread copies the frozen memtable (a memcpy of its
+// arena and index arrays) and transfers it, and spends no time building the
+// level-0 table.
 import { Worker, isMainThread, parentPort } from 'node:worker_threads'
 import { nodeFileSystem } from '../fs/node-fs'
 import { BlockCache } from '../sstable/cache'
@@ -18,7 +19,13 @@ import { SkipList } from '../memtable/skiplist'
 import { levelError, type LevelErrorCode } from '../errors'
 
 interface Request { id: number, job?: CompactionJob, flush?: FlushJob, cancel?: boolean }
-interface Reply { id: number, result?: TableWriterResult, error?: { code?: string, message: string, file?: string, stack?: string } }
+interface Reply {
+  id: number
+  result?: TableWriterResult
+  error?: { code?: string, message: string, file?: string, stack?: string }
+  /** A flush's memtable copy, transferred back (see lib/memtable/skiplist.ts, "Handing over"); unused. */
+  returned?: ArrayBuffer[]
+}
 
 /**
  * The main thread's handle on the worker thread. One worker serves every
@@ -127,9 +134,15 @@ if (!isMainThread && parentPort) {
   port.on('message', (req: Request) => {
     if (req.cancel) { cancelled.add(req.id); return }
     if (req.flush) {
+      const entries = req.flush.entries
       runFlushJob(reviveFlushJob(req.flush), nodeFileSystem).then((result): Reply => ({ id: req.id, result }),
         (err: any): Reply => ({ id: req.id, error: { code: err?.code, message: String(err?.message ?? err), file: err?.file, stack: err?.stack } }))
-        .then((reply) => port.postMessage(reply))
+        .then((reply) => {
+          // The memtable copy goes back with the reply: this thread collects
+          // garbage only when it allocates, which an idle worker never does.
+          reply.returned = SkipList.stateTransferList(entries)
+          port.postMessage(reply, reply.returned)
+        })
       return
     }
     const job = reviveJob(req.job!)

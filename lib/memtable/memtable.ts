@@ -13,8 +13,8 @@ import { batchCount, readBatchOp, batchOpOut, BATCH_HEADER_SIZE, OP_RANGE_DELETE
 import { KIND_VALUE } from '../keys'
 
 /**
- * An encoded batch at least this large, owning its memory (or in shared memory,
- * see allocPayload in lib/wal/batch.ts), becomes an arena chunk itself
+ * An encoded batch at least this large, owning its memory (see allocPayload in
+ * lib/wal/batch.ts), becomes an arena chunk itself
  * (SkipList.adopt): its entries are inserted without a copy.
  * Smaller ones are copied, so that small writes do not leave one buffer each.
  */
@@ -72,8 +72,7 @@ export class MemTable {
     const count = batchCount(payload)
     const o = batchOpOut
     const list = this.list
-    // Shared payloads come out of slabs no one writes again (lib/wal/batch.ts).
-    const adopt = payload.length >= ADOPT_MIN_BYTES && (payload.buffer instanceof SharedArrayBuffer || (payload.byteOffset === 0 && payload.buffer.byteLength === payload.length))
+    const adopt = payload.length >= ADOPT_MIN_BYTES && payload.byteOffset === 0 && payload.buffer.byteLength === payload.length
     const chunk = adopt ? list.adopt(payload) : -1
     let pos = BATCH_HEADER_SIZE
     let bytes = 0

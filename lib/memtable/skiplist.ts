@@ -38,16 +38,17 @@
 // an arena of large chunks; row r of `rows` holds [chunk, key offset, key
 // length, value offset, value length]. A chunk may also be a buffer the list
 // adopts (`adopt`): an encoded write batch large enough to serve as a chunk
-// itself, whose entries are then inserted without a copy (insertAt). The list thus holds no object per entry (a Buffer per key and
-// per value would be millions of long-lived objects for the garbage collector
+// itself, whose entries are then inserted without a copy (insertAt). The list
+// thus holds no object per entry (a Buffer per key and per value would be millions of long-lived objects for the garbage collector
 // to trace and promote); keyAt/valueAt make short-lived views on demand, valid
 // forever (arena bytes are never overwritten).
 //
-// Sharing. Arena chunks live in SharedArrayBuffers, and `state()` copies the
-// index arrays, so that a frozen list (one that takes no more inserts) can be
-// read by another thread (a flush on a worker, lib/compaction/worker.ts):
-// posting the state transfers the copies and shares the chunks.
-// `SkipList.fromState` rebuilds a read-only list from it.
+// Handing over. `state()` copies a frozen list (one that takes no more inserts):
+// its index arrays and arena chunks, each a buffer of its own, so that another
+// thread (a flush on a worker, lib/compaction/worker.ts) can read it: posting
+// the state transfers the copies (no clone), and the worker transfers them
+// back when done, so that no memory stays pinned by a worker that is idle and
+// never collects garbage. `SkipList.fromState` rebuilds a read-only list from it.
 import { compareRange } from '../util/coding'
 import { assert } from '../invariants'
 
@@ -89,7 +90,7 @@ function prefixWord (src: Uint8Array, off: number, len: number, from: number): n
   return w ^ 0x80000000
 }
 
-/** The arrays of a list, as posted to another thread (see "Sharing"); read-only once handed out. */
+/** A copy of a list, as posted to another thread (see "Handing over"); read-only once handed out. */
 export interface SkipListState {
   nodes: Int32Array
   end: number
@@ -101,10 +102,6 @@ export interface SkipListState {
   tails: Int32Array
 }
 
-/** A chunk of `size` bytes in shared memory (see "Sharing"). */
-function sharedChunk (size: number): Buffer {
-  return Buffer.from(new SharedArrayBuffer(size))
-}
 
 export class SkipList {
   private nodes: Int32Array
@@ -138,27 +135,29 @@ export class SkipList {
   }
 
   /**
-   * The list's arrays, for a reader on another thread (see "Sharing").
+   * A copy of the list, for a reader on another thread (see "Handing over"):
+   * the used part of the index arrays and the arena chunks, each in a buffer
+   * of its own (a memcpy), which the caller may transfer (stateTransferList).
    * REQUIRES: no insert after this call (the list is frozen).
    */
   state (): SkipListState {
-    // Copies of the used part of the index arrays (a memcpy), which the caller
-    // may transfer to the other thread (stateTransferList) instead of cloning them.
     return {
       nodes: this.nodes.slice(0, this.end),
       end: this.end,
       count: this.count,
       rows: this.rows.slice(0, this.count * ROW_INTS),
       kinds: this.kinds.slice(0, this.count),
-      chunks: this.chunks.slice(),
+      chunks: this.chunks.map((c) => new Uint8Array(c.buffer, c.byteOffset, c.byteLength).slice()),
       height: this.height,
       tails: this.tails.slice()
     }
   }
 
-  /** The buffers of a state() that postMessage may transfer (the copies; never the shared chunks). */
+  /** The buffers of a state(), which postMessage may transfer: each belongs to that state alone. */
   static stateTransferList (state: SkipListState): ArrayBuffer[] {
-    return [state.nodes.buffer as ArrayBuffer, state.rows.buffer as ArrayBuffer, state.kinds.buffer as ArrayBuffer, state.tails.buffer as ArrayBuffer]
+    const out = [state.nodes.buffer, state.rows.buffer, state.kinds.buffer, state.tails.buffer] as ArrayBuffer[]
+    for (const c of state.chunks) out.push(c.buffer as ArrayBuffer)
+    return out
   }
 
   /** A list over `state` (as received from another thread), for reading only. */
@@ -200,7 +199,7 @@ export class SkipList {
     assert(!this.frozen, 'insert into a read-only skiplist')
     // A first entry with an empty key and value needs a chunk too (its row names one).
     if (this.chunkPos + keyLen + valueLen > this.chunk.length || this.chunkIndex < 0) {
-      this.chunk = sharedChunk(Math.max(CHUNK_BYTES, keyLen + valueLen))
+      this.chunk = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, keyLen + valueLen))
       this.chunks.push(this.chunk)
       this.chunkIndex = this.chunks.length - 1
       this.chunkPos = 0
@@ -219,7 +218,7 @@ export class SkipList {
 
   /**
    * Makes `buf` a chunk of the arena, as is: its bytes must never change
-   * afterwards (see "Sharing": a SharedArrayBuffer, for a flush on the worker).
+   * afterwards.
    * Returns its chunk index, for insertAt.
    */
   adopt (buf: Buffer): number {

@@ -138,33 +138,12 @@ export function setBatchSequence (payload: Uint8Array, firstSeq: number): void {
 }
 
 /**
- * Payloads from this size up are allocated in shared memory: the memtable
- * adopts such a payload as an arena chunk (lib/memtable/memtable.ts), which a
- * flush on the worker thread reads without a copy.
+ * A buffer for a payload of `size` bytes (contents unset). From 4 KiB up
+ * (Buffer's pool limit) it owns its memory, so that the memtable may adopt a
+ * large payload as an arena chunk (MemTable.addBatch).
  */
-const SHARED_MIN_BYTES = 16 * 1024
-
-/**
- * Shared payloads are carved, one after the other, out of slabs of this size
- * (a SharedArrayBuffer costs far more to allocate than a plain buffer). A slab's
- * bytes are never reused: it lives as long as a payload in it does.
- */
-const SLAB_BYTES = 1024 * 1024
-let slab: SharedArrayBuffer | undefined
-let slabPos = 0
-
-/** A buffer for a payload of `size` bytes (contents unset). */
 function allocPayload (size: number): Buffer {
-  if (size < SHARED_MIN_BYTES) return Buffer.allocUnsafe(size)
-  if (size > SLAB_BYTES / 4) return Buffer.from(new SharedArrayBuffer(size))
-  if (slab === undefined || slabPos + size > slab.byteLength) {
-    slab = new SharedArrayBuffer(SLAB_BYTES)
-    slabPos = 0
-  }
-  const out = Buffer.from(slab, slabPos, size)
-  // 8-byte aligned starts, as a fresh buffer's.
-  slabPos += (size + 7) & ~7
-  return out
+  return Buffer.allocUnsafe(size)
 }
 
 /** Bytes a key or value takes in a payload: a string as UTF-8. */
