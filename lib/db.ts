@@ -126,14 +126,6 @@ function applyOp (mem: MemTable, seq: number, op: BatchOp, copy: boolean): void 
   }
 }
 
-/**
- * The log is fdatasynced in the background (off the event loop) every time this
- * many bytes (at most; see logSyncStep) were written to it since the last such
- * sync: when the memtable fills and the log is retired, writes to the new log
- * wait for the old one's fsync (see commit), which then has little left to do.
- */
-const LOG_BACKGROUND_SYNC_BYTES = 1024 * 1024
-
 /** Totals over every engine in this process (tests use them to show background work happened). */
 export const processCounters = { flushes: 0, compactions: 0, trivialMoves: 0 }
 
@@ -169,8 +161,10 @@ export class Engine {
   private syncInFlight: Promise<void> | undefined
   /** Log bytes written since the last background fdatasync of the log started. */
   private logUnsyncedBytes = 0
-  /** The background fdatasync of the current log in progress (see LOG_BACKGROUND_SYNC_BYTES). */
+  /** The background fdatasync of the current log in progress (see logSyncStep). */
   private backgroundLogSync: Promise<void> | undefined
+  /** The current log had its background fdatasync. */
+  private logSyncedOnce = false
   private readonly logsToCloseAfterSync: LogWriter[] = []
   /** Resolves when every retired log's closing fsync has completed. */
   private retiredLogsSynced: Promise<void> = Promise.resolve()
@@ -478,7 +472,7 @@ export class Engine {
     const logBytes = this.log!.size() - logSizeBefore
     this.counters.walBytes += logBytes
     this.logUnsyncedBytes += logBytes
-    if (this.logUnsyncedBytes >= this.logSyncStep() && this.backgroundLogSync === undefined) this.startBackgroundLogSync()
+    if (this.logUnsyncedBytes >= this.logSyncStep() && this.backgroundLogSync === undefined && !this.logSyncedOnce) this.startBackgroundLogSync()
     this.unapplied.push({ writers, mem: this.mem, lastSeq: seq - 1, needsSync, synced: false })
     if (needsSync) this.requestSync()
     this.drainApplied()
@@ -504,8 +498,15 @@ export class Engine {
     if (this.unapplied.length === 0 && this.closing) this.notifyIdle()
   }
 
+  /**
+   * Log bytes after which the log is fdatasynced once in the background (off
+   * the event loop): about halfway to the memtable's rotation, so that when the
+   * log is retired, the fsync that writes to the new log wait for (see commit)
+   * has only the second half left to do. Once per log: a sync running under the
+   * writes makes some write(2) calls wait on the file system's journal.
+   */
   private logSyncStep (): number {
-    return Math.min(LOG_BACKGROUND_SYNC_BYTES, Math.max(4096, this.options.writeBufferSize >>> 2))
+    return Math.max(4096, this.options.writeBufferSize >>> 1)
   }
 
   /**
@@ -516,6 +517,7 @@ export class Engine {
    */
   private startBackgroundLogSync (): void {
     this.logUnsyncedBytes = 0
+    this.logSyncedOnce = true
     const number = this.logNumber
     const p: Promise<void> = this.log!.syncAsync().then(() => {}, (err) => {
       this.stopWrites(ioError('fsync of the log failed; the database takes no more writes until reopened', err, logName(number)))
@@ -604,6 +606,7 @@ export class Engine {
     const synced = Promise.all([this.backgroundLogSync, old.syncAsync(), syncDirAsync(fs, dir)])
     this.backgroundLogSync = undefined
     this.logUnsyncedBytes = 0
+    this.logSyncedOnce = false
     this.retiredLogsSynced = Promise.all([this.retiredLogsSynced, synced]).then(() => {})
     this.retiredLogsSynced.catch(() => {}) // reported below, once
     this.retiredSyncsPending++
@@ -821,10 +824,12 @@ export class Engine {
     let result
     if (this.flushWorker) {
       // On a worker thread, from a copy of the frozen memtable (SkipList.state).
+      // Copied over a few turns; the parameters below are taken after the copy, together.
+      const entries = await imm.mem.entriesStateInSlices()
       const { floorBase } = this.flushTombstones(imm.mem)
       const job: FlushJob = {
         dir: this.location,
-        entries: imm.mem.entriesState(),
+        entries,
         blockSize: this.options.blockSize,
         blockRestartInterval: this.options.blockRestartInterval,
         bloomBitsPerKey: this.options.bloomBitsPerKey,

@@ -9,7 +9,9 @@
 // job.ts, FlushJob): the main thread copies the frozen memtable (a memcpy of its
 // arena and index arrays) and transfers it, and spends no time building the
 // level-0 table.
-import { Worker, isMainThread, parentPort } from 'node:worker_threads'
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads'
+import * as fs from 'node:fs'
+import * as os from 'node:os'
 import { nodeFileSystem } from '../fs/node-fs'
 import { BlockCache } from '../sstable/cache'
 import { TableCache } from '../sstable/table-cache'
@@ -33,12 +35,19 @@ interface Reply {
  * never keeps the process alive.
  */
 export class CompactionWorker {
+  /**
+   * @param niceness raised scheduling niceness of the thread (Linux; 0: as the
+   *   process): a worker that should yield the CPU to the main thread when the
+   *   two compete for a core.
+   */
+  constructor (private readonly niceness = 0) {}
+
   private worker: Worker | undefined
   private nextId = 1
   private readonly waiting = new Map<number, { resolve: (r: TableWriterResult) => void, reject: (e: Error) => void }>()
 
   private start (): Worker {
-    const w = new Worker(__filename)
+    const w = new Worker(__filename, { workerData: { niceness: this.niceness } })
     w.on('message', (reply: Reply) => {
       const p = this.waiting.get(reply.id)
       if (!p) return
@@ -121,14 +130,27 @@ export function sharedCompactionWorker (): CompactionWorker {
  * compaction never slows a flush down, which writes would be waiting for.
  */
 export function sharedFlushWorker (): CompactionWorker {
-  if (!sharedFlush) sharedFlush = new CompactionWorker()
+  // Nice 5: when all cores are busy, the event loop gets the CPU first (a flush
+  // that moved off the main thread must not delay it more than the time slices
+  // it ran in there); with a core to spare the flush runs at full speed.
+  if (!sharedFlush) sharedFlush = new CompactionWorker(5)
   return sharedFlush
+}
+
+/** Lowers this thread's priority (Linux: setpriority on its thread id); best effort. */
+function renice (niceness: number): void {
+  if (!(niceness > 0) || process.platform !== 'linux') return
+  try {
+    const tid = Number(fs.readlinkSync('/proc/thread-self').split('/').pop())
+    if (Number.isInteger(tid) && tid > 0) os.setPriority(tid, Math.min(19, os.getPriority(tid) + niceness))
+  } catch {}
 }
 
 // ---------------------------------------------------------------- worker side
 
 if (!isMainThread && parentPort) {
   const port = parentPort
+  renice(Number((workerData as { niceness?: number } | undefined)?.niceness ?? 0))
   const tableCaches = new Map<string, TableCache>()
   const cancelled = new Set<number>()
   port.on('message', (req: Request) => {

@@ -178,6 +178,11 @@ export class MemTable {
     return this.list.state()
   }
 
+  /** entriesState(), copied a slice at a time between turns of the event loop (SkipList.stateInSlices). */
+  async entriesStateInSlices (): Promise<SkipListState> {
+    return await this.list.stateInSlices()
+  }
+
   /** An iterator over the entries of a memtable's entriesState(), e.g. on another thread. */
   static iteratorOf (state: SkipListState): InternalIterator {
     return new MemTableIterator(SkipList.fromState(state))

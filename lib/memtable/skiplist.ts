@@ -51,6 +51,7 @@
 // never collects garbage. `SkipList.fromState` rebuilds a read-only list from it.
 import { compareRange } from '../util/coding'
 import { assert } from '../invariants'
+import { performance } from 'node:perf_hooks'
 
 /** Levels of the tallest tower. With branching 4 this suits lists of up to ~4^12 = 16M entries. */
 export const MAX_HEIGHT = 12
@@ -148,6 +149,34 @@ export class SkipList {
       rows: this.rows.slice(0, this.count * ROW_INTS),
       kinds: this.kinds.slice(0, this.count),
       chunks: this.chunks.map((c) => new Uint8Array(c.buffer, c.byteOffset, c.byteLength).slice()),
+      height: this.height,
+      tails: this.tails.slice()
+    }
+  }
+
+  /**
+   * state(), copying one arena chunk at a time and letting the event loop turn
+   * between chunks once a copy took more than `sliceMs` (a memtable is
+   * megabytes: copied at once it would hold the loop for many milliseconds).
+   * REQUIRES: no insert from this call on (the list is frozen).
+   */
+  async stateInSlices (sliceMs = 1): Promise<SkipListState> {
+    const chunks: Uint8Array[] = []
+    let sliceStart = performance.now()
+    for (const c of this.chunks) {
+      if (performance.now() - sliceStart > sliceMs) {
+        await new Promise<void>((resolve) => setImmediate(resolve))
+        sliceStart = performance.now()
+      }
+      chunks.push(new Uint8Array(c.buffer, c.byteOffset, c.byteLength).slice())
+    }
+    return {
+      nodes: this.nodes.slice(0, this.end),
+      end: this.end,
+      count: this.count,
+      rows: this.rows.slice(0, this.count * ROW_INTS),
+      kinds: this.kinds.slice(0, this.count),
+      chunks,
       height: this.height,
       tails: this.tails.slice()
     }
