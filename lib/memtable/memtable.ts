@@ -76,6 +76,9 @@ export class MemTable {
     const chunk = adopt ? list.adopt(payload) : -1
     let pos = BATCH_HEADER_SIZE
     let bytes = 0
+    // Seqs of the first and last entries (range tombstones count as in add*: not at all).
+    let firstEntry = 0
+    let lastEntry = 0
     for (let i = 0; i < count; i++) {
       pos = readBatchOp(payload, pos)
       const kind = o.kind
@@ -93,12 +96,12 @@ export class MemTable {
       else list.insertFrom(payload, o.keyOff, o.keyLen, seq, kind, payload, o.valueOff, valueLen)
       this.bytes += o.keyLen + valueLen + ENTRY_OVERHEAD
       bytes += o.keyLen + valueLen
+      if (firstEntry === 0) firstEntry = seq
+      lastEntry = seq
     }
     assert(pos === payload.length, 'batch has trailing bytes')
-    if (count > 0) {
-      if (firstSeq + count - 1 > this.maxSeq) this.maxSeq = firstSeq + count - 1
-      if (firstSeq < this.minSeq || this.minSeq === 0) this.minSeq = firstSeq
-    }
+    if (lastEntry > this.maxSeq) this.maxSeq = lastEntry
+    if (firstEntry !== 0 && (firstEntry < this.minSeq || this.minSeq === 0)) this.minSeq = firstEntry
     return bytes
   }
 
