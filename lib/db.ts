@@ -22,9 +22,9 @@
 // Background work
 //   A full memtable is frozen and a new log started; a flush writes the frozen
 //   memtable to an L0 table; the leveled picker then chooses compactions. One
-//   flush and one compaction may run at a time: on the compaction worker thread
-//   (node file system), or else interleaved on the event loop in slices of a few
-//   thousand entries.
+//   flush and one compaction may run at a time, each on a worker thread of its
+//   own (node file system), or else interleaved on the event loop in slices of a
+//   few thousand entries.
 import * as path from 'node:path'
 import type { FileSystem } from './fs/fs'
 import { nodeFileSystem } from './fs/node-fs'
