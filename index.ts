@@ -8,8 +8,8 @@ import { Engine, type BatchOp, type RangeOptions, type LevelInfo, type RecoveryR
 import type { Snapshot } from './lib/snapshots'
 import { nextTurn, type TurnBudget } from './lib/util/turn'
 import { DbIterator, FOUND, PAUSED } from './lib/iterators/db-iterator'
-import { KIND_DELETE, KIND_VALUE } from './lib/keys'
-import { OP_RANGE_DELETE } from './lib/wal/batch'
+import { KIND_DELETE } from './lib/keys'
+import { OP_RANGE_DELETE, encodeLevelBatch, encodeLevelOp, type LevelBatchOp } from './lib/wal/batch'
 import { clearBounds } from './lib/range-tombstones'
 import { compareBytes } from './lib/util/coding'
 import { resolveOptions, ENGINE_OPTION_NAMES, type EngineOptions } from './lib/options'
@@ -31,15 +31,6 @@ export interface LsmLevelOptions<K = string, V = string> extends Partial<EngineO
 }
 
 const ENGINE = Symbol('engine')
-
-/** Bytes of a key or value as the engine stores them: always a Buffer the engine owns. */
-function toBuffer (data: Format): Buffer {
-  if (typeof data === 'string') return Buffer.from(data, 'utf8')
-  // Copy: the caller may reuse or mutate its buffer after the write resolves.
-  const out = Buffer.allocUnsafe(data.byteLength)
-  out.set(data)
-  return out
-}
 
 /** A borrowed view for lookups (no copy needed: the engine does not keep it). */
 function toView (data: Format): Buffer {
@@ -256,22 +247,20 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
 
   // Not async: the engine's promise is returned as is (one promise less per write).
   _put (key: Format, value: Format, options: Record<string, any>): Promise<void> {
-    return this[ENGINE]!.write([{ kind: KIND_VALUE, key: toBuffer(key), value: toBuffer(value) }], options.sync === true)
+    return this[ENGINE]!.writeEncoded(encodeLevelOp(key, value), options.sync === true)
   }
 
   _del (key: Format, options: Record<string, any>): Promise<void> {
-    return this[ENGINE]!.write([{ kind: KIND_DELETE, key: toBuffer(key) }], options.sync === true)
+    return this[ENGINE]!.writeEncoded(encodeLevelOp(key, undefined), options.sync === true)
   }
 
+  /**
+   * The operations (keys and values already encoded and prefixed by
+   * abstract-level) are copied once, straight into the batch's log record
+   * payload, which the memtable then reads them from (lib/wal/batch.ts).
+   */
   _batch (operations: Array<Record<string, any>>, options: Record<string, any>): Promise<void> {
-    const ops: BatchOp[] = new Array(operations.length)
-    for (let i = 0; i < operations.length; i++) {
-      const op = operations[i]
-      ops[i] = op.type === 'put'
-        ? { kind: KIND_VALUE, key: toBuffer(op.key), value: toBuffer(op.value) }
-        : { kind: KIND_DELETE, key: toBuffer(op.key) }
-    }
-    return this[ENGINE]!.write(ops, options.sync === true)
+    return this[ENGINE]!.writeEncoded(encodeLevelBatch(operations as unknown as LevelBatchOp[]), options.sync === true)
   }
 
   _getSync (key: Format, options: Record<string, any>): any {

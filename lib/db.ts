@@ -22,8 +22,9 @@
 // Background work
 //   A full memtable is frozen and a new log started; a flush writes the frozen
 //   memtable to an L0 table; the leveled picker then chooses compactions. One
-//   flush and one compaction may run at a time, interleaved on the event loop in
-//   slices of a few thousand entries.
+//   flush and one compaction may run at a time, each on a worker thread of its
+//   own (node file system), or else interleaved on the event loop in slices of a
+//   few thousand entries.
 import * as path from 'node:path'
 import type { FileSystem } from './fs/fs'
 import { nodeFileSystem } from './fs/node-fs'
@@ -35,7 +36,7 @@ import type { VersionEdit } from './manifest/version-edit'
 import { MemTable } from './memtable/memtable'
 import { LogWriter } from './wal/log-writer'
 import { LogReader } from './wal/log-reader'
-import { encodeBatch, decodeBatch, OP_RANGE_DELETE, type BatchOp } from './wal/batch'
+import { decodeBatch, encodeBatchPayload, setBatchSequence, batchCount, OP_RANGE_DELETE, type BatchOp } from './wal/batch'
 import { RangeTombstoneView, type RangeTombstone, type RangeTombstoneIndex } from './range-tombstones'
 import { BlockCache } from './sstable/cache'
 import { TableCache } from './sstable/table-cache'
@@ -47,8 +48,8 @@ import { pickLeveledCompaction, type CompactionTask } from './compaction/leveled
 import { pickTieredCompaction } from './compaction/tiered-picker'
 import { pickRangeTombstoneCompaction } from './compaction/range-tombstone-picker'
 import { writeTables } from './compaction/table-writer'
-import { runCompactionJob, type CompactionJob } from './compaction/job'
-import { sharedCompactionWorker, type CompactionWorker } from './compaction/worker'
+import { runCompactionJob, type CompactionJob, type FlushJob } from './compaction/job'
+import { sharedCompactionWorker, sharedFlushWorker, type CompactionWorker } from './compaction/worker'
 import { SnapshotList, Snapshot } from './snapshots'
 import { acquireLock, type LockHandle } from './lock'
 import { join, logName, parseFileName, tableName } from './filenames'
@@ -64,7 +65,9 @@ export type { BatchOp } from './wal/batch'
 export type { RangeOptions } from './iterators/db-iterator'
 
 interface Writer {
-  ops: BatchOp[]
+  /** The encoded batch (lib/wal/batch.ts): the log record's payload; its sequence number is set at commit. */
+  payload: Buffer
+  count: number
   sync: boolean
   firstSeq: number
   resolve: () => void
@@ -160,6 +163,12 @@ export class Engine {
   private commitScheduled = false
   private unapplied: Group[] = []
   private syncInFlight: Promise<void> | undefined
+  /** Log bytes written since the last background fdatasync of the log started. */
+  private logUnsyncedBytes = 0
+  /** The background fdatasync of the current log in progress (see logSyncStep). */
+  private backgroundLogSync: Promise<void> | undefined
+  /** The current log had its background fdatasync. */
+  private logSyncedOnce = false
   private readonly logsToCloseAfterSync: LogWriter[] = []
   /** Resolves when every retired log's closing fsync has completed. */
   private retiredLogsSynced: Promise<void> = Promise.resolve()
@@ -201,6 +210,8 @@ export class Engine {
   private slowedDown = false
   /** Runs compactions on a worker thread (node file system only); undefined: on the main thread. */
   private readonly worker: CompactionWorker | undefined
+  /** Runs memtable flushes on a worker thread of their own (node file system only). */
+  private readonly flushWorker: CompactionWorker | undefined
   private cancelCompaction: (() => void) | undefined
   /** Obsolete files being deleted off the event loop. */
   private readonly pendingRemovals = new Set<Promise<void>>()
@@ -214,6 +225,7 @@ export class Engine {
     this.tableCache = new TableCache(fs, location, options.maxOpenFiles, this.blockCache)
     this.versions.onObsoleteTable = (n) => this.removeTable(n)
     this.worker = options.compactionWorker && fs === nodeFileSystem ? sharedCompactionWorker() : undefined
+    this.flushWorker = options.compactionWorker && fs === nodeFileSystem ? sharedFlushWorker() : undefined
   }
 
   /** Opens (or creates) the database in `location`. Options are validated first. */
@@ -386,8 +398,20 @@ export class Engine {
   write (ops: BatchOp[], sync: boolean): Promise<void> {
     if (this.writeError) return Promise.reject(this.writeError)
     if (this.closing) return Promise.reject(levelError('LEVEL_DATABASE_NOT_OPEN', 'Database is closing'))
+    return this.writeEncoded(encodeBatchPayload(ops), sync)
+  }
+
+  /**
+   * write() of a batch already encoded by encodeBatchPayload or encodeLevelBatch
+   * (lib/wal/batch.ts), its sequence number not set. The engine takes the
+   * payload over: it becomes the log record, then the memtable's source.
+   */
+  writeEncoded (payload: Buffer, sync: boolean): Promise<void> {
+    if (this.writeError) return Promise.reject(this.writeError)
+    if (this.closing) return Promise.reject(levelError('LEVEL_DATABASE_NOT_OPEN', 'Database is closing'))
+    const count = batchCount(payload)
     return new Promise<void>((resolve, reject) => {
-      this.pending.push({ ops, sync, firstSeq: 0, resolve, reject })
+      this.pending.push({ payload, count, sync, firstSeq: 0, resolve, reject })
       if (!this.commitScheduled) {
         this.commitScheduled = true
         queueMicrotask(() => this.commit())
@@ -436,8 +460,9 @@ export class Engine {
     for (let i = 0; i < writers.length; i++) {
       const w = writers[i]
       w.firstSeq = seq
-      payloads[i] = encodeBatch(seq, w.ops)
-      seq += w.ops.length
+      setBatchSequence(w.payload, seq)
+      payloads[i] = w.payload
+      seq += w.count
       if (w.sync) needsSync = true
     }
     const logSizeBefore = this.log!.size()
@@ -450,8 +475,10 @@ export class Engine {
       return
     }
     this.allocatedSeq = seq - 1
-    this.counters.walBytes += this.log!.size() - logSizeBefore
-    for (const w of writers) for (const op of w.ops) this.counters.userBytes += op.key.length + (op.value ? op.value.length : 0) + (op.end ? op.end.length : 0)
+    const logBytes = this.log!.size() - logSizeBefore
+    this.counters.walBytes += logBytes
+    this.logUnsyncedBytes += logBytes
+    if (this.logUnsyncedBytes >= this.logSyncStep() && this.backgroundLogSync === undefined && !this.logSyncedOnce) this.startBackgroundLogSync()
     this.unapplied.push({ writers, mem: this.mem, lastSeq: seq - 1, needsSync, synced: false })
     if (needsSync) this.requestSync()
     this.drainApplied()
@@ -464,10 +491,9 @@ export class Engine {
       if (g.needsSync && !g.synced) break
       this.unapplied.shift()
       const mem = g.mem
-      for (const w of g.writers) {
-        let s = w.firstSeq
-        for (const op of w.ops) applyOp(mem, s++, op, false)
-      }
+      let userBytes = 0
+      for (const w of g.writers) userBytes += mem.addBatch(w.payload, w.firstSeq)
+      this.counters.userBytes += userBytes
       this.visibleSeq = g.lastSeq
       if (mem !== this.mem) {
         const frozen = this.imms.find((f) => f.mem === mem)
@@ -476,6 +502,35 @@ export class Engine {
       for (const w of g.writers) w.resolve()
     }
     if (this.unapplied.length === 0 && this.closing) this.notifyIdle()
+  }
+
+  /**
+   * Log bytes after which the log is fdatasynced once in the background (off
+   * the event loop): about halfway to the memtable's rotation, so that when the
+   * log is retired, the fsync that writes to the new log wait for (see commit)
+   * has only the second half left to do. Once per log: a sync running under the
+   * writes makes some write(2) calls wait on the file system's journal.
+   */
+  private logSyncStep (): number {
+    return Math.max(4096, this.options.writeBufferSize >>> 1)
+  }
+
+  /**
+   * Starts an fdatasync of the current log off the event loop. It acknowledges
+   * nothing (sync writes have requestSync); it only leaves less for the fsync
+   * that retiring the log waits for (rotate). A failure stops writes, as a
+   * failed fsync of a retired log does.
+   */
+  private startBackgroundLogSync (): void {
+    this.logUnsyncedBytes = 0
+    this.logSyncedOnce = true
+    const number = this.logNumber
+    const p: Promise<void> = this.log!.syncAsync().then(() => {}, (err) => {
+      this.stopWrites(ioError('fsync of the log failed; the database takes no more writes until reopened', err, logName(number)))
+    }).finally(() => {
+      if (this.backgroundLogSync === p) this.backgroundLogSync = undefined
+    })
+    this.backgroundLogSync = p
   }
 
   /** Group commit: one fdatasync at a time covers every group written before it started. */
@@ -584,7 +639,11 @@ export class Engine {
     // loop; every later sync write waits for both (requestSync), so a power loss
     // can never keep a later log's synced writes while losing an earlier log's,
     // nor lose the new log itself.
-    const synced = Promise.all([old.syncAsync(), syncDirAsync(fs, dir)])
+    // The old log is closed only after its background fdatasync, if one is running, is over.
+    const synced = Promise.all([this.backgroundLogSync, old.syncAsync(), syncDirAsync(fs, dir)])
+    this.backgroundLogSync = undefined
+    this.logUnsyncedBytes = 0
+    this.logSyncedOnce = false
     this.retiredLogsSynced = Promise.all([this.retiredLogsSynced, synced]).then(() => {})
     this.retiredLogsSynced.catch(() => {}) // reported below, once
     this.retiredSyncsPending++
@@ -799,8 +858,28 @@ export class Engine {
     const imm = this.imms[0]
     // A flush is finished even when the database is closing (close waits for it):
     // it is short, and it saves the next open a log replay.
-    const params = { ...this.tableWriterParams(Infinity, () => false), shouldAbort: () => false, ...this.flushTombstones(imm.mem) }
-    const result = await writeTables(imm.mem.iterator(), params)
+    let result
+    if (this.flushWorker) {
+      // On a worker thread, from a copy of the frozen memtable (SkipList.state).
+      // Copied over a few turns; the parameters below are taken after the copy, together.
+      const entries = await imm.mem.entriesStateInSlices()
+      const { floorBase } = this.flushTombstones(imm.mem)
+      const job: FlushJob = {
+        dir: this.location,
+        entries,
+        blockSize: this.options.blockSize,
+        blockRestartInterval: this.options.blockRestartInterval,
+        bloomBitsPerKey: this.options.bloomBitsPerKey,
+        smallestSnapshot: this.snapshots.oldest() ?? this.visibleSeq,
+        rangeTombstones: imm.mem.rangeTombstones().slice(),
+        floorBase,
+        fileNumber: this.versions.newFileNumber()
+      }
+      result = await this.flushWorker.flush(job)
+    } else {
+      const params = { ...this.tableWriterParams(Infinity, () => false), shouldAbort: () => false, ...this.flushTombstones(imm.mem) }
+      result = await writeTables(imm.mem.iterator(), params)
+    }
     const nextLog = this.imms.length > 1 ? this.imms[1].logNumber : this.logNumber
     await this.versions.logAndApply({
       newFiles: result.outputs.map((meta) => ({ level: 0, meta })),
@@ -1139,6 +1218,8 @@ export class Engine {
     // Queued writes that could not commit (a stall) fail rather than hang.
     this.failPending(levelError('LEVEL_DATABASE_NOT_OPEN', 'Database closed before the write could commit'))
     while (this.unapplied.length > 0 && this.syncInFlight) await this.syncInFlight
+    // The log is closed below: not under its background fdatasync.
+    while (this.backgroundLogSync) await this.backgroundLogSync
     this.closing = true
     if (this.unapplied.length > 0) this.stopWrites(levelError('LEVEL_DATABASE_NOT_OPEN', 'Database closed'))
     this.cancelCompaction?.()

@@ -211,6 +211,14 @@ const WRITE_FAULTS: WriteFault[] = [
     trigger: (e, l, r) => writeUntilFailure(e, l, r, false)
   },
   {
+    // Non-sync writes only: the first fsync of a log is the background one
+    // halfway to its rotation (Engine.logSyncStep); it acknowledges nothing, but
+    // a failure stops the writes all the same.
+    name: 'log background fsync halfway to rotation (fails on completion)',
+    fault: (code) => ({ op: 'syncDone', path: /\.log$/, code }),
+    trigger: (e, l, r) => writeUntilFailure(e, l, r, false)
+  },
+  {
     name: 'log fsync at rotation (flushMemTable)',
     fault: (code) => ({ op: ['sync', 'syncAsync'], path: /\.log$/, code }),
     trigger: async (e, l, r) => {

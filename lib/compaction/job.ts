@@ -11,6 +11,8 @@ import { writeTables, type TableWriterResult } from './table-writer'
 import { compareBytes } from '../util/coding'
 import { NUM_LEVELS } from '../options'
 import { RangeTombstoneIndex, type RangeTombstone } from '../range-tombstones'
+import { MemTable } from '../memtable/memtable'
+import type { SkipListState } from '../memtable/skiplist'
 
 export interface CompactionJob {
   dir: string
@@ -29,6 +31,24 @@ export interface CompactionJob {
   floorBase: number
   /** File numbers reserved for the outputs, used in order. */
   fileNumbers: number[]
+}
+
+/**
+ * A memtable flush as plain data: the frozen memtable's entries (a copy of its
+ * arena and index, lib/memtable/skiplist.ts) go to one level-0 table.
+ */
+export interface FlushJob {
+  dir: string
+  entries: SkipListState
+  blockSize: number
+  blockRestartInterval: number
+  bloomBitsPerKey: number
+  smallestSnapshot: number
+  /** The memtable's own range tombstones (applied to its entries). */
+  rangeTombstones: RangeTombstone[]
+  floorBase: number
+  /** The output table's number. */
+  fileNumber: number
 }
 
 /** Rebuilds Buffers in FileMeta keys after a structured clone (which yields Uint8Arrays). */
@@ -50,6 +70,40 @@ export function reviveJob (job: CompactionJob): CompactionJob {
     deeper: job.deeper.map((r) => r.map(reviveMeta)),
     rangeTombstones: job.rangeTombstones.map((t) => ({ seq: t.seq, start: b(t.start), end: t.end === undefined ? undefined : b(t.end) }))
   }
+}
+
+export function reviveFlushJob (job: FlushJob): FlushJob {
+  return {
+    ...job,
+    rangeTombstones: job.rangeTombstones.map((t) => ({ seq: t.seq, start: b(t.start), end: t.end === undefined ? undefined : b(t.end) }))
+  }
+}
+
+/**
+ * Runs a flush job: the same table writer, with the same parameters, as a
+ * flush on the main thread (Engine.flushOldest). Not abortable: a flush is
+ * finished even when the database is closing.
+ */
+export async function runFlushJob (job: FlushJob, fs: FileSystem): Promise<TableWriterResult> {
+  let used = false
+  return await writeTables(MemTable.iteratorOf(job.entries), {
+    fs,
+    dir: job.dir,
+    blockSize: job.blockSize,
+    blockRestartInterval: job.blockRestartInterval,
+    bloomBitsPerKey: job.bloomBitsPerKey,
+    targetFileSize: Infinity,
+    smallestSnapshot: job.smallestSnapshot,
+    isBaseLevelForKey: () => false,
+    rangeTombstones: job.rangeTombstones.length > 0 ? RangeTombstoneIndex.build(job.rangeTombstones) : undefined,
+    floorBase: job.floorBase,
+    newFileNumber: () => {
+      if (used) throw new Error('lsm-level invariant broken: a flush wrote more than one table')
+      used = true
+      return job.fileNumber
+    },
+    shouldAbort: () => false
+  })
 }
 
 /**

@@ -15,12 +15,12 @@
 // Each output's `floor` is the larger of its smallest seq and `floorBase`, the
 // newest range tombstone the caller guarantees was applied in full.
 import { syncDirAsync, type FileSystem } from '../fs/fs'
-import type { InternalIterator } from '../iterators/internal-iterator'
+import { isRangeIterator, type InternalIterator } from '../iterators/internal-iterator'
 import type { FileMeta } from '../manifest/file-meta'
 import { TableBuilder } from '../sstable/table-builder'
 import { join, tableName } from '../filenames'
 import { KIND_DELETE } from '../keys'
-import { compareBytes } from '../util/coding'
+import { compareRange } from '../util/coding'
 import { levelError } from '../errors'
 import { performance } from 'node:perf_hooks'
 import type { RangeTombstoneIndex } from '../range-tombstones'
@@ -64,7 +64,10 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
   let entriesIn = 0
   let entriesDropped = 0
   let bytesWritten = 0
-  let currentKey: Buffer | undefined
+  // The current user key: keySrc[keyOff, keyOff + keyLen) (iterator keys stay valid).
+  let currentSrc: Uint8Array | undefined
+  let currentOff = 0
+  let currentLen = 0
   let lastSeqForKey = Infinity
   let smallestSeq = Infinity
   const tombstones = p.rangeTombstones !== undefined && p.rangeTombstones.size > 0 ? p.rangeTombstones : undefined
@@ -85,6 +88,8 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
     file = undefined
   }
 
+  // A memtable iterator hands out byte ranges of its arena: no view per entry.
+  const ranged = isRangeIterator(input) ? input : undefined
   try {
     input.seekToFirst()
     let slice = 0
@@ -96,20 +101,40 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
         sliceStart = performance.now()
       }
       entriesIn++
-      const uk = input.userKey()
+      let keySrc: Uint8Array
+      let keyOff = 0
+      let keyLen: number
+      let valueSrc: Uint8Array
+      let valueOff = 0
+      let valueLen: number
+      if (ranged !== undefined) {
+        keySrc = ranged.keySource()
+        keyOff = ranged.keyStart()
+        keyLen = ranged.keyLength()
+        valueSrc = ranged.valueSource()
+        valueOff = ranged.valueStart()
+        valueLen = ranged.valueLength()
+      } else {
+        keySrc = input.userKey()
+        keyLen = keySrc.length
+        valueSrc = input.value()
+        valueLen = valueSrc.length
+      }
       const seq = input.seq()
       const kind = input.kind()
-      const newKey = currentKey === undefined || compareBytes(uk, currentKey) !== 0
+      const newKey = currentSrc === undefined || compareRange(keySrc, keyOff, keyOff + keyLen, currentSrc, currentOff, currentOff + currentLen) !== 0
       if (newKey) {
-        currentKey = uk
+        currentSrc = keySrc
+        currentOff = keyOff
+        currentLen = keyLen
         lastSeqForKey = Infinity
         // Split only between user keys: all versions of a key stay in one table.
         if (builder && builder.estimatedSize() >= p.targetFileSize) await finishOutput()
       }
       let drop = false
       if (lastSeqForKey <= p.smallestSnapshot) drop = true
-      else if (kind === KIND_DELETE && seq <= p.smallestSnapshot && p.isBaseLevelForKey(uk)) drop = true
-      else if (tombstones !== undefined && tombstones.coveringSeq(uk, p.smallestSnapshot) > seq) drop = true
+      else if (kind === KIND_DELETE && seq <= p.smallestSnapshot && p.isBaseLevelForKey(keySrc.subarray(keyOff, keyOff + keyLen))) drop = true
+      else if (tombstones !== undefined && tombstones.coveringSeq(keySrc.subarray(keyOff, keyOff + keyLen), p.smallestSnapshot) > seq) drop = true
       lastSeqForKey = seq
       if (drop) {
         entriesDropped++
@@ -124,7 +149,7 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
             bloomBitsPerKey: p.bloomBitsPerKey
           })
         }
-        builder.add(uk, seq, kind, input.value())
+        builder.addRange(keySrc, keyOff, keyLen, seq, kind, valueSrc, valueOff, valueLen)
         if (seq < smallestSeq) smallestSeq = seq
       }
       input.next()

@@ -4,16 +4,30 @@
 // file descriptors and a small block cache) and writes the outputs; the main
 // thread then installs them with one manifest edit. Errors come back with their
 // LEVEL_* code and file name.
-import { Worker, isMainThread, parentPort } from 'node:worker_threads'
+//
+// Memtable flushes run on a second such worker (sharedFlushWorker; lib/compaction/
+// job.ts, FlushJob): the main thread copies the frozen memtable (a memcpy of its
+// arena and index arrays) and transfers it, and spends no time building the
+// level-0 table.
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads'
+import * as fs from 'node:fs'
+import * as os from 'node:os'
 import { nodeFileSystem } from '../fs/node-fs'
 import { BlockCache } from '../sstable/cache'
 import { TableCache } from '../sstable/table-cache'
-import { runCompactionJob, reviveJob, reviveMeta, type CompactionJob } from './job'
+import { runCompactionJob, runFlushJob, reviveJob, reviveFlushJob, reviveMeta, type CompactionJob, type FlushJob } from './job'
 import type { TableWriterResult } from './table-writer'
+import { SkipList } from '../memtable/skiplist'
 import { levelError, type LevelErrorCode } from '../errors'
 
-interface Request { id: number, job?: CompactionJob, cancel?: boolean }
-interface Reply { id: number, result?: TableWriterResult, error?: { code?: string, message: string, file?: string, stack?: string } }
+interface Request { id: number, job?: CompactionJob, flush?: FlushJob, cancel?: boolean }
+interface Reply {
+  id: number
+  result?: TableWriterResult
+  error?: { code?: string, message: string, file?: string, stack?: string }
+  /** A flush's memtable copy, transferred back (see lib/memtable/skiplist.ts, "Handing over"); unused. */
+  returned?: ArrayBuffer[]
+}
 
 /**
  * The main thread's handle on the worker thread. One worker serves every
@@ -21,12 +35,19 @@ interface Reply { id: number, result?: TableWriterResult, error?: { code?: strin
  * never keeps the process alive.
  */
 export class CompactionWorker {
+  /**
+   * @param niceness raised scheduling niceness of the thread (Linux; 0: as the
+   *   process): a worker that should yield the CPU to the main thread when the
+   *   two compete for a core.
+   */
+  constructor (private readonly niceness = 0) {}
+
   private worker: Worker | undefined
   private nextId = 1
   private readonly waiting = new Map<number, { resolve: (r: TableWriterResult) => void, reject: (e: Error) => void }>()
 
   private start (): Worker {
-    const w = new Worker(__filename)
+    const w = new Worker(__filename, { workerData: { niceness: this.niceness } })
     w.on('message', (reply: Reply) => {
       const p = this.waiting.get(reply.id)
       if (!p) return
@@ -63,15 +84,28 @@ export class CompactionWorker {
    * outputs are removed).
    */
   run (job: CompactionJob, signal?: { cancel?: () => void }): Promise<TableWriterResult> {
+    return this.send({ id: 0, job }, signal)
+  }
+
+  /**
+   * Runs a memtable flush on the worker (not cancellable). It runs alongside a
+   * compaction in progress there (both yield between slices), never behind it.
+   */
+  flush (job: FlushJob): Promise<TableWriterResult> {
+    return this.send({ id: 0, flush: job }, undefined, SkipList.stateTransferList(job.entries))
+  }
+
+  private send (req: Request, signal?: { cancel?: () => void }, transfer?: ArrayBuffer[]): Promise<TableWriterResult> {
     if (!this.worker) this.worker = this.start()
     const id = this.nextId++
+    req.id = id
     const w = this.worker
     if (signal) signal.cancel = () => w.postMessage({ id, cancel: true } satisfies Request)
     return new Promise((resolve, reject) => {
       // Referenced only while a job is in flight: an idle worker never keeps the process alive.
       if (this.waiting.size === 0) w.ref()
       this.waiting.set(id, { resolve, reject })
-      w.postMessage({ id, job } satisfies Request)
+      w.postMessage(req, transfer)
     })
   }
 
@@ -84,20 +118,55 @@ export class CompactionWorker {
 }
 
 let shared: CompactionWorker | undefined
+let sharedFlush: CompactionWorker | undefined
 
 export function sharedCompactionWorker (): CompactionWorker {
   if (!shared) shared = new CompactionWorker()
   return shared
 }
 
+/**
+ * The worker thread that runs memtable flushes, apart from compactions: a long
+ * compaction never slows a flush down, which writes would be waiting for.
+ */
+export function sharedFlushWorker (): CompactionWorker {
+  // Nice 5: when all cores are busy, the event loop gets the CPU first (a flush
+  // that moved off the main thread must not delay it more than the time slices
+  // it ran in there); with a core to spare the flush runs at full speed.
+  if (!sharedFlush) sharedFlush = new CompactionWorker(5)
+  return sharedFlush
+}
+
+/** Lowers this thread's priority (Linux: setpriority on its thread id); best effort. */
+function renice (niceness: number): void {
+  if (!(niceness > 0) || process.platform !== 'linux') return
+  try {
+    const tid = Number(fs.readlinkSync('/proc/thread-self').split('/').pop())
+    if (Number.isInteger(tid) && tid > 0) os.setPriority(tid, Math.min(19, os.getPriority(tid) + niceness))
+  } catch {}
+}
+
 // ---------------------------------------------------------------- worker side
 
 if (!isMainThread && parentPort) {
   const port = parentPort
+  renice(Number((workerData as { niceness?: number } | undefined)?.niceness ?? 0))
   const tableCaches = new Map<string, TableCache>()
   const cancelled = new Set<number>()
   port.on('message', (req: Request) => {
     if (req.cancel) { cancelled.add(req.id); return }
+    if (req.flush) {
+      const entries = req.flush.entries
+      runFlushJob(reviveFlushJob(req.flush), nodeFileSystem).then((result): Reply => ({ id: req.id, result }),
+        (err: any): Reply => ({ id: req.id, error: { code: err?.code, message: String(err?.message ?? err), file: err?.file, stack: err?.stack } }))
+        .then((reply) => {
+          // The memtable copy goes back with the reply: this thread collects
+          // garbage only when it allocates, which an idle worker never does.
+          reply.returned = SkipList.stateTransferList(entries)
+          port.postMessage(reply, reply.returned)
+        })
+      return
+    }
     const job = reviveJob(req.job!)
     let tables = tableCaches.get(job.dir)
     if (!tables) {

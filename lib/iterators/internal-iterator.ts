@@ -26,3 +26,22 @@ export interface InternalIterator {
   /** Releases pinned resources (table references). Idempotent. */
   close (): void
 }
+
+/**
+ * An iterator whose current key and value can also be read as byte ranges of
+ * buffers it keeps (the memtable's arena), so that a consumer of every entry
+ * (a flush) makes no view per entry. The ranges stay valid, like userKey() and
+ * value(), for the iterator's lifetime.
+ */
+export interface RangeIterator extends InternalIterator {
+  keySource (): Uint8Array
+  keyStart (): number
+  keyLength (): number
+  valueSource (): Uint8Array
+  valueStart (): number
+  valueLength (): number
+}
+
+export function isRangeIterator (it: InternalIterator): it is RangeIterator {
+  return typeof (it as Partial<RangeIterator>).keySource === 'function'
+}

@@ -5,10 +5,20 @@
 // key (userKey ascending, seq descending), in a SkipList. Nothing is ever removed
 // or overwritten, which is what makes reading it while writes continue safe: a
 // reader either sees a new entry or it does not, and readers filter by seq anyway.
-import type { InternalIterator } from '../iterators/internal-iterator'
+import type { InternalIterator, RangeIterator } from '../iterators/internal-iterator'
 import { assert, checks } from '../invariants'
-import { SkipList } from './skiplist'
+import { SkipList, type SkipListState } from './skiplist'
 import { RangeTombstoneIndex, type RangeTombstone } from '../range-tombstones'
+import { batchCount, readBatchOp, batchOpOut, BATCH_HEADER_SIZE, OP_RANGE_DELETE } from '../wal/batch'
+import { KIND_VALUE } from '../keys'
+
+/**
+ * An encoded batch at least this large, owning its memory (see allocPayload in
+ * lib/wal/batch.ts), becomes an arena chunk itself
+ * (SkipList.adopt): its entries are inserted without a copy.
+ * Smaller ones are copied, so that small writes do not leave one buffer each.
+ */
+export const ADOPT_MIN_BYTES = 16 * 1024
 
 /** Bookkeeping cost charged per entry on top of key and value bytes. */
 const ENTRY_OVERHEAD = 48
@@ -38,6 +48,61 @@ export class MemTable {
     this.bytes += userKey.length + value.length + ENTRY_OVERHEAD
     if (seq > this.maxSeq) this.maxSeq = seq
     if (seq < this.minSeq || this.minSeq === 0) this.minSeq = seq
+  }
+
+  /**
+   * add() of the key src[keyOff, keyOff + keyLen) and the value
+   * src[valueOff, valueOff + valueLen), e.g. an operation of an encoded batch:
+   * both are copied, no view is made.
+   */
+  addFrom (seq: number, kind: number, src: Uint8Array, keyOff: number, keyLen: number, valueOff: number, valueLen: number): void {
+    this.list.insertFrom(src, keyOff, keyLen, seq, kind, src, valueOff, valueLen)
+    this.bytes += keyLen + valueLen + ENTRY_OVERHEAD
+    if (seq > this.maxSeq) this.maxSeq = seq
+    if (seq < this.minSeq || this.minSeq === 0) this.minSeq = seq
+  }
+
+  /**
+   * Adds the operations of an encoded batch (lib/wal/batch.ts) that this process
+   * wrote, operation i at firstSeq + i. A large payload becomes part of the
+   * arena (see ADOPT_MIN_BYTES): the caller must never change it afterwards.
+   * Returns the user bytes added (keys, values and range bounds).
+   */
+  addBatch (payload: Buffer, firstSeq: number): number {
+    const count = batchCount(payload)
+    const o = batchOpOut
+    const list = this.list
+    const adopt = payload.length >= ADOPT_MIN_BYTES && payload.byteOffset === 0 && payload.buffer.byteLength === payload.length
+    const chunk = adopt ? list.adopt(payload) : -1
+    let pos = BATCH_HEADER_SIZE
+    let bytes = 0
+    // Seqs of the first and last entries (range tombstones count as in add*: not at all).
+    let firstEntry = 0
+    let lastEntry = 0
+    for (let i = 0; i < count; i++) {
+      pos = readBatchOp(payload, pos)
+      const kind = o.kind
+      const seq = firstSeq + i
+      if (kind === OP_RANGE_DELETE) {
+        // Copied: small buffers of their own rather than views pinning the payload.
+        const start = Buffer.from(payload.subarray(o.keyOff, o.keyOff + o.keyLen))
+        const end = o.endLen < 0 ? undefined : Buffer.from(payload.subarray(o.endOff, o.endOff + o.endLen))
+        this.addRangeTombstone(seq, start, end)
+        bytes += o.keyLen + (o.endLen < 0 ? 0 : o.endLen)
+        continue
+      }
+      const valueLen = kind === KIND_VALUE ? o.valueLen : 0
+      if (adopt) list.insertAt(chunk, o.keyOff, o.keyLen, seq, kind, o.valueOff, valueLen)
+      else list.insertFrom(payload, o.keyOff, o.keyLen, seq, kind, payload, o.valueOff, valueLen)
+      this.bytes += o.keyLen + valueLen + ENTRY_OVERHEAD
+      bytes += o.keyLen + valueLen
+      if (firstEntry === 0) firstEntry = seq
+      lastEntry = seq
+    }
+    assert(pos === payload.length, 'batch has trailing bytes')
+    if (lastEntry > this.maxSeq) this.maxSeq = lastEntry
+    if (firstEntry !== 0 && (firstEntry < this.minSeq || this.minSeq === 0)) this.minSeq = firstEntry
+    return bytes
   }
 
   /** Adds a range tombstone: [start, end) deleted as of `seq` (end undefined: no end). */
@@ -109,6 +174,24 @@ export class MemTable {
   }
 
   /**
+   * The entries' arrays, for a flush on another thread (MemTable.iteratorOf).
+   * REQUIRES: the memtable takes no more writes (it is frozen).
+   */
+  entriesState (): SkipListState {
+    return this.list.state()
+  }
+
+  /** entriesState(), copied a slice at a time between turns of the event loop (SkipList.stateInSlices). */
+  async entriesStateInSlices (): Promise<SkipListState> {
+    return await this.list.stateInSlices()
+  }
+
+  /** An iterator over the entries of a memtable's entriesState(), e.g. on another thread. */
+  static iteratorOf (state: SkipListState): InternalIterator {
+    return new MemTableIterator(SkipList.fromState(state))
+  }
+
+  /**
    * An iterator over all entries, both directions. It stays usable while add()
    * continues; it may or may not show entries added after it was positioned.
    */
@@ -118,7 +201,7 @@ export class MemTable {
 }
 
 /** A cursor over the skiplist: just a node index (0 = not positioned). */
-class MemTableIterator implements InternalIterator {
+class MemTableIterator implements RangeIterator {
   private node = 0
 
   constructor (private readonly list: SkipList) {}
@@ -171,6 +254,30 @@ class MemTableIterator implements InternalIterator {
   value (): Buffer {
     if (checks.paranoid) assert(this.node !== 0, 'MemTableIterator read while not valid')
     return this.list.valueAt(this.node)
+  }
+
+  keySource (): Uint8Array {
+    return this.list.chunkOf(this.node)
+  }
+
+  keyStart (): number {
+    return this.list.keyOffset(this.node)
+  }
+
+  keyLength (): number {
+    return this.list.keyLength(this.node)
+  }
+
+  valueSource (): Uint8Array {
+    return this.list.chunkOf(this.node)
+  }
+
+  valueStart (): number {
+    return this.list.valueOffset(this.node)
+  }
+
+  valueLength (): number {
+    return this.list.valueLength(this.node)
   }
 
   close (): void {

@@ -35,12 +35,23 @@
 // list and never keep the array.
 //
 // Keys and values. An insert copies the key and the value, back to back, into
-// an arena of large chunks; row r of `rows` holds [chunk, offset, key length,
-// value length]. The list thus holds no object per entry (a Buffer per key and
-// per value would be millions of long-lived objects for the garbage collector
+// an arena of large chunks; row r of `rows` holds [chunk, key offset, key
+// length, value offset, value length]. A chunk may also be a buffer the list
+// adopts (`adopt`): an encoded write batch large enough to serve as a chunk
+// itself, whose entries are then inserted without a copy (insertAt). The list
+// thus holds no object per entry (a Buffer per key and per value would be millions of long-lived objects for the garbage collector
 // to trace and promote); keyAt/valueAt make short-lived views on demand, valid
 // forever (arena bytes are never overwritten).
+//
+// Handing over. `state()` copies a frozen list (one that takes no more inserts):
+// its index arrays and arena chunks, each a buffer of its own, so that another
+// thread (a flush on a worker, lib/compaction/worker.ts) can read it: posting
+// the state transfers the copies (no clone), and the worker transfers them
+// back when done, so that no memory stays pinned by a worker that is idle and
+// never collects garbage. `SkipList.fromState` rebuilds a read-only list from it.
 import { compareRange } from '../util/coding'
+import { assert } from '../invariants'
+import { performance } from 'node:perf_hooks'
 
 /** Levels of the tallest tower. With branching 4 this suits lists of up to ~4^12 = 16M entries. */
 export const MAX_HEIGHT = 12
@@ -58,22 +69,40 @@ const EMPTY = Buffer.alloc(0)
 const TWO_32 = 0x100000000
 /** Arena chunk size: entries are copied into chunks of this size (or their own size, if larger). */
 const CHUNK_BYTES = 256 * 1024
-// rows: 4 ints per entry.
+// rows: ROW_INTS ints per entry.
+const ROW_INTS = 5
 const R_CHUNK = 0
 const R_OFF = 1
 const R_KEYLEN = 2
-const R_VALLEN = 3
+const R_VALOFF = 3
+const R_VALLEN = 4
 
-/** Key bytes [from, from + 4) big-endian, zero padded, sign-flipped: compare as signed int32. */
-function prefixWord (key: Uint8Array, from: number): number {
-  const n = key.length
-  if (n >= from + 4) {
-    return ((key[from] << 24) | (key[from + 1] << 16) | (key[from + 2] << 8) | key[from + 3]) ^ 0x80000000
+/**
+ * Bytes [from, from + 4) of the key src[off, off + len), big-endian, zero
+ * padded, sign-flipped: compare as signed int32.
+ */
+function prefixWord (src: Uint8Array, off: number, len: number, from: number): number {
+  if (len >= from + 4) {
+    const at = off + from
+    return ((src[at] << 24) | (src[at + 1] << 16) | (src[at + 2] << 8) | src[at + 3]) ^ 0x80000000
   }
   let w = 0
-  for (let i = from; i < from + 4; i++) w = (w << 8) | (i < n ? key[i] : 0)
+  for (let i = from; i < from + 4; i++) w = (w << 8) | (i < len ? src[off + i] : 0)
   return w ^ 0x80000000
 }
+
+/** A copy of a list, as posted to another thread (see "Handing over"); read-only once handed out. */
+export interface SkipListState {
+  nodes: Int32Array
+  end: number
+  count: number
+  rows: Int32Array
+  kinds: Uint8Array
+  chunks: Uint8Array[]
+  height: number
+  tails: Int32Array
+}
+
 
 export class SkipList {
   private nodes: Int32Array
@@ -85,6 +114,8 @@ export class SkipList {
   private readonly chunks: Buffer[] = []
   private chunk: Buffer = EMPTY
   private chunkPos = 0
+  /** Index of `chunk` in `chunks` (adopted buffers may follow it there). */
+  private chunkIndex = -1
   private kinds: Uint8Array
   /** Height of the tallest tower so far; searches start there. */
   private height = 1
@@ -94,12 +125,85 @@ export class SkipList {
   private readonly splice = new Int32Array(MAX_HEIGHT)
   /** xorshift32 state for tower heights; a fixed seed keeps the shape reproducible. */
   private rng: number
+  /** A list rebuilt by fromState: read only. */
+  private frozen = false
 
   constructor (seed = 0x2545f491) {
     this.nodes = new Int32Array(8192)
     this.kinds = new Uint8Array(1024)
-    this.rows = new Int32Array(4 * 1024)
+    this.rows = new Int32Array(ROW_INTS * 1024)
     this.rng = (seed | 0) === 0 ? 1 : seed | 0
+  }
+
+  /**
+   * A copy of the list, for a reader on another thread (see "Handing over"):
+   * the used part of the index arrays and the arena chunks, each in a buffer
+   * of its own (a memcpy), which the caller may transfer (stateTransferList).
+   * REQUIRES: no insert after this call (the list is frozen).
+   */
+  state (): SkipListState {
+    return {
+      nodes: this.nodes.slice(0, this.end),
+      end: this.end,
+      count: this.count,
+      rows: this.rows.slice(0, this.count * ROW_INTS),
+      kinds: this.kinds.slice(0, this.count),
+      chunks: this.chunks.map((c) => new Uint8Array(c.buffer, c.byteOffset, c.byteLength).slice()),
+      height: this.height,
+      tails: this.tails.slice()
+    }
+  }
+
+  /**
+   * state(), copying one arena chunk at a time and letting the event loop turn
+   * between chunks once a copy took more than `sliceMs` (a memtable is
+   * megabytes: copied at once it would hold the loop for many milliseconds).
+   * REQUIRES: no insert from this call on (the list is frozen).
+   */
+  async stateInSlices (sliceMs = 1): Promise<SkipListState> {
+    const chunks: Uint8Array[] = []
+    let sliceStart = performance.now()
+    for (const c of this.chunks) {
+      if (performance.now() - sliceStart > sliceMs) {
+        await new Promise<void>((resolve) => setImmediate(resolve))
+        sliceStart = performance.now()
+      }
+      chunks.push(new Uint8Array(c.buffer, c.byteOffset, c.byteLength).slice())
+    }
+    return {
+      nodes: this.nodes.slice(0, this.end),
+      end: this.end,
+      count: this.count,
+      rows: this.rows.slice(0, this.count * ROW_INTS),
+      kinds: this.kinds.slice(0, this.count),
+      chunks,
+      height: this.height,
+      tails: this.tails.slice()
+    }
+  }
+
+  /** The buffers of a state(), which postMessage may transfer: each belongs to that state alone. */
+  static stateTransferList (state: SkipListState): ArrayBuffer[] {
+    const out = [state.nodes.buffer, state.rows.buffer, state.kinds.buffer, state.tails.buffer] as ArrayBuffer[]
+    for (const c of state.chunks) out.push(c.buffer as ArrayBuffer)
+    return out
+  }
+
+  /** A list over `state` (as received from another thread), for reading only. */
+  static fromState (state: SkipListState): SkipList {
+    const list = new SkipList()
+    list.nodes = state.nodes
+    list.end = state.end
+    list.count = state.count
+    list.rows = state.rows
+    list.kinds = state.kinds
+    for (const c of state.chunks) list.chunks.push(Buffer.from(c.buffer, c.byteOffset, c.byteLength))
+    list.chunk = EMPTY
+    list.chunkPos = 0
+    list.height = state.height
+    list.tails.set(state.tails)
+    list.frozen = true
+    return list
   }
 
   /** Number of entries. */
@@ -112,16 +216,63 @@ export class SkipList {
    * key and value bytes are copied into the arena.
    */
   insert (userKey: Uint8Array, seq: number, kind: number, value: Uint8Array): void {
-    const pre0 = prefixWord(userKey, 0)
-    const pre1 = prefixWord(userKey, 4)
+    this.insertFrom(userKey, 0, userKey.length, seq, kind, value, 0, value.length)
+  }
+
+  /**
+   * insert() of the key src[keyOff, keyOff + keyLen) and the value
+   * valueSrc[valueOff, valueOff + valueLen): both are copied into the arena, so
+   * they may be ranges of a larger buffer (an encoded batch) that the caller keeps.
+   */
+  insertFrom (src: Uint8Array, keyOff: number, keyLen: number, seq: number, kind: number, valueSrc: Uint8Array, valueOff: number, valueLen: number): void {
+    assert(!this.frozen, 'insert into a read-only skiplist')
+    // A first entry with an empty key and value needs a chunk too (its row names one).
+    if (this.chunkPos + keyLen + valueLen > this.chunk.length || this.chunkIndex < 0) {
+      this.chunk = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, keyLen + valueLen))
+      this.chunks.push(this.chunk)
+      this.chunkIndex = this.chunks.length - 1
+      this.chunkPos = 0
+    }
+    const chunk = this.chunk
+    const at = this.chunkPos
+    // Short copies by hand (TypedArray.set costs more than a few bytes' loop).
+    if (keyLen <= 16) for (let i = 0; i < keyLen; i++) chunk[at + i] = src[keyOff + i]
+    else chunk.set(src.subarray(keyOff, keyOff + keyLen), at)
+    const vat = at + keyLen
+    if (valueLen <= 16) for (let i = 0; i < valueLen; i++) chunk[vat + i] = valueSrc[valueOff + i]
+    else chunk.set(valueSrc.subarray(valueOff, valueOff + valueLen), vat)
+    this.chunkPos = vat + valueLen
+    this.insertAt(this.chunkIndex, at, keyLen, seq, kind, vat, valueLen)
+  }
+
+  /**
+   * Makes `buf` a chunk of the arena, as is: its bytes must never change
+   * afterwards.
+   * Returns its chunk index, for insertAt.
+   */
+  adopt (buf: Buffer): number {
+    assert(!this.frozen, 'adopt into a read-only skiplist')
+    this.chunks.push(buf)
+    return this.chunks.length - 1
+  }
+
+  /**
+   * Inserts an entry whose key and value are already in the arena: key
+   * chunk[keyOff, keyOff + keyLen), value chunk[valueOff, valueOff + valueLen).
+   * REQUIRES: no entry with the same (key, seq) exists.
+   */
+  insertAt (chunkIndex: number, keyOff: number, keyLen: number, seq: number, kind: number, valueOff: number, valueLen: number): void {
+    const src = this.chunks[chunkIndex]
+    const pre0 = prefixWord(src, keyOff, keyLen, 0)
+    const pre1 = prefixWord(src, keyOff, keyLen, 4)
     const splice = this.splice
     const last = this.tails[0]
-    if (last !== HEAD && this.compareNode(last, userKey, pre0, pre1, seq) < 0) {
+    if (last !== HEAD && this.compareNode(last, src, keyOff, keyLen, pre0, pre1, seq) < 0) {
       // Append after the current largest entry: on every level the predecessor
       // is that level's tail. Loads in key order take this path and skip the search.
       for (let l = 0; l < MAX_HEIGHT; l++) splice[l] = this.tails[l]
     } else {
-      this.findSplice(userKey, pre0, pre1, seq)
+      this.findSplice(src, keyOff, keyLen, pre0, pre1, seq)
     }
 
     const h = this.randomHeight()
@@ -131,32 +282,17 @@ export class SkipList {
       const kinds = new Uint8Array(row * 2)
       kinds.set(this.kinds)
       this.kinds = kinds
-      const rows = new Int32Array(row * 8)
+      const rows = new Int32Array(row * 2 * ROW_INTS)
       rows.set(this.rows)
       this.rows = rows
     }
-    const keyLen = userKey.length
-    const valueLen = value.length
-    if (this.chunkPos + keyLen + valueLen > this.chunk.length) {
-      this.chunk = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, keyLen + valueLen))
-      this.chunks.push(this.chunk)
-      this.chunkPos = 0
-    }
-    const chunk = this.chunk
-    let at = this.chunkPos
-    // Short copies by hand (TypedArray.set costs more than a few bytes' loop).
-    if (keyLen <= 32) for (let i = 0; i < keyLen; i++) chunk[at + i] = userKey[i]
-    else chunk.set(userKey, at)
-    at += keyLen
-    if (valueLen <= 32) for (let i = 0; i < valueLen; i++) chunk[at + i] = value[i]
-    else chunk.set(value, at)
-    const r = row * 4
+    const r = row * ROW_INTS
     const rows = this.rows
-    rows[r + R_CHUNK] = this.chunks.length - 1
-    rows[r + R_OFF] = this.chunkPos
+    rows[r + R_CHUNK] = chunkIndex
+    rows[r + R_OFF] = keyOff
     rows[r + R_KEYLEN] = keyLen
+    rows[r + R_VALOFF] = valueOff
     rows[r + R_VALLEN] = valueLen
-    this.chunkPos = at + valueLen
     this.kinds[row] = kind
     this.count = row + 1
 
@@ -200,54 +336,81 @@ export class SkipList {
   /** Predecessor of `node` (0 at the start). O(log n): a search from the head. */
   prevOf (node: number): number {
     const nodes = this.nodes
-    return this.findLast(this.keyAt(node), nodes[node + PRE0], nodes[node + PRE1], this.seqAt(node), 0)
+    const key = this.keyAt(node)
+    return this.findLast(key, 0, key.length, nodes[node + PRE0], nodes[node + PRE1], this.seqAt(node), 0)
   }
 
   /** First node >= (userKey, seq) in internal order, or 0. */
   seekGE (userKey: Uint8Array, seq: number): number {
-    return this.findGreaterOrEqual(userKey, prefixWord(userKey, 0), prefixWord(userKey, 4), seq)
+    const len = userKey.length
+    return this.findGreaterOrEqual(userKey, 0, len, prefixWord(userKey, 0, len, 0), prefixWord(userKey, 0, len, 4), seq)
   }
 
   /** Last node <= (userKey, seq) in internal order, or 0. */
   seekLE (userKey: Uint8Array, seq: number): number {
-    return this.findLast(userKey, prefixWord(userKey, 0), prefixWord(userKey, 4), seq, 1)
+    const len = userKey.length
+    return this.findLast(userKey, 0, len, prefixWord(userKey, 0, len, 0), prefixWord(userKey, 0, len, 4), seq, 1)
   }
 
   /** The newest node for `userKey` with seq <= snapshotSeq, or 0. */
   findVisible (userKey: Uint8Array, snapshotSeq: number): number {
-    const pre0 = prefixWord(userKey, 0)
-    const pre1 = prefixWord(userKey, 4)
-    const node = this.findGreaterOrEqual(userKey, pre0, pre1, snapshotSeq)
+    const len = userKey.length
+    const pre0 = prefixWord(userKey, 0, len, 0)
+    const pre1 = prefixWord(userKey, 0, len, 4)
+    const node = this.findGreaterOrEqual(userKey, 0, len, pre0, pre1, snapshotSeq)
     if (node === NIL) return NIL
     const nodes = this.nodes
     if (nodes[node + PRE0] !== pre0 || nodes[node + PRE1] !== pre1) return NIL
-    return this.compareKey(nodes[node + ROW], userKey) === 0 ? node : NIL
+    return this.compareKey(nodes[node + ROW], userKey, 0, len) === 0 ? node : NIL
   }
 
   /** A view of the node's user key (arena bytes, never overwritten). */
   keyAt (node: number): Buffer {
-    const r = this.nodes[node + ROW] * 4
+    const r = this.nodes[node + ROW] * ROW_INTS
     const rows = this.rows
     const off = rows[r + R_OFF]
     return this.chunks[rows[r + R_CHUNK]].subarray(off, off + rows[r + R_KEYLEN])
   }
 
+  /** The arena chunk holding the node's key and value (see keyOffset, valueOffset). */
+  chunkOf (node: number): Buffer {
+    return this.chunks[this.rows[this.nodes[node + ROW] * ROW_INTS + R_CHUNK]]
+  }
+
+  /** Where the node's key starts in chunkOf(node). */
+  keyOffset (node: number): number {
+    return this.rows[this.nodes[node + ROW] * ROW_INTS + R_OFF]
+  }
+
+  keyLength (node: number): number {
+    return this.rows[this.nodes[node + ROW] * ROW_INTS + R_KEYLEN]
+  }
+
+  /** Where the node's value starts in chunkOf(node). */
+  valueOffset (node: number): number {
+    return this.rows[this.nodes[node + ROW] * ROW_INTS + R_VALOFF]
+  }
+
+  valueLength (node: number): number {
+    return this.rows[this.nodes[node + ROW] * ROW_INTS + R_VALLEN]
+  }
+
   /** A view of the node's value (arena bytes, never overwritten). */
   valueAt (node: number): Buffer {
-    const r = this.nodes[node + ROW] * 4
+    const r = this.nodes[node + ROW] * ROW_INTS
     const rows = this.rows
     const valueLen = rows[r + R_VALLEN]
     if (valueLen === 0) return EMPTY
-    const off = rows[r + R_OFF] + rows[r + R_KEYLEN]
+    const off = rows[r + R_VALOFF]
     return this.chunks[rows[r + R_CHUNK]].subarray(off, off + valueLen)
   }
 
-  /** Bytewise comparison of row `row`'s user key with userKey. */
-  private compareKey (row: number, userKey: Uint8Array): number {
-    const r = row * 4
+  /** Bytewise comparison of row `row`'s user key with the key src[off, off + len). */
+  private compareKey (row: number, src: Uint8Array, off: number, len: number): number {
+    const r = row * ROW_INTS
     const rows = this.rows
-    const off = rows[r + R_OFF]
-    return compareRange(this.chunks[rows[r + R_CHUNK]], off, off + rows[r + R_KEYLEN], userKey, 0, userKey.length)
+    const at = rows[r + R_OFF]
+    return compareRange(this.chunks[rows[r + R_CHUNK]], at, at + rows[r + R_KEYLEN], src, off, off + len)
   }
 
   seqAt (node: number): number {
@@ -258,19 +421,19 @@ export class SkipList {
     return this.kinds[this.nodes[node + ROW]]
   }
 
-  /** Sign of node vs (userKey, seq) in internal order; pre0/pre1 are userKey's prefix words. */
-  private compareNode (node: number, userKey: Uint8Array, pre0: number, pre1: number, seq: number): number {
+  /** Sign of node vs (key src[off, off + len), seq) in internal order; pre0/pre1 are the key's prefix words. */
+  private compareNode (node: number, src: Uint8Array, off: number, len: number, pre0: number, pre1: number, seq: number): number {
     const nodes = this.nodes
     let p = nodes[node + PRE0]
     if (p !== pre0) return p < pre0 ? -1 : 1
     p = nodes[node + PRE1]
     if (p !== pre1) return p < pre1 ? -1 : 1
-    const c = this.compareKey(nodes[node + ROW], userKey)
+    const c = this.compareKey(nodes[node + ROW], src, off, len)
     if (c !== 0) return c
     return seq - (nodes[node + SEQ_HI] * TWO_32 + (nodes[node + SEQ_LO] >>> 0))
   }
 
-  private findGreaterOrEqual (userKey: Uint8Array, pre0: number, pre1: number, seq: number): number {
+  private findGreaterOrEqual (src: Uint8Array, off: number, len: number, pre0: number, pre1: number, seq: number): number {
     const nodes = this.nodes
     let x = HEAD
     // The node that stopped the descent on the level above: if it is also next on
@@ -278,7 +441,7 @@ export class SkipList {
     let known = NIL
     for (let l = this.height - 1; ; l--) {
       let next = nodes[x + LINKS + l]
-      while (next !== NIL && next !== known && this.compareNode(next, userKey, pre0, pre1, seq) < 0) {
+      while (next !== NIL && next !== known && this.compareNode(next, src, off, len, pre0, pre1, seq) < 0) {
         x = next
         next = nodes[x + LINKS + l]
       }
@@ -292,13 +455,13 @@ export class SkipList {
    * last node < target, limit 1 the last node <= target. Returns 0 (the head) if
    * there is none.
    */
-  private findLast (userKey: Uint8Array, pre0: number, pre1: number, seq: number, limit: number): number {
+  private findLast (src: Uint8Array, off: number, len: number, pre0: number, pre1: number, seq: number, limit: number): number {
     const nodes = this.nodes
     let x = HEAD
     let known = NIL
     for (let l = this.height - 1; ; l--) {
       let next = nodes[x + LINKS + l]
-      while (next !== NIL && next !== known && this.compareNode(next, userKey, pre0, pre1, seq) < limit) {
+      while (next !== NIL && next !== known && this.compareNode(next, src, off, len, pre0, pre1, seq) < limit) {
         x = next
         next = nodes[x + LINKS + l]
       }
@@ -308,7 +471,7 @@ export class SkipList {
   }
 
   /** Fills `splice` with the last node < target on every level. */
-  private findSplice (userKey: Uint8Array, pre0: number, pre1: number, seq: number): void {
+  private findSplice (src: Uint8Array, off: number, len: number, pre0: number, pre1: number, seq: number): void {
     const nodes = this.nodes
     const splice = this.splice
     let x = HEAD
@@ -316,7 +479,7 @@ export class SkipList {
     for (let l = MAX_HEIGHT - 1; l >= this.height; l--) splice[l] = HEAD
     for (let l = this.height - 1; l >= 0; l--) {
       let next = nodes[x + LINKS + l]
-      while (next !== NIL && next !== known && this.compareNode(next, userKey, pre0, pre1, seq) < 0) {
+      while (next !== NIL && next !== known && this.compareNode(next, src, off, len, pre0, pre1, seq) < 0) {
         x = next
         next = nodes[x + LINKS + l]
       }

@@ -68,12 +68,18 @@ export class BlockBuilder {
 
   /** REQUIRES: keys added in increasing internal order (checked by the table builder). */
   add (userKey: Uint8Array, seq: number, kind: number, value: Uint8Array): void {
+    this.addRange(userKey, 0, userKey.length, seq, kind, value, 0, value.length)
+  }
+
+  /** add() of the user key src[keyOff, keyOff + userKeyLen) and the value valueSrc[valueOff, valueOff + valueLen). */
+  addRange (src: Uint8Array, keyOff: number, userKeyLen: number, seq: number, kind: number, valueSrc: Uint8Array, valueOff: number, valueLen: number): void {
     const v2 = this.formatVersion === 2
-    const keyLen = v2 ? userKey.length : userKey.length + TRAILER_SIZE
+    const keyLen = v2 ? userKeyLen : userKeyLen + TRAILER_SIZE
     if (this.curKey.length < keyLen) this.curKey = Buffer.allocUnsafe(Math.max(keyLen, this.curKey.length * 2))
     const cur = this.curKey
-    cur.set(userKey, 0)
-    if (!v2) writeTrailer(cur, userKey.length, seq, kind)
+    if (userKeyLen <= 64) for (let i = 0; i < userKeyLen; i++) cur[i] = src[keyOff + i]
+    else cur.set(src.subarray(keyOff, keyOff + userKeyLen), 0)
+    if (!v2) writeTrailer(cur, userKeyLen, seq, kind)
 
     let shared = 0
     if (this.counter < this.restartInterval && this.entries > 0) {
@@ -87,10 +93,10 @@ export class BlockBuilder {
     const w = this.out
     w.varint(shared)
     w.varint(keyLen - shared)
-    w.varint(value.length)
+    w.varint(valueLen)
     if (v2) w.varint(seq * 2 + kind)
     w.bytes(cur, shared, keyLen)
-    w.bytes(value)
+    w.bytes(valueSrc, valueOff, valueOff + valueLen)
 
     this.curKey = this.prevKey
     this.prevKey = cur

@@ -40,10 +40,14 @@ export function bloomHash (key: Uint8Array): number {
  * (Math.imul), so no crypto and no allocation.
  */
 export function murmur3 (key: Uint8Array, seed: number): number {
-  const len = key.length
+  return murmur3Range(key, 0, key.length, seed)
+}
+
+/** murmur3() of key[off, off + len). */
+export function murmur3Range (key: Uint8Array, off: number, len: number, seed: number): number {
   let h = seed | 0
-  const end4 = len & ~3
-  let i = 0
+  const end4 = off + (len & ~3)
+  let i = off
   for (; i < end4; i += 4) {
     let k = key[i] | (key[i + 1] << 8) | (key[i + 2] << 16) | (key[i + 3] << 24)
     k = Math.imul(k, 0xcc9e2d51)
@@ -97,12 +101,17 @@ export class BloomBuilder {
 
   /** Adds a user key. The caller skips consecutive duplicates (several versions of one key). */
   addKey (userKey: Uint8Array): void {
+    this.addKeyRange(userKey, 0, userKey.length)
+  }
+
+  /** addKey() of the key src[off, off + len). */
+  addKeyRange (src: Uint8Array, off: number, len: number): void {
     if (this.count === this.hashes.length) {
       const next = new Uint32Array(this.hashes.length * 2)
       next.set(this.hashes)
       this.hashes = next
     }
-    this.hashes[this.count++] = bloomHash(userKey)
+    this.hashes[this.count++] = murmur3Range(src, off, len, BLOOM_SEED)
   }
 
   keyCount (): number {

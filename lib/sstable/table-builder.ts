@@ -9,7 +9,7 @@
 import { assert, checks } from '../invariants'
 import { type InternalKey, MAX_SEQ, KIND_DELETE, KIND_VALUE, TRAILER_SIZE, compareInternal } from '../keys'
 import type { WritableFile } from '../fs/fs'
-import { ByteWriter, compareBytes } from '../util/coding'
+import { ByteWriter, compareRange } from '../util/coding'
 import { BloomBuilder } from './bloom'
 import { BlockBuilder, DEFAULT_RESTART_INTERVAL } from './block-builder'
 import {
@@ -82,20 +82,31 @@ export class TableBuilder {
 
   /** REQUIRES: entries added in strictly increasing internal order (userKey asc, seq desc). */
   add (userKey: Uint8Array, seq: number, kind: number, value: Uint8Array): void {
+    this.addRange(userKey, 0, userKey.length, seq, kind, value, 0, value.length)
+  }
+
+  /**
+   * add() of the user key src[keyOff, keyOff + keyLen) and the value
+   * valueSrc[valueOff, valueOff + valueLen), e.g. straight out of a memtable's
+   * arena: no view is made per entry.
+   */
+  addRange (src: Uint8Array, keyOff: number, keyLen: number, seq: number, kind: number, valueSrc: Uint8Array, valueOff: number, valueLen: number): void {
     assert(!this.finished, 'TableBuilder.add after finish')
     assert(kind === KIND_VALUE || kind === KIND_DELETE, 'bad entry kind')
     assert(seq >= 0 && seq <= MAX_SEQ, 'sequence number out of range')
-    const prevUserKey = this.lastUserKey.subarray(0, this.lastUserKeyLen)
     let sameUserKey = false
     if (this.entries > 0) {
-      const c = compareBytes(prevUserKey, userKey)
+      const c = compareRange(this.lastUserKey, 0, this.lastUserKeyLen, src, keyOff, keyOff + keyLen)
       assert(c < 0 || (c === 0 && seq < this.lastSeq), 'TableBuilder entries must be added in strictly increasing internal order')
       sameUserKey = c === 0
     } else {
-      this.smallest = { userKey: Buffer.from(userKey), seq, kind }
+      this.smallest = { userKey: Buffer.from(src.subarray(keyOff, keyOff + keyLen)), seq, kind }
     }
 
     if (this.pendingIndex !== null) {
+      // Once per data block: views are fine here.
+      const prevUserKey = this.lastUserKey.subarray(0, this.lastUserKeyLen)
+      const userKey = src.subarray(keyOff, keyOff + keyLen)
       const sep = separator(prevUserKey, this.lastSeq, this.lastKind, userKey)
       if (checks.paranoid) {
         assert(compareInternal(prevUserKey, this.lastSeq, sep.userKey, sep.seq) <= 0 &&
@@ -103,13 +114,13 @@ export class TableBuilder {
       }
       this.addIndexEntry(sep)
     }
-    if (this.bloom !== null && !sameUserKey) this.bloom.addKey(userKey)
+    if (this.bloom !== null && !sameUserKey) this.bloom.addKeyRange(src, keyOff, keyLen)
 
-    this.data.add(userKey, seq, kind, value)
+    this.data.addRange(src, keyOff, keyLen, seq, kind, valueSrc, valueOff, valueLen)
     this.entries++
-    this.rawKeyBytes += userKey.length + TRAILER_SIZE
-    this.rawValueBytes += value.length
-    this.remember(userKey, seq, kind)
+    this.rawKeyBytes += keyLen + TRAILER_SIZE
+    this.rawValueBytes += valueLen
+    this.remember(src, keyOff, keyLen, seq, kind)
 
     if (this.data.estimatedSize() >= this.blockSize) this.cutDataBlock()
   }
@@ -160,12 +171,14 @@ export class TableBuilder {
     return { size: this.offset, entries: this.entries, smallest, largest }
   }
 
-  private remember (userKey: Uint8Array, seq: number, kind: number): void {
-    if (this.lastUserKey.length < userKey.length) {
-      this.lastUserKey = Buffer.allocUnsafe(Math.max(userKey.length, this.lastUserKey.length * 2))
+  private remember (src: Uint8Array, keyOff: number, keyLen: number, seq: number, kind: number): void {
+    if (this.lastUserKey.length < keyLen) {
+      this.lastUserKey = Buffer.allocUnsafe(Math.max(keyLen, this.lastUserKey.length * 2))
     }
-    this.lastUserKey.set(userKey, 0)
-    this.lastUserKeyLen = userKey.length
+    const last = this.lastUserKey
+    if (keyLen <= 64) for (let i = 0; i < keyLen; i++) last[i] = src[keyOff + i]
+    else last.set(src.subarray(keyOff, keyOff + keyLen), 0)
+    this.lastUserKeyLen = keyLen
     this.lastSeq = seq
     this.lastKind = kind
   }

@@ -138,8 +138,15 @@ export class ByteWriter {
   bytes (b: Uint8Array, start = 0, end = b.length): void {
     const len = end - start
     this.ensure(len)
-    this.buf.set(start === 0 && end === b.length ? b : b.subarray(start, end), this.pos)
-    this.pos += len
+    const buf = this.buf
+    const pos = this.pos
+    if (len <= 16) {
+      // By hand: no view to make, and cheaper than TypedArray.set for a few bytes.
+      for (let i = 0; i < len; i++) buf[pos + i] = b[start + i]
+    } else {
+      buf.set(start === 0 && end === b.length ? b : b.subarray(start, end), pos)
+    }
+    this.pos = pos + len
   }
 
   /** Length-prefixed (varint) byte string. */

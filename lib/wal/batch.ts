@@ -66,9 +66,7 @@ export function batchByteSize (ops: readonly BatchOp[]): number {
   return size
 }
 
-function checkEncodable (firstSeq: number, ops: readonly BatchOp[]): void {
-  assert(Number.isInteger(firstSeq) && firstSeq >= 1, 'batch first sequence number must be >= 1')
-  assert(firstSeq + ops.length - 1 <= MAX_SEQ, 'batch sequence numbers exceed MAX_SEQ')
+function checkKinds (ops: readonly BatchOp[]): void {
   assert(ops.length <= 0xffffffff, 'batch has too many operations')
   for (const op of ops) {
     assert(op.kind === KIND_VALUE || op.kind === KIND_DELETE || op.kind === OP_RANGE_DELETE, 'batch op has an unknown kind')
@@ -76,11 +74,33 @@ function checkEncodable (firstSeq: number, ops: readonly BatchOp[]): void {
   }
 }
 
+function checkSequence (firstSeq: number, count: number): void {
+  assert(Number.isInteger(firstSeq) && firstSeq >= 1, 'batch first sequence number must be >= 1')
+  assert(firstSeq + count - 1 <= MAX_SEQ, 'batch sequence numbers exceed MAX_SEQ')
+}
+
+function checkEncodable (firstSeq: number, ops: readonly BatchOp[]): void {
+  checkSequence(firstSeq, ops.length)
+  checkKinds(ops)
+}
+
 /** Encodes a batch into a fresh buffer of exactly `batchByteSize(ops)` bytes. */
 export function encodeBatch (firstSeq: number, ops: readonly BatchOp[]): Buffer {
-  checkEncodable(firstSeq, ops)
-  const out = Buffer.allocUnsafe(batchByteSize(ops))
-  let pos = putFixed64(out, 0, firstSeq)
+  checkSequence(firstSeq, ops.length)
+  const out = encodeBatchPayload(ops)
+  setBatchSequence(out, firstSeq)
+  return out
+}
+
+/**
+ * Encodes a batch whose sequence numbers are not known yet: the first sequence
+ * number field is 0 until setBatchSequence() fills it in (at commit). The keys
+ * and values are copied: the caller may reuse its buffers afterwards.
+ */
+export function encodeBatchPayload (ops: readonly BatchOp[]): Buffer {
+  checkKinds(ops)
+  const out = allocPayload(batchByteSize(ops))
+  let pos = putFixed64(out, 0, 0)
   pos = putFixed32(out, pos, ops.length)
   for (const op of ops) {
     out[pos++] = op.kind
@@ -104,6 +124,176 @@ export function encodeBatch (firstSeq: number, ops: readonly BatchOp[]): Buffer 
   }
   assert(pos === out.length, 'batch size mismatch')
   return out
+}
+
+/** Number of operations in an encoded batch. */
+export function batchCount (payload: Uint8Array): number {
+  return getFixed32(payload, 8)
+}
+
+/** Sets the first sequence number of an encoded batch (encodeBatchPayload). */
+export function setBatchSequence (payload: Uint8Array, firstSeq: number): void {
+  checkSequence(firstSeq, batchCount(payload))
+  putFixed64(payload, 0, firstSeq)
+}
+
+/**
+ * A buffer for a payload of `size` bytes (contents unset). From 4 KiB up
+ * (Buffer's pool limit) it owns its memory, so that the memtable may adopt a
+ * large payload as an arena chunk (MemTable.addBatch).
+ */
+function allocPayload (size: number): Buffer {
+  return Buffer.allocUnsafe(size)
+}
+
+/** Bytes a key or value takes in a payload: a string as UTF-8. */
+function byteLength (data: string | Uint8Array): number {
+  return typeof data === 'string' ? Buffer.byteLength(data, 'utf8') : data.byteLength
+}
+
+/** Copies a key or value (a string as UTF-8) to out[pos] and returns the new position. */
+function putData (out: Buffer, pos: number, data: string | Uint8Array, len: number): number {
+  if (typeof data === 'string') {
+    out.write(data, pos, len, 'utf8')
+  } else if (len <= 16) {
+    // Short copies by hand (TypedArray.set costs more than a few bytes' loop).
+    for (let i = 0; i < len; i++) out[pos + i] = data[i]
+  } else {
+    out.set(data, pos)
+  }
+  return pos + len
+}
+
+/** An operation of abstract-level's _batch(): its key and value already encoded (a string, a Buffer or a Uint8Array). */
+export interface LevelBatchOp {
+  type: string
+  key: string | Uint8Array
+  value?: string | Uint8Array
+}
+
+/** Key lengths (and value lengths) of encodeLevelBatch's ops, reused between calls. */
+let lengths = new Int32Array(2048)
+
+/**
+ * encodeBatchPayload() of abstract-level batch operations ('put' or 'del'),
+ * straight from the caller's data: one copy into the payload, no intermediate
+ * buffer or object per operation. Strings are stored as UTF-8. The payload is
+ * the log record's and, at commit, the memtable's source.
+ */
+export function encodeLevelBatch (operations: ArrayLike<LevelBatchOp>): Buffer {
+  const n = operations.length
+  assert(n <= 0xffffffff, 'batch has too many operations')
+  if (lengths.length < 2 * n) lengths = new Int32Array(2 * n)
+  const lens = lengths
+  let size = BATCH_HEADER_SIZE
+  for (let i = 0; i < n; i++) {
+    const op = operations[i]
+    const klen = byteLength(op.key)
+    lens[2 * i] = klen
+    size += 1 + (klen < 128 ? 1 : varintLength(klen)) + klen
+    if (op.type === 'put') {
+      assert(op.value !== undefined && op.value !== null, 'batch put has no value')
+      const vlen = byteLength(op.value as string | Uint8Array)
+      lens[2 * i + 1] = vlen
+      size += (vlen < 128 ? 1 : varintLength(vlen)) + vlen
+    } else {
+      assert(op.type === 'del', 'batch operation type must be put or del')
+    }
+  }
+  const out = allocPayload(size)
+  let pos = putFixed64(out, 0, 0)
+  pos = putFixed32(out, pos, n)
+  for (let i = 0; i < n; i++) {
+    const op = operations[i]
+    const klen = lens[2 * i]
+    const put = op.type === 'put'
+    out[pos++] = put ? KIND_VALUE : KIND_DELETE
+    if (klen < 128) out[pos++] = klen
+    else pos = putVarint(out, pos, klen)
+    pos = putData(out, pos, op.key, klen)
+    if (put) {
+      const vlen = lens[2 * i + 1]
+      if (vlen < 128) out[pos++] = vlen
+      else pos = putVarint(out, pos, vlen)
+      pos = putData(out, pos, op.value as string | Uint8Array, vlen)
+    }
+  }
+  assert(pos === size, 'batch size mismatch')
+  return out
+}
+
+/**
+ * encodeLevelBatch() of a single put (value given) or del (value undefined):
+ * the payload of put() and del().
+ */
+export function encodeLevelOp (key: string | Uint8Array, value: string | Uint8Array | undefined): Buffer {
+  const klen = byteLength(key)
+  const vlen = value === undefined ? 0 : byteLength(value)
+  let size = BATCH_HEADER_SIZE + 1 + varintLength(klen) + klen
+  if (value !== undefined) size += varintLength(vlen) + vlen
+  const out = Buffer.allocUnsafe(size)
+  let pos = putFixed64(out, 0, 0)
+  pos = putFixed32(out, pos, 1)
+  out[pos++] = value === undefined ? KIND_DELETE : KIND_VALUE
+  pos = putVarint(out, pos, klen)
+  pos = putData(out, pos, key, klen)
+  if (value !== undefined) {
+    pos = putVarint(out, pos, vlen)
+    pos = putData(out, pos, value, vlen)
+  }
+  assert(pos === size, 'batch size mismatch')
+  return out
+}
+
+/**
+ * One operation of an encoded batch, as positions in the payload (no views):
+ * filled in by readBatchOp and reused from call to call.
+ */
+export const batchOpOut = { kind: 0, keyOff: 0, keyLen: 0, valueOff: 0, valueLen: 0, endOff: 0, endLen: -1 }
+
+/**
+ * Reads the operation at payload[pos] into batchOpOut and returns the position
+ * of the next one. For payloads this process encoded (the write path); a log
+ * read back from disk goes through decodeBatch, which reports damage as
+ * corruption. A malformed payload fails an assertion, never reads out of bounds.
+ */
+export function readBatchOp (payload: Uint8Array, pos: number): number {
+  const end = payload.length
+  const o = batchOpOut
+  assert(pos < end, 'batch operation out of bounds')
+  const kind = payload[pos++]
+  o.kind = kind
+  let len = payload[pos]
+  if (len < 128 && pos < end) pos++
+  else { assert(getVarint(payload, pos, end), 'batch key length'); len = varintOut.value; pos = varintOut.pos }
+  assert(len <= end - pos, 'batch key out of bounds')
+  o.keyOff = pos
+  o.keyLen = len
+  pos += len
+  if (kind === KIND_VALUE) {
+    len = payload[pos]
+    if (len < 128 && pos < end) pos++
+    else { assert(getVarint(payload, pos, end), 'batch value length'); len = varintOut.value; pos = varintOut.pos }
+    assert(len <= end - pos, 'batch value out of bounds')
+    o.valueOff = pos
+    o.valueLen = len
+    pos += len
+  } else if (kind === OP_RANGE_DELETE) {
+    assert(getVarint(payload, pos, end), 'batch range end length')
+    len = varintOut.value
+    pos = varintOut.pos
+    if (len === 0) {
+      o.endLen = -1
+    } else {
+      assert(len - 1 <= end - pos, 'batch range end out of bounds')
+      o.endOff = pos
+      o.endLen = len - 1
+      pos += len - 1
+    }
+  } else {
+    assert(kind === KIND_DELETE, 'batch operation has an unknown kind')
+  }
+  return pos
 }
 
 /**

@@ -1,0 +1,275 @@
+// The batch write path: abstract-level operations are encoded straight into the
+// log record payload (lib/wal/batch.ts encodeLevelBatch / encodeLevelOp), the
+// memtable copies keys and values out of that payload (MemTable.addBatch), and
+// a frozen memtable is flushed on a worker thread from its shared arena
+// (lib/compaction/job.ts runFlushJob). Each is checked against a model and
+// against the paths it replaces.
+import test from 'tape'
+import { LsmLevel } from '../index'
+import { MemTable } from '../lib/memtable/memtable'
+import { SkipList } from '../lib/memtable/skiplist'
+import { decodeBatch, encodeBatchPayload, encodeLevelBatch, encodeLevelOp, setBatchSequence, OP_RANGE_DELETE, type BatchOp } from '../lib/wal/batch'
+import { KIND_DELETE, KIND_VALUE } from '../lib/keys'
+import { writeTables } from '../lib/compaction/table-writer'
+import { runFlushJob } from '../lib/compaction/job'
+import { nodeFileSystem } from '../lib/fs/node-fs'
+import { Table } from '../lib/sstable/table'
+import { BlockCache } from '../lib/sstable/cache'
+import type { InternalIterator } from '../lib/iterators/internal-iterator'
+import { join, tableName } from '../lib/filenames'
+import { Random, seedFromEnv } from './util/random'
+import { tempDir } from './util/temp'
+
+const seed = seedFromEnv()
+
+/** A value of a random size: often empty, sometimes short, sometimes long, now and then bigger than an arena chunk. */
+function randomValue (rnd: Random): Buffer {
+  const r = rnd.next() % 100
+  const size = r < 10 ? 0 : r < 60 ? rnd.next() % 16 : r < 97 ? 16 + rnd.next() % 300 : r < 99 ? 1000 + rnd.next() % 70000 : 300 * 1024 + rnd.next() % 1024
+  return rnd.bytes(size)
+}
+
+function randomKey (rnd: Random): Buffer {
+  const r = rnd.next() % 10
+  // Empty keys, short keys sharing prefixes, and longer random ones.
+  const size = r === 0 ? 0 : r < 6 ? 1 + rnd.next() % 6 : 8 + rnd.next() % 40
+  const k = rnd.bytes(size)
+  if (r < 6) for (let i = 0; i < k.length; i++) k[i] = k[i] % 4
+  return k
+}
+
+/** Compares two long lists, reporting only the first difference. */
+function sameList (t: test.Test, a: string[], b: string[], msg: string): void {
+  let i = 0
+  while (i < a.length && i < b.length && a[i] === b[i]) i++
+  if (i === a.length && i === b.length) t.pass(`${msg} (${a.length})`)
+  else t.fail(`${msg}: first difference at ${i} of ${a.length}/${b.length}: ${String(a[i]).slice(0, 80)} vs ${String(b[i]).slice(0, 80)}`)
+}
+
+function entries (it: InternalIterator): string[] {
+  const out: string[] = []
+  it.seekToFirst()
+  while (it.valid()) {
+    out.push(`${it.userKey().toString('hex')}@${it.seq()}:${it.kind()}=${it.value().toString('hex')}`)
+    it.next()
+  }
+  it.close()
+  return out
+}
+
+test('encodeLevelBatch / encodeLevelOp: the same bytes as encodeBatch of the same ops (strings as UTF-8)', (t) => {
+  const rnd = new Random(seed)
+  for (let round = 0; round < 200; round++) {
+    const n = 1 + rnd.next() % 50
+    const level: Array<{ type: string, key: string | Uint8Array, value?: string | Uint8Array }> = []
+    const ops: BatchOp[] = []
+    for (let i = 0; i < n; i++) {
+      const asString = rnd.next() % 3 === 0
+      const key = asString ? 'ké€' + rnd.bytes(rnd.next() % 5).toString('hex') + '😀' : randomKey(rnd)
+      // A plain Uint8Array (the 'view' encoding) as well as Buffers.
+      const keyIn = !asString && rnd.next() % 2 === 0 ? new Uint8Array(key as Buffer) : key
+      const keyBytes = typeof key === 'string' ? Buffer.from(key, 'utf8') : key
+      if (rnd.next() % 4 === 0) {
+        level.push({ type: 'del', key: keyIn })
+        ops.push({ kind: KIND_DELETE, key: keyBytes })
+      } else {
+        const value = asString ? 'v' + 'ü'.repeat(rnd.next() % 200) : randomValue(rnd)
+        level.push({ type: 'put', key: keyIn, value })
+        ops.push({ kind: KIND_VALUE, key: keyBytes, value: typeof value === 'string' ? Buffer.from(value, 'utf8') : value })
+      }
+    }
+    const a = encodeLevelBatch(level)
+    const b = encodeBatchPayload(ops)
+    if (!a.equals(b)) { t.fail(`round ${round}: payloads differ`); return }
+    const single = level[0]
+    const one = encodeLevelOp(single.key, single.type === 'put' ? single.value : undefined)
+    if (!one.equals(encodeBatchPayload([ops[0]]))) { t.fail(`round ${round}: single-op payloads differ`); return }
+    setBatchSequence(a, 1 + round)
+    const decoded = decodeBatch(a, 'test')
+    if (decoded.firstSeq !== 1 + round || decoded.ops.length !== n) { t.fail(`round ${round}: decodes wrong`); return }
+  }
+  t.pass('200 random batches encode identically and decode')
+  t.throws(() => encodeLevelBatch([{ type: 'nope', key: 'a' }]), /put or del/, 'an unknown operation type is refused')
+  t.end()
+})
+
+test('MemTable.addBatch: the same entries as one add() per operation, range deletes included', (t) => {
+  const rnd = new Random(seed + 1)
+  let seq = 1
+  const a = new MemTable()
+  const b = new MemTable()
+  // The first entry of a memtable with an empty key and an empty value.
+  const first = encodeBatchPayload([{ kind: KIND_VALUE, key: Buffer.alloc(0), value: Buffer.alloc(0) }])
+  setBatchSequence(first, seq)
+  a.addBatch(first, seq)
+  b.add(seq, KIND_VALUE, Buffer.alloc(0), Buffer.alloc(0))
+  seq++
+  let tombstones = 0
+  for (let round = 0; round < 60; round++) {
+    const n = 1 + rnd.next() % 300
+    const ops: BatchOp[] = []
+    for (let i = 0; i < n; i++) {
+      const r = rnd.next() % 20
+      if (r === 0) {
+        ops.push({ kind: OP_RANGE_DELETE, key: randomKey(rnd), end: rnd.next() % 2 === 0 ? undefined : randomKey(rnd) })
+      } else if (r < 5) {
+        ops.push({ kind: KIND_DELETE, key: randomKey(rnd) })
+      } else {
+        ops.push({ kind: KIND_VALUE, key: randomKey(rnd), value: randomValue(rnd) })
+      }
+    }
+    const payload = encodeBatchPayload(ops)
+    setBatchSequence(payload, seq)
+    let expectBytes = 0
+    for (let i = 0; i < n; i++) {
+      const op = ops[i]
+      if (op.kind === OP_RANGE_DELETE) {
+        b.addRangeTombstone(seq + i, op.key, op.end)
+        tombstones++
+      } else {
+        b.add(seq + i, op.kind, op.key, op.value ?? Buffer.alloc(0))
+      }
+      expectBytes += op.key.length + (op.value?.length ?? 0) + (op.end?.length ?? 0)
+    }
+    const bytes = a.addBatch(payload, seq)
+    if (bytes !== expectBytes) { t.fail(`round ${round}: addBatch reported ${bytes} user bytes, expected ${expectBytes}`); return }
+    seq += n
+  }
+  sameList(t, entries(a.iterator()), entries(b.iterator()), 'same entries in the same order')
+  t.equal(a.approximateBytes(), b.approximateBytes(), 'same memory accounting')
+  t.equal(a.firstSeq, b.firstSeq, 'same first seq')
+  t.equal(a.lastSeq, b.lastSeq, 'same last seq')
+  t.equal(a.rangeTombstoneCount(), tombstones, 'range deletes became range tombstones')
+  t.deepEqual(a.rangeTombstones().map((r) => [r.seq, r.start.toString('hex'), r.end?.toString('hex')]),
+    b.rangeTombstones().map((r) => [r.seq, r.start.toString('hex'), r.end?.toString('hex')]), 'same range tombstones')
+  // Reads through the shared-state copy (what a flush on the worker sees).
+  const state = a.entriesState()
+  sameList(t, entries(MemTable.iteratorOf(state)), entries(a.iterator()), 'entriesState() reads back the same entries')
+  t.throws(() => SkipList.fromState(state).insert(Buffer.from('x'), 1e9, KIND_VALUE, Buffer.alloc(0)), /read-only/, 'a list rebuilt from a state takes no inserts')
+  t.end()
+})
+
+test('runFlushJob (the worker flush) writes the same table as writeTables over the memtable', async (t) => {
+  const rnd = new Random(seed + 2)
+  const dir = tempDir()
+  nodeFileSystem.mkdirp(dir)
+  const mem = new MemTable()
+  let seq = 1
+  for (let round = 0; round < 40; round++) {
+    const ops: BatchOp[] = []
+    for (let i = 0; i < 200; i++) {
+      // Few distinct keys: many versions of each, some hidden from every snapshot.
+      const key = Buffer.from('k' + (rnd.next() % 500))
+      ops.push(rnd.next() % 5 === 0 ? { kind: KIND_DELETE, key } : { kind: KIND_VALUE, key, value: randomValue(rnd) })
+    }
+    const payload = encodeBatchPayload(ops)
+    setBatchSequence(payload, seq)
+    mem.addBatch(payload, seq)
+    seq += ops.length
+  }
+  const smallestSnapshot = Math.floor(seq / 2)
+  const params = { blockSize: 4096, blockRestartInterval: 16, bloomBitsPerKey: 10, smallestSnapshot }
+  const viaWorkerCode = await runFlushJob({ dir, entries: mem.entriesState(), ...params, rangeTombstones: [], floorBase: 0, fileNumber: 1 }, nodeFileSystem)
+  const viaMain = await writeTables(mem.iterator(), {
+    fs: nodeFileSystem,
+    dir,
+    ...params,
+    targetFileSize: Infinity,
+    isBaseLevelForKey: () => false,
+    newFileNumber: () => 2,
+    shouldAbort: () => false
+  })
+  t.equal(viaWorkerCode.outputs.length, 1, 'one table')
+  t.equal(viaMain.outputs.length, 1, 'one table')
+  t.ok(viaWorkerCode.entriesDropped > 0, 'versions hidden from every snapshot were dropped')
+  t.equal(viaWorkerCode.entriesDropped, viaMain.entriesDropped, 'the same entries dropped')
+  const read = (n: number): string[] => {
+    const table = Table.open(nodeFileSystem, join(dir, tableName(n)), tableName(n), new BlockCache(1 << 20))
+    return entries(table.iterator())
+  }
+  sameList(t, read(1), read(2), 'the same entries in both tables')
+  t.end()
+})
+
+test('batches of puts and dels of mixed sizes, strings, views and sublevels read back before and after reopen', async (t) => {
+  const rnd = new Random(seed + 3)
+  const dir = tempDir()
+  // A small write buffer: many memtable flushes (on the worker) along the way.
+  const options = { writeBufferSize: 256 * 1024, keyEncoding: 'buffer', valueEncoding: 'buffer' }
+  let db = new LsmLevel<Buffer, Buffer>(dir, options)
+  await db.open()
+  const model = new Map<string, Buffer>()
+  const subModel = new Map<string, string>()
+  let sub = db.sublevel<string, string>('sub', { keyEncoding: 'utf8', valueEncoding: 'utf8' })
+  for (let round = 0; round < 120; round++) {
+    const n = 1 + rnd.next() % 400
+    const ops: Array<{ type: 'put', key: Buffer | Uint8Array, value: Buffer | Uint8Array } | { type: 'del', key: Buffer | Uint8Array }> = []
+    const reused: Buffer[] = []
+    for (let i = 0; i < n; i++) {
+      const key = Buffer.from('key' + (rnd.next() % 3000))
+      if (rnd.next() % 5 === 0) {
+        ops.push({ type: 'del', key })
+        model.delete(key.toString('hex'))
+      } else {
+        const value = randomValue(rnd)
+        // Plain Uint8Arrays too (abstract-level passes them through as buffers).
+        ops.push({ type: 'put', key, value: rnd.next() % 2 === 0 ? new Uint8Array(value) : value })
+        model.set(key.toString('hex'), Buffer.from(value))
+        reused.push(value)
+      }
+    }
+    await db.batch(ops as any)
+    // The caller reuses its buffers after the write resolved: the database kept copies.
+    for (const b of reused) b.fill(0xaa)
+    if (round % 10 === 0) {
+      const subOps = Array.from({ length: 50 }, (_, i) => ({ type: 'put' as const, key: `ß${round}-${i}`, value: 'wert-€'.repeat(i % 7) }))
+      await sub.batch(subOps)
+      for (const o of subOps) subModel.set(o.key, o.value)
+      await sub.batch([{ type: 'del', key: `ß${round}-3` }])
+      subModel.delete(`ß${round}-3`)
+    }
+    if (round % 7 === 0) await db.put(Buffer.from('single' + round), Buffer.alloc(round % 3 === 0 ? 0 : 200, round))
+    if (round % 7 === 0) model.set(Buffer.from('single' + round).toString('hex'), Buffer.alloc(round % 3 === 0 ? 0 : 200, round))
+  }
+  const check = async (when: string): Promise<void> => {
+    let bad = 0
+    for (const [k, v] of model) {
+      const got = await db.get(Buffer.from(k, 'hex'))
+      if (got === undefined || !Buffer.from(got).equals(v)) bad++
+    }
+    t.equal(bad, 0, `${when}: every live key reads back its last value`)
+    const all = await db.iterator({ lt: Buffer.from('key9999z') }).all()
+    const live = [...model.keys()].filter((k) => Buffer.from(k, 'hex').toString().startsWith('key')).length
+    t.equal(all.filter(([k]) => k.toString().startsWith('key')).length, live, `${when}: deleted keys stay deleted`)
+    t.deepEqual(Object.fromEntries(await sub.iterator().all()), Object.fromEntries(subModel), `${when}: the sublevel holds its own entries`)
+  }
+  await check('before reopen')
+  await db.engine.waitForIdle()
+  t.ok(db.stats().flushes > 3, 'memtables were flushed along the way')
+  await db.close()
+  db = new LsmLevel<Buffer, Buffer>(dir, options)
+  await db.open()
+  sub = db.sublevel<string, string>('sub', { keyEncoding: 'utf8', valueEncoding: 'utf8' })
+  await check('after reopen')
+  await db.close()
+  t.end()
+})
+
+test('an empty key with an empty value as a memtable\'s first entry iterates, flushes and reopens', async (t) => {
+  const dir = tempDir()
+  let db = new LsmLevel(dir)
+  await db.open()
+  await db.put('', '')
+  await db.batch([{ type: 'put', key: 'a', value: 'b' }, { type: 'put', key: 'c', value: '' }])
+  t.deepEqual(await db.iterator().all(), [['', ''], ['a', 'b'], ['c', '']], 'iterates from the memtable')
+  await db.flush()
+  await db.batch([{ type: 'put', key: '', value: '' }, { type: 'del', key: 'a' }])
+  t.deepEqual(await db.iterator().all(), [['', ''], ['c', '']], 'iterates over memtable and table')
+  await db.close()
+  db = new LsmLevel(dir)
+  await db.open()
+  t.deepEqual(await db.iterator().all(), [['', ''], ['c', '']], 'the same after reopen')
+  t.is(await db.get(''), '', 'get of the empty key')
+  await db.close()
+  t.end()
+})
