@@ -113,7 +113,7 @@ export class NodeFileSystem implements FileSystem {
   }
 
   openWrite (path: string, options?: { preallocate?: boolean }): WritableFile {
-    return new NodeWritableFile(path, 'w', options?.preallocate === true && process.env.LSM_NO_PREALLOC === undefined)
+    return new NodeWritableFile(path, 'w', options?.preallocate === true)
   }
 
   openAppend (path: string): WritableFile {
