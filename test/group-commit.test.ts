@@ -7,6 +7,7 @@ import { NodeFileSystem } from '../lib/fs/node-fs'
 import type { WritableFile } from '../lib/fs/fs'
 import { KIND_VALUE } from '../lib/keys'
 import { tempDir } from './util/temp'
+import { MemFileSystem } from '../lib/fs/mem-fs'
 
 class CountingFs extends NodeFileSystem {
   logAppends = 0
@@ -50,4 +51,60 @@ test('writes issued in one tick share one write(2); sync writes share one fsync'
   t.ok(syncs <= writes / 8, `group commit: ${syncs} fsyncs for ${writes} durable writes`)
   for (let i = 0; i < 100; i++) t.is(engine.get(Buffer.from('k' + i))?.toString(), 'v' + i, `k${i} readable`)
   await engine.close()
+})
+
+// inlineSync: a sync write's fdatasync runs on the event loop (WritableFile.sync)
+// while it is fast; one slower than 1 ms sends the next 256 to the thread pool
+// (syncAsync), after which inline syncs are tried again. On the in-memory file
+// system, so that only the wrapper's busy wait decides what is slow.
+class SlowSyncFs extends MemFileSystem {
+  inline = 0
+  pooled = 0
+  /** Milliseconds each inline log sync takes (busy wait on top of the real fdatasync). */
+  slowMs = 0
+  override openWrite (path: string): WritableFile {
+    const f = super.openWrite(path)
+    if (!path.endsWith('.log')) return f
+    return {
+      append: (d) => f.append(d),
+      sync: () => {
+        this.inline++
+        f.sync()
+        const until = performance.now() + this.slowMs
+        while (performance.now() < until) { /* a slow disk */ }
+      },
+      syncAsync: () => { this.pooled++; return f.syncAsync() },
+      size: () => f.size(),
+      close: () => f.close()
+    }
+  }
+}
+
+test('inlineSync: fast fdatasyncs run inline; a slow one sends the next 256 to the thread pool', async (t) => {
+  const fs = new SlowSyncFs()
+  const engine = await Engine.open(tempDir(), { compactionWorker: false }, fs)
+  for (let i = 0; i < 20; i++) await engine.write(put(i), true)
+  t.is(fs.inline, 20, 'fast fdatasyncs: each sync write synced inline')
+  t.is(fs.pooled, 0, 'none on the thread pool')
+
+  fs.slowMs = 3
+  await engine.write(put(20), true)
+  t.is(fs.inline, 21, 'the slow fdatasync ran inline')
+  fs.slowMs = 0
+  for (let i = 0; i < 256; i++) await engine.write(put(100 + i), true)
+  t.is(fs.inline, 21, 'after it, no inline fdatasync for 256 sync writes')
+  t.is(fs.pooled, 256, 'they went to the thread pool')
+  await engine.write(put(400), true)
+  t.is(fs.inline, 22, 'then inline again')
+  let readable = 0
+  for (let i = 0; i < 256; i++) if (engine.get(Buffer.from('k' + (100 + i)))?.toString() === 'v' + (100 + i)) readable++
+  t.is(readable, 256, 'every write readable')
+  await engine.close()
+
+  const off = new SlowSyncFs()
+  const pooledOnly = await Engine.open(tempDir(), { compactionWorker: false, inlineSync: false }, off)
+  for (let i = 0; i < 10; i++) await pooledOnly.write(put(i), true)
+  t.is(off.inline, 0, 'inlineSync: false never syncs a sync write on the event loop')
+  t.is(off.pooled, 10, 'each went to the thread pool')
+  await pooledOnly.close()
 })
