@@ -170,24 +170,30 @@ async function buildImage (rnd: Random): Promise<Image> {
   await engine.close()
 
   // Session 2: its open replays session 1's log into level 0; then one memtable
-  // is filled and flushed, one more is filled and frozen, and a few writes go to
-  // the active log. The copy is taken while the frozen memtable waits for its
-  // flush; should the flush have finished in between, the next memtable is tried.
+  // is filled and frozen, and a few writes go to the active log. Flushes and
+  // compactions are held meanwhile (the engine's background scheduler is
+  // stubbed on this instance), so the copy is taken while the frozen memtable
+  // waits for its flush: racing a flush on a loaded machine once made this
+  // step miss its window 20 times in a row.
   engine = await Engine.open(live, OPTS)
   await engine.waitForIdle()
-  while (listOf(live, 'log').length < 2) await put(randomWrite())
+  const held = engine as unknown as { startBackgroundWork: () => void }
+  const startBackgroundWork = held.startBackgroundWork
+  held.startBackgroundWork = () => {}
   const dir = tempDir('lsm-corruption-image-')
-  for (let attempt = 0; ; attempt++) {
-    if (attempt === 20) throw new Error('could not catch the database with two logs')
-    await engine.waitForIdle()
-    while (listOf(live, 'log').length < 2) await put(randomWrite())
-    for (let i = 0; i < 6 && listOf(live, 'log').length === 2 && engine.memTableBytes() < OPTS.writeBufferSize * 1.5; i++) await put(randomWrite())
-    // Two logs that are the frozen memtable's and the active one (not a flushed
-    // log whose unlink is still in flight), and no unlink racing the copy.
-    if (listOf(live, 'log').length !== 2 || engine.frozenMemTables !== 1 || engine.pendingRemovalCount !== 0) continue
+  try {
+    while (engine.frozenMemTables === 0) await put(randomWrite())
+    for (let i = 0; i < 3; i++) await put(randomWrite()) // a few hundred bytes: no second rotation
+    // An unlink of an older flushed log may still be in flight: let it finish.
+    for (let i = 0; i < 200 && engine.pendingRemovalCount !== 0; i++) await new Promise((resolve) => setTimeout(resolve, 5))
+    const logs = listOf(live, 'log').length
+    if (logs !== 2 || engine.frozenMemTables !== 1 || engine.pendingRemovalCount !== 0) {
+      throw new Error(`could not hold the database with two logs (${logs} logs, ${engine.frozenMemTables} frozen memtables, ${engine.pendingRemovalCount} unlinks in flight)`)
+    }
     fs.rmSync(dir, { recursive: true })
     copyDir(live, dir)
-    break
+  } finally {
+    held.startBackgroundWork = startBackgroundWork
   }
   await engine.close()
 
