@@ -526,7 +526,7 @@ export class Engine {
     this.logSyncedOnce = true
     const number = this.logNumber
     const p: Promise<void> = this.log!.syncAsync().then(() => {}, (err) => {
-      this.stopWrites(ioError('fsync of the log failed; the database takes no more writes until reopened', err, logName(number)))
+      this.stopWrites(this.logSyncError(err, number))
     }).finally(() => {
       if (this.backgroundLogSync === p) this.backgroundLogSync = undefined
     })
@@ -544,30 +544,35 @@ export class Engine {
       try {
         log.sync()
       } catch (err) {
-        const e = ioError('fsync of the log failed; the database takes no more writes until reopened', err, logName(this.logNumber))
-        this.stopWrites(e)
+        this.stopWrites(this.logSyncError(err, this.logNumber))
         return
       }
       this.noteInlineSync(performance.now() - t0)
-      for (const g of covered) g.synced = true
-      this.closeRetiredLogs()
-      this.drainApplied()
+      this.syncDone(covered)
       return
     }
     // Earlier logs' syncs (started at rotation) must be done too: a sync write is
     // acknowledged only when everything before it in the write order is durable.
     this.syncInFlight = Promise.all([this.retiredLogsSynced, log.syncAsync()]).then(() => {
       this.syncInFlight = undefined
-      for (const g of covered) g.synced = true
-      this.closeRetiredLogs()
-      this.drainApplied()
+      this.syncDone(covered)
       if (this.unapplied.some((g) => g.needsSync && !g.synced)) this.requestSync()
     }, (err) => {
       this.syncInFlight = undefined
       this.closeRetiredLogs()
-      const e = ioError('fsync of the log failed; the database takes no more writes until reopened', err, logName(this.logNumber))
-      this.stopWrites(e)
+      this.stopWrites(this.logSyncError(err, this.logNumber))
     })
+  }
+
+  /** An fdatasync covering `covered` returned: they, and the writes behind them, apply. */
+  private syncDone (covered: Group[]): void {
+    for (const g of covered) g.synced = true
+    this.closeRetiredLogs()
+    this.drainApplied()
+  }
+
+  private logSyncError (err: unknown, number: number): LevelError {
+    return ioError('fsync of the log failed; the database takes no more writes until reopened', err, logName(number))
   }
 
   /**

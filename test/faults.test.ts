@@ -177,6 +177,26 @@ async function backgroundUntilFailure (engine: Engine, log: WriteLog, rnd: Rando
   return undefined
 }
 
+/**
+ * Bursts of one sync write and two non-sync writes in the same tick (one commit
+ * group), then one more in the next tick (a group committed behind it), until
+ * a write fails; the failed write's error.
+ */
+async function syncWithWritesQueued (e: Engine, l: WriteLog, r: Random): Promise<unknown> {
+  for (let i = 0; i < 50; i++) {
+    const burst = [
+      l.write(e, [[keyOf(r), `burst-${i}-a`]], true),
+      l.write(e, [[keyOf(r), `burst-${i}-b`]], false),
+      l.write(e, [[keyOf(r), undefined], [keyOf(r), `burst-${i}-c`]], false)
+    ]
+    await Promise.resolve()
+    burst.push(l.write(e, [[keyOf(r), `burst-${i}-d`]], false))
+    const ok = await Promise.all(burst)
+    if (ok.includes(false)) return l.writes.find((w) => w.failed)?.error
+  }
+  return undefined
+}
+
 const WRITE_FAULTS: WriteFault[] = [
   {
     name: 'log append (write of a non-sync write)',
@@ -232,42 +252,12 @@ const WRITE_FAULTS: WriteFault[] = [
     name: 'log fsync of a sync write with writes queued behind it',
     options: { ...OPTIONS, inlineSync: false },
     fault: (code) => ({ op: 'syncDone', path: /\.log$/, code }),
-    trigger: async (e, l, r) => {
-      for (let i = 0; i < 50; i++) {
-        // One sync write and two non-sync writes in the same tick (one commit
-        // group), then one more in the next tick (a group committed behind it).
-        const burst = [
-          l.write(e, [[keyOf(r), `burst-${i}-a`]], true),
-          l.write(e, [[keyOf(r), `burst-${i}-b`]], false),
-          l.write(e, [[keyOf(r), undefined], [keyOf(r), `burst-${i}-c`]], false)
-        ]
-        await Promise.resolve()
-        burst.push(l.write(e, [[keyOf(r), `burst-${i}-d`]], false))
-        const ok = await Promise.all(burst)
-        if (ok.includes(false)) return l.writes.find((w) => w.failed)?.error
-      }
-      return undefined
-    }
+    trigger: syncWithWritesQueued
   },
   {
     name: 'log fsync of a sync write with writes queued behind it, on the event loop',
     fault: (code) => ({ op: 'sync', path: /\.log$/, code }),
-    trigger: async (e, l, r) => {
-      for (let i = 0; i < 50; i++) {
-        // One sync write and two non-sync writes in the same tick (one commit
-        // group), then one more in the next tick (a group committed behind it).
-        const burst = [
-          l.write(e, [[keyOf(r), `burst-${i}-a`]], true),
-          l.write(e, [[keyOf(r), `burst-${i}-b`]], false),
-          l.write(e, [[keyOf(r), undefined], [keyOf(r), `burst-${i}-c`]], false)
-        ]
-        await Promise.resolve()
-        burst.push(l.write(e, [[keyOf(r), `burst-${i}-d`]], false))
-        const ok = await Promise.all(burst)
-        if (ok.includes(false)) return l.writes.find((w) => w.failed)?.error
-      }
-      return undefined
-    }
+    trigger: syncWithWritesQueued
   },
   {
     name: 'new log file (openWrite at rotation)',

@@ -9,19 +9,29 @@ import { KIND_VALUE } from '../lib/keys'
 import { tempDir } from './util/temp'
 import { MemFileSystem } from '../lib/fs/mem-fs'
 
+/** `f` with some of its methods replaced. */
+function wrapFile (f: WritableFile, over: Partial<WritableFile>): WritableFile {
+  return {
+    append: (d) => f.append(d),
+    sync: () => f.sync(),
+    syncAsync: () => f.syncAsync(),
+    size: () => f.size(),
+    close: () => f.close(),
+    ...over
+  }
+}
+
 class CountingFs extends NodeFileSystem {
   logAppends = 0
   logSyncs = 0
-  override openWrite (path: string): WritableFile {
-    const f = super.openWrite(path)
+  override openWrite (path: string, options?: { preallocate?: boolean }): WritableFile {
+    const f = super.openWrite(path, options)
     if (!path.endsWith('.log')) return f
-    return {
+    return wrapFile(f, {
       append: (d) => { this.logAppends++; f.append(d) },
       sync: () => { this.logSyncs++; f.sync() },
-      syncAsync: () => { this.logSyncs++; return f.syncAsync() },
-      size: () => f.size(),
-      close: () => f.close()
-    }
+      syncAsync: () => { this.logSyncs++; return f.syncAsync() }
+    })
   }
 }
 
@@ -65,18 +75,15 @@ class SlowSyncFs extends MemFileSystem {
   override openWrite (path: string): WritableFile {
     const f = super.openWrite(path)
     if (!path.endsWith('.log')) return f
-    return {
-      append: (d) => f.append(d),
+    return wrapFile(f, {
       sync: () => {
         this.inline++
         f.sync()
         const until = performance.now() + this.slowMs
         while (performance.now() < until) { /* a slow disk */ }
       },
-      syncAsync: () => { this.pooled++; return f.syncAsync() },
-      size: () => f.size(),
-      close: () => f.close()
-    }
+      syncAsync: () => { this.pooled++; return f.syncAsync() }
+    })
   }
 }
 
