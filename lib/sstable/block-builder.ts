@@ -40,7 +40,7 @@
 // The block is followed on disk by the 5-byte trailer of format.ts.
 import { assert } from '../invariants'
 import { writeTrailer, TRAILER_SIZE } from '../keys'
-import { ByteWriter } from '../util/coding'
+import { ByteWriter, putVarint } from '../util/coding'
 
 export const DEFAULT_RESTART_INTERVAL = 16
 
@@ -105,6 +105,36 @@ export class BlockBuilder {
     this.entries++
   }
 
+  /**
+   * addRange() for version 2 blocks, when the caller already knows `common`:
+   * how many leading bytes the user key shares with the previous entry's
+   * (ignored at a restart point). The key bytes go from `src` straight into the
+   * block: no copy of the key is kept, so a block built this way must be built
+   * with addV2 only (TableBuilder's data blocks).
+   */
+  addV2 (src: Uint8Array, keyOff: number, keyLen: number, common: number, seq: number, kind: number, valueSrc: Uint8Array, valueOff: number, valueLen: number): void {
+    let shared = common
+    if (this.counter >= this.restartInterval || this.entries === 0) {
+      this.restarts.push(this.out.pos)
+      this.counter = 0
+      shared = 0
+    }
+    const w = this.out
+    // Four varints (at most 10 bytes each: the tag is below 2^49), the key delta, the value.
+    w.ensure(40 + keyLen + valueLen)
+    const buf = w.buf
+    let pos = w.pos
+    pos = putSmallVarint(buf, pos, shared)
+    pos = putSmallVarint(buf, pos, keyLen - shared)
+    pos = putSmallVarint(buf, pos, valueLen)
+    pos = putVarint(buf, pos, seq * 2 + kind)
+    w.pos = pos
+    w.bytes(src, keyOff + shared, keyOff + keyLen)
+    w.bytes(valueSrc, valueOff, valueOff + valueLen)
+    this.counter++
+    this.entries++
+  }
+
   empty (): boolean {
     return this.entries === 0
   }
@@ -137,4 +167,14 @@ export class BlockBuilder {
     this.entries = 0
     this.prevLen = 0
   }
+}
+
+/** putVarint for a non-negative int32 (lengths), without the floating-point path. */
+function putSmallVarint (buf: Uint8Array, pos: number, n: number): number {
+  while (n >= 128) {
+    buf[pos++] = (n & 127) | 128
+    n >>>= 7
+  }
+  buf[pos++] = n
+  return pos
 }

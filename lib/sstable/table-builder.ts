@@ -9,7 +9,7 @@
 import { assert, checks } from '../invariants'
 import { type InternalKey, MAX_SEQ, KIND_DELETE, KIND_VALUE, TRAILER_SIZE, compareInternal } from '../keys'
 import type { WritableFile } from '../fs/fs'
-import { ByteWriter, compareRange } from '../util/coding'
+import { ByteWriter } from '../util/coding'
 import { BloomBuilder } from './bloom'
 import { BlockBuilder, DEFAULT_RESTART_INTERVAL } from './block-builder'
 import {
@@ -95,8 +95,15 @@ export class TableBuilder {
     assert(kind === KIND_VALUE || kind === KIND_DELETE, 'bad entry kind')
     assert(seq >= 0 && seq <= MAX_SEQ, 'sequence number out of range')
     let sameUserKey = false
+    // Leading bytes the key shares with the previous one: found by the order
+    // check, and the prefix the data block need not repeat.
+    let common = 0
     if (this.entries > 0) {
-      const c = compareRange(this.lastUserKey, 0, this.lastUserKeyLen, src, keyOff, keyOff + keyLen)
+      const last = this.lastUserKey
+      const lastLen = this.lastUserKeyLen
+      const min = lastLen < keyLen ? lastLen : keyLen
+      while (common < min && last[common] === src[keyOff + common]) common++
+      const c = common < min ? last[common] - src[keyOff + common] : lastLen - keyLen
       assert(c < 0 || (c === 0 && seq < this.lastSeq), 'TableBuilder entries must be added in strictly increasing internal order')
       sameUserKey = c === 0
     } else {
@@ -116,7 +123,8 @@ export class TableBuilder {
     }
     if (this.bloom !== null && !sameUserKey) this.bloom.addKeyRange(src, keyOff, keyLen)
 
-    this.data.addRange(src, keyOff, keyLen, seq, kind, valueSrc, valueOff, valueLen)
+    if (this.formatVersion === 2) this.data.addV2(src, keyOff, keyLen, common, seq, kind, valueSrc, valueOff, valueLen)
+    else this.data.addRange(src, keyOff, keyLen, seq, kind, valueSrc, valueOff, valueLen)
     this.entries++
     this.rawKeyBytes += keyLen + TRAILER_SIZE
     this.rawValueBytes += valueLen
