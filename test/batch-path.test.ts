@@ -136,6 +136,21 @@ test('MemTable.addBatch: the same entries as one add() per operation, range dele
     seq += n
   }
   sameList(t, entries(a.iterator()), entries(b.iterator()), 'same entries in the same order')
+  // Searches use every level of the list (iteration only level 0): batches of
+  // 32 operations or more are inserted in key order, each insert searching on
+  // from the last one (MemTable.addBatchSorted, SkipList.findSpliceFrom).
+  let wrongGets = 0
+  const it = b.iterator()
+  for (it.seekToFirst(); it.valid(); it.next()) {
+    const key = Buffer.from(it.userKey())
+    for (const at of [it.seq(), it.seq() - 1, seq]) {
+      const x = a.get(key, at)
+      const y = b.get(key, at)
+      if (x?.seq !== y?.seq || x?.kind !== y?.kind || !(x === undefined || x.value.equals(y!.value))) wrongGets++
+    }
+  }
+  it.close()
+  t.equal(wrongGets, 0, 'get finds the same version of every key at every snapshot')
   t.equal(a.approximateBytes(), b.approximateBytes(), 'same memory accounting')
   t.equal(a.firstSeq, b.firstSeq, 'same first seq')
   t.equal(a.lastSeq, b.lastSeq, 'same last seq')

@@ -20,6 +20,21 @@ import { KIND_VALUE } from '../keys'
  */
 export const ADOPT_MIN_BYTES = 16 * 1024
 
+/**
+ * Batches of at least this many operations are inserted in key order
+ * (addBatchSorted). Up to SORT_INDEX_RANGE operations: an operation's index
+ * and its key's 32-bit prefix share one exactly representable number.
+ */
+const SORTED_INSERT_MIN = 32
+const SORT_INDEX_RANGE = 2 ** 21
+const SORTED_INSERT_MAX = SORT_INDEX_RANGE - 1
+/** Per operation of a sorted batch insert: kind, key offset and length, value offset and length. */
+const OP_INTS = 5
+/** Scratch arrays for batches up to this many operations are kept between batches. */
+const SORT_SCRATCH_KEEP = 65536
+let sortKeys = new Float64Array(0)
+let opInts = new Int32Array(0)
+
 /** Bookkeeping cost charged per entry on top of key and value bytes. */
 const ENTRY_OVERHEAD = 48
 
@@ -79,6 +94,7 @@ export class MemTable {
     // Seqs of the first and last entries (range tombstones count as in add*: not at all).
     let firstEntry = 0
     let lastEntry = 0
+    if (count >= SORTED_INSERT_MIN && count <= SORTED_INSERT_MAX) return this.addBatchSorted(payload, firstSeq, count, adopt ? chunk : -1)
     for (let i = 0; i < count; i++) {
       pos = readBatchOp(payload, pos)
       const kind = o.kind
@@ -100,6 +116,76 @@ export class MemTable {
       lastEntry = seq
     }
     assert(pos === payload.length, 'batch has trailing bytes')
+    if (lastEntry > this.maxSeq) this.maxSeq = lastEntry
+    if (firstEntry !== 0 && (firstEntry < this.minSeq || this.minSeq === 0)) this.minSeq = firstEntry
+    return bytes
+  }
+
+  /**
+   * addBatch() of a large batch, inserted in key order: the operations are
+   * read first, sorted by their keys' first four bytes, then inserted, each
+   * search continuing from the previous insert (SkipList.findSpliceFrom)
+   * instead of descending from the top: a batch's keys fall close together in
+   * the list once sorted. Operation i still gets seq firstSeq + i.
+   */
+  private addBatchSorted (payload: Buffer, firstSeq: number, count: number, chunk: number): number {
+    let keys = sortKeys
+    let ops = opInts
+    if (keys.length < count) {
+      keys = new Float64Array(count)
+      ops = new Int32Array(count * OP_INTS)
+      // Kept for the next batch unless outsized (then garbage after this one).
+      if (count <= SORT_SCRATCH_KEEP) {
+        sortKeys = keys
+        opInts = ops
+      }
+    }
+    const o = batchOpOut
+    let pos = BATCH_HEADER_SIZE
+    let bytes = 0
+    let firstEntry = 0
+    let lastEntry = 0
+    let n = 0
+    for (let i = 0; i < count; i++) {
+      pos = readBatchOp(payload, pos)
+      const kind = o.kind
+      const seq = firstSeq + i
+      if (kind === OP_RANGE_DELETE) {
+        const start = Buffer.from(payload.subarray(o.keyOff, o.keyOff + o.keyLen))
+        const end = o.endLen < 0 ? undefined : Buffer.from(payload.subarray(o.endOff, o.endOff + o.endLen))
+        this.addRangeTombstone(seq, start, end)
+        bytes += o.keyLen + (o.endLen < 0 ? 0 : o.endLen)
+        continue
+      }
+      const valueLen = kind === KIND_VALUE ? o.valueLen : 0
+      const k = o.keyOff
+      const len = o.keyLen
+      // The key's first four bytes, big-endian, zero padded: an order-preserving
+      // number (ties are left to the list's own comparisons), then the index.
+      const prefix = (len > 0 ? payload[k] * 0x1000000 : 0) + (len > 1 ? payload[k + 1] << 16 : 0) +
+        (len > 2 ? payload[k + 2] << 8 : 0) + (len > 3 ? payload[k + 3] : 0)
+      keys[n] = prefix * SORT_INDEX_RANGE + i
+      const r = i * OP_INTS
+      ops[r] = kind
+      ops[r + 1] = k
+      ops[r + 2] = len
+      ops[r + 3] = o.valueOff
+      ops[r + 4] = valueLen
+      n++
+      bytes += len + valueLen
+      if (firstEntry === 0) firstEntry = seq
+      lastEntry = seq
+    }
+    assert(pos === payload.length, 'batch has trailing bytes')
+    const sorted = keys.subarray(0, n).sort()
+    const list = this.list
+    for (let j = 0; j < n; j++) {
+      const i = sorted[j] % SORT_INDEX_RANGE
+      const r = i * OP_INTS
+      if (chunk >= 0) list.insertAt(chunk, ops[r + 1], ops[r + 2], firstSeq + i, ops[r], ops[r + 3], ops[r + 4])
+      else list.insertFrom(payload, ops[r + 1], ops[r + 2], firstSeq + i, ops[r], payload, ops[r + 3], ops[r + 4])
+      this.bytes += ops[r + 2] + ops[r + 4] + ENTRY_OVERHEAD
+    }
     if (lastEntry > this.maxSeq) this.maxSeq = lastEntry
     if (firstEntry !== 0 && (firstEntry < this.minSeq || this.minSeq === 0)) this.minSeq = firstEntry
     return bytes

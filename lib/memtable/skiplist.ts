@@ -121,8 +121,14 @@ export class SkipList {
   private height = 1
   /** Last node on each level (HEAD while a level is empty); makes appends in key order O(height). */
   private readonly tails = new Int32Array(MAX_HEIGHT)
-  /** Predecessors found by an insert's search; reused so an insert allocates nothing here. */
+  /**
+   * Predecessors found by an insert's search; reused so an insert allocates
+   * nothing here. Between inserts it holds, on every level, the last node <= the
+   * last inserted node (`lastInserted`): the finger that findSpliceFrom starts from.
+   */
   private readonly splice = new Int32Array(MAX_HEIGHT)
+  /** The node inserted last (HEAD: none yet). */
+  private lastInserted = HEAD
   /** xorshift32 state for tower heights; a fixed seed keeps the shape reproducible. */
   private rng: number
   /** A list rebuilt by fromState: read only. */
@@ -271,6 +277,10 @@ export class SkipList {
       // Append after the current largest entry: on every level the predecessor
       // is that level's tail. Loads in key order take this path and skip the search.
       for (let l = 0; l < MAX_HEIGHT; l++) splice[l] = this.tails[l]
+    } else if (this.lastInserted !== HEAD && this.compareNode(this.lastInserted, src, keyOff, keyLen, pre0, pre1, seq) < 0) {
+      // After the last inserted entry (a batch inserted in key order, see
+      // MemTable.addBatch): search on from where that insert left off.
+      this.findSpliceFrom(src, keyOff, keyLen, pre0, pre1, seq)
     } else {
       this.findSplice(src, keyOff, keyLen, pre0, pre1, seq)
     }
@@ -315,7 +325,10 @@ export class SkipList {
       nodes[node + LINKS + l] = succ
       nodes[at] = node
       if (succ === NIL) this.tails[l] = node
+      // The finger: the last node <= the new one on this level is the new one.
+      splice[l] = node
     }
+    this.lastInserted = node
   }
 
   /** First node, or 0 if the list is empty. */
@@ -482,6 +495,35 @@ export class SkipList {
       while (next !== NIL && next !== known && this.compareNode(next, src, off, len, pre0, pre1, seq) < 0) {
         x = next
         next = nodes[x + LINKS + l]
+      }
+      splice[l] = x
+      known = next
+    }
+  }
+
+  /**
+   * findSplice for a target above the last inserted node, starting from the
+   * finger (`splice`: the last node <= that node on every level, so < the
+   * target). On each level the walk starts from the further of two nodes below
+   * the target: the finger, or where the walk on the level above stopped if it
+   * moved past the finger there (a node beyond the finger on the level above is
+   * beyond it on this level too). Either way it never takes more steps than
+   * findSplice from the head, and for a target just above the last insert it
+   * takes a few steps on the low levels instead of a descent from the top.
+   */
+  private findSpliceFrom (src: Uint8Array, off: number, len: number, pre0: number, pre1: number, seq: number): void {
+    const nodes = this.nodes
+    const splice = this.splice
+    let x = HEAD
+    let moved = false
+    let known = NIL
+    for (let l = this.height - 1; l >= 0; l--) {
+      if (!moved) x = splice[l]
+      let next = nodes[x + LINKS + l]
+      while (next !== NIL && next !== known && this.compareNode(next, src, off, len, pre0, pre1, seq) < 0) {
+        x = next
+        next = nodes[x + LINKS + l]
+        moved = true
       }
       splice[l] = x
       known = next
