@@ -182,6 +182,12 @@ async function main (): Promise<void> {
       await db.open()
       for (let i = 0; i < Math.min(N, 5000); i++) await db.put(keys[i], value(i))
       for (let i = 0; i < Math.min(N, 5000); i++) await db.get(keys[i])
+      // The batch path too (fillbatch has no warmup of its own).
+      for (let i = 0; i < Math.min(N, 5000); i += 1000) {
+        const ops = []
+        for (let j = i; j < Math.min(N, i + 1000); j++) ops.push({ type: 'put', key: keys[j], value: value(j) })
+        await db.batch(ops)
+      }
       await db.close()
     }
     if (want('fillseq')) {
