@@ -12,7 +12,8 @@ import { decodeBatch, encodeBatchPayload, encodeLevelBatch, encodeLevelOp, setBa
 import { KIND_DELETE, KIND_VALUE } from '../lib/keys'
 import { writeTables } from '../lib/compaction/table-writer'
 import { runFlushJob } from '../lib/compaction/job'
-import { nodeFileSystem } from '../lib/fs/node-fs'
+import { NodeFileSystem, nodeFileSystem } from '../lib/fs/node-fs'
+import type { WritableFile } from '../lib/fs/fs'
 import { Table } from '../lib/sstable/table'
 import { BlockCache } from '../lib/sstable/cache'
 import type { InternalIterator } from '../lib/iterators/internal-iterator'
@@ -286,5 +287,65 @@ test('an empty key with an empty value as a memtable\'s first entry iterates, fl
   t.deepEqual(await db.iterator().all(), [['', ''], ['c', '']], 'the same after reopen')
   t.is(await db.get(''), '', 'get of the empty key')
   await db.close()
+  t.end()
+})
+
+test('writeTables syncs an output each MiB while writing it; a failed sync fails the job and leaves no table', async (t) => {
+  // The file system, as the table writer sees it: counts each output's syncs and
+  // the size it had at each; `failAt` makes that sync (1-based, all files) fail.
+  class SyncCountingFs extends NodeFileSystem {
+    sizesAtSync: number[] = []
+    failAt = 0
+    override openWrite (path: string, options?: { preallocate?: boolean }): WritableFile {
+      const f = super.openWrite(path, options)
+      const fs = this
+      return {
+        append: (d) => f.append(d),
+        sync: () => f.sync(),
+        syncAsync: async () => {
+          fs.sizesAtSync.push(f.size())
+          if (fs.sizesAtSync.length === fs.failAt) throw new Error('injected fdatasync failure')
+          return await f.syncAsync()
+        },
+        size: () => f.size(),
+        close: () => f.close()
+      }
+    }
+  }
+  const mem = new MemTable()
+  const rnd = new Random(seed + 4)
+  for (let i = 0; i < 30000; i++) mem.add(i + 1, KIND_VALUE, rnd.bytes(16), rnd.bytes(100))
+  const run = async (fs: SyncCountingFs, dir: string, fileNumber: number) => await writeTables(mem.iterator(), {
+    fs,
+    dir,
+    blockSize: 4096,
+    blockRestartInterval: 16,
+    bloomBitsPerKey: 10,
+    smallestSnapshot: 30000,
+    targetFileSize: Infinity,
+    isBaseLevelForKey: () => false,
+    newFileNumber: () => fileNumber,
+    shouldAbort: () => false
+  })
+
+  const fs = new SyncCountingFs()
+  const dir = tempDir()
+  fs.mkdirp(dir)
+  const result = await run(fs, dir, 1)
+  const size = result.outputs[0].size
+  t.ok(size > 3 * 1024 * 1024, `one table of ${size} bytes`)
+  const sizes = fs.sizesAtSync
+  t.ok(sizes.length >= 4, `${sizes.length} syncs: one per MiB written, then the last`)
+  t.is(sizes[sizes.length - 1], size, 'the last sync covers the whole table')
+  t.ok(sizes.every((s, i) => i === 0 || s > sizes[i - 1]), 'each sync covers more of the table')
+  t.ok(sizes[0] <= 1.25 * 1024 * 1024, `the first sync comes after about a MiB (${sizes[0]} bytes)`)
+
+  const failing = new SyncCountingFs()
+  failing.failAt = 2 // an incremental sync
+  const dir2 = tempDir()
+  failing.mkdirp(dir2)
+  const err = await run(failing, dir2, 7).then(() => undefined, (e: Error) => e)
+  t.ok(err !== undefined && /injected fdatasync failure/.test(err.message), 'the job fails with the sync error')
+  t.notOk(failing.exists(join(dir2, tableName(7))), 'the partial table is removed')
   t.end()
 })
