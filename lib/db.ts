@@ -597,6 +597,17 @@ export class Engine {
     }
   }
 
+  /**
+   * Closes a retired log off the event loop (its trim can wait on the file
+   * system's journal), like removeInBackground: close() waits for it, and a
+   * failure is ignored as a synchronous close's was (the log's records are
+   * durable by then; a zero tail left behind reads as a torn tail).
+   */
+  private closeLogInBackground (log: LogWriter): void {
+    const p = log.closeAsync().catch(() => {}).finally(() => { this.pendingRemovals.delete(p) })
+    this.pendingRemovals.add(p)
+  }
+
   /** Fails every queued and unapplied write and refuses new ones. */
   private stopWrites (err: LevelError): void {
     if (!this.writeError) this.writeError = err
@@ -655,7 +666,7 @@ export class Engine {
     synced.then(() => {
       this.retiredSyncsPending--
       if (this.syncInFlight) this.logsToCloseAfterSync.push(old)
-      else { try { old.close() } catch {} }
+      else this.closeLogInBackground(old)
       // Writes held back until the retired logs were durable (see commit).
       if (this.pending.length > 0 && !this.commitScheduled) {
         this.commitScheduled = true

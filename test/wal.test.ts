@@ -482,3 +482,27 @@ test('decodeBatch: every truncation and random flips are LEVEL_CORRUPTION, never
   t.deepEqual(decodeBatch(header(5, 0), name), { firstSeq: 5, ops: [] }, 'an empty batch decodes')
   t.end()
 })
+
+test('preallocated log: closeAsync() trims and closes off the event loop, like close()', async (t) => {
+  const rnd = new Random(seed + 9)
+  for (const records of [0, 1, 2000]) {
+    const file = tmpFile()
+    const w = new LogWriter(nodeFileSystem.openWrite(file, { preallocate: true }))
+    const payloads: Buffer[] = []
+    let expectedSize = 0
+    for (let i = 0; i < records; i++) {
+      const p = rnd.bytes(rnd.int(300))
+      payloads.push(p)
+      w.addRecord(p)
+      expectedSize += HEADER_SIZE + p.length
+    }
+    const closing = w.closeAsync()
+    t.throws(() => w.addRecord(Buffer.from('x')), /after close/, `${records} records: the writer refuses records once closing`)
+    await closing
+    t.is(nodeFs.statSync(file).size, expectedSize, `${records} records: closeAsync() trims the zeros (${expectedSize} bytes)`)
+    const closed = readAll(file)
+    t.ok(sameRecords(closed.records, payloads) && closed.tail.state === 'clean', `${records} records: every record, clean tail`)
+    await w.closeAsync() // idempotent
+  }
+  t.end()
+})

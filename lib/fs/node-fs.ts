@@ -105,6 +105,25 @@ class NodeWritableFile implements WritableFile {
       }
     }
   }
+
+  /** close() on the thread pool: the trim, then the close (even if the trim failed). */
+  async closeAsync (): Promise<void> {
+    if (this.fd < 0) return
+    const fd = this.fd
+    this.fd = -1
+    const trim = this.allocated > this.length ? this.length : -1
+    await new Promise<void>((resolve, reject) => {
+      const closeFd = (trimError: Error | null): void => {
+        fs.close(fd, (closeError) => {
+          const e = trimError ?? closeError
+          if (e) reject(e)
+          else resolve()
+        })
+      }
+      if (trim >= 0) fs.ftruncate(fd, trim, closeFd)
+      else closeFd(null)
+    })
+  }
 }
 
 export class NodeFileSystem implements FileSystem {

@@ -10,7 +10,7 @@
 //   file, so anything appended after it would sit behind a torn record and be
 //   reported as mid-log corruption on recovery. Every later call rethrows the
 //   first error; the owner must abandon this log and start a new one.
-import type { WritableFile } from '../fs/fs'
+import { closeAsync, type WritableFile } from '../fs/fs'
 import { encodedRecordSize, writeRecord } from './log-format'
 import { assert } from '../invariants'
 
@@ -77,6 +77,14 @@ export class LogWriter {
     this.closed = true
     this.scratch = Buffer.allocUnsafe(0)
     this.file.close()
+  }
+
+  /** close() off the event loop where the file system offers it (see closeAsync in lib/fs/fs.ts). */
+  async closeAsync (): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    this.scratch = Buffer.allocUnsafe(0)
+    await closeAsync(this.file)
   }
 
   private check (): void {
