@@ -361,6 +361,13 @@ export class Engine {
       }
       this.recovery.logsReplayed++
       const tail = reader.tail
+      // A retired log may end in zeros: the space written ahead of its records
+      // (lib/fs/node-fs.ts, preallocation), still there when its trim had not
+      // run or had not reached the disk at the crash. Nothing is missing behind
+      // it: a log's records are all synced before the next log takes any (see
+      // commit), and the next log's first record must continue its sequence
+      // numbers (checked above), so lost records would still be caught.
+      if (tail.state === 'torn' && i < logs.length - 1 && this.tailIsZeros(name, tail.offset)) continue
       if (tail.state !== 'clean') {
         // Newer logs that are empty hold nothing that could follow the damage (a log
         // takes records only once the logs before it are synced: a crash right after
@@ -374,6 +381,24 @@ export class Engine {
     }
     this.visibleSeq = this.allocatedSeq = seq
     if (!mem.isEmpty()) await this.flushRecovered(mem)
+  }
+
+  /** True if the log `name` holds only zero bytes from `offset` to its end. */
+  private tailIsZeros (name: string, offset: number): boolean {
+    const file = this.fs.openRead(join(this.location, name))
+    try {
+      const size = file.size()
+      const buf = Buffer.allocUnsafe(64 * 1024)
+      for (let pos = offset; pos < size;) {
+        const n = file.read(buf, 0, Math.min(buf.length, size - pos), pos)
+        if (n <= 0) return false
+        for (let j = 0; j < n; j++) if (buf[j] !== 0) return false
+        pos += n
+      }
+      return true
+    } finally {
+      file.close()
+    }
   }
 
   private logIsEmpty (number: number): boolean {

@@ -33,6 +33,7 @@ import { Table } from '../lib/sstable/table'
 import { BlockCache } from '../lib/sstable/cache'
 import { BlockIterator } from '../lib/sstable/block'
 import { LogReader } from '../lib/wal/log-reader'
+import { HEADER_SIZE as LOG_HEADER_SIZE } from '../lib/wal/log-format'
 import { Random, seedFromEnv } from './util/random'
 import { tempDir } from './util/temp'
 
@@ -748,4 +749,41 @@ test('destroy removes the database files and the directory, and refuses an open 
   await LsmLevel.destroy(dir)
   t.pass('destroying a missing database is a no-op')
   t.ok(fs.existsSync(root), 'the parent directory is left alone')
+})
+
+test('an older log that ends in zeros (its preallocated space, never trimmed) reopens with every write; garbage there is still corruption', async (t) => {
+  const img = await getImage()
+  for (const tail of ['zeros', 'garbage', 'zeros-and-a-gap'] as const) {
+    const dir = path.join(tempDir('lsm-zero-tail-'), 'db')
+    copyDir(img.dir, dir)
+    const [older, newer] = listOf(dir, 'log')
+    t.ok(older !== undefined && newer !== undefined && countRecords(path.join(dir, newer)) > 0, `${tail}: an older log, and a newer one holding records`)
+    const olderPath = path.join(dir, older)
+    if (tail === 'zeros-and-a-gap') {
+      // The older log's last record lost (zeroed, as an unsynced page reads after
+      // a power loss): the newer log's first record no longer continues it.
+      const bytes = fs.readFileSync(olderPath)
+      let last = 0
+      for (let pos = 0; pos + LOG_HEADER_SIZE <= bytes.length; pos += LOG_HEADER_SIZE + bytes.readUInt32LE(pos + 4)) last = pos
+      bytes.fill(0, last)
+      fs.writeFileSync(olderPath, bytes)
+    }
+    if (tail === 'garbage') fs.appendFileSync(olderPath, Buffer.alloc(4096, 0x5a))
+    else fs.appendFileSync(olderPath, Buffer.alloc(256 * 1024))
+    const db = new LsmLevel(dir, OPTS)
+    let opened = false
+    try {
+      await db.open()
+      opened = true
+    } catch (err: any) {
+      if (tail === 'zeros') t.fail(`a zero tail must not fail the open: ${describe(err)}`)
+      else t.is(err.cause?.code, 'LEVEL_CORRUPTION', `${tail}: the open fails with LEVEL_CORRUPTION (${err.cause?.message})`)
+    }
+    if (opened) {
+      if (tail !== 'zeros') t.fail(`${tail}: the open must fail`)
+      else t.deepEqual(await openAndReadOpen(db, img), [], 'zeros: every write is there, nothing else')
+      await db.close()
+    }
+  }
+  t.end()
 })
