@@ -622,7 +622,6 @@ export class Engine {
     }
   }
 
-
   /** Fails every queued and unapplied write and refuses new ones. */
   private stopWrites (err: LevelError): void {
     if (!this.writeError) this.writeError = err
@@ -673,10 +672,11 @@ export class Engine {
     // The old log is closed only after its background fdatasync, if one is running, is over.
     const synced = Promise.all([this.backgroundLogSync, old.syncAsync(), syncDirAsync(fs, dir)])
     // Then the old log is closed, which trims its preallocated zeros, before the
-    // new log takes a record: recovery reads a retired log's zero tail as
-    // damage once newer logs hold records (replayLogs). The trim runs on the
-    // thread pool (it can wait on the file system's journal: 66 ms measured on
-    // the event loop); the writes held back wait for it as for the sync.
+    // new log takes a record, so that a retired log normally ends at its last
+    // record (recovery also accepts an untrimmed zero tail: replayLogs). The
+    // trim runs on the thread pool (it can wait on the file system's journal:
+    // 66 ms measured on the event loop); the writes held back wait for it as
+    // for the sync.
     const retired = synced.then(async () => {
       if (this.syncInFlight) this.logsToCloseAfterSync.push(old)
       else await old.closeAsync().catch(() => {})
