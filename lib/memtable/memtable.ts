@@ -89,22 +89,18 @@ export class MemTable {
     const list = this.list
     const adopt = payload.length >= ADOPT_MIN_BYTES && payload.byteOffset === 0 && payload.buffer.byteLength === payload.length
     const chunk = adopt ? list.adopt(payload) : -1
+    if (count >= SORTED_INSERT_MIN && count <= SORTED_INSERT_MAX) return this.addBatchSorted(payload, firstSeq, count, chunk)
     let pos = BATCH_HEADER_SIZE
     let bytes = 0
     // Seqs of the first and last entries (range tombstones count as in add*: not at all).
     let firstEntry = 0
     let lastEntry = 0
-    if (count >= SORTED_INSERT_MIN && count <= SORTED_INSERT_MAX) return this.addBatchSorted(payload, firstSeq, count, adopt ? chunk : -1)
     for (let i = 0; i < count; i++) {
       pos = readBatchOp(payload, pos)
       const kind = o.kind
       const seq = firstSeq + i
       if (kind === OP_RANGE_DELETE) {
-        // Copied: small buffers of their own rather than views pinning the payload.
-        const start = Buffer.from(payload.subarray(o.keyOff, o.keyOff + o.keyLen))
-        const end = o.endLen < 0 ? undefined : Buffer.from(payload.subarray(o.endOff, o.endOff + o.endLen))
-        this.addRangeTombstone(seq, start, end)
-        bytes += o.keyLen + (o.endLen < 0 ? 0 : o.endLen)
+        bytes += this.addRangeDeleteOp(payload, seq)
         continue
       }
       const valueLen = kind === KIND_VALUE ? o.valueLen : 0
@@ -116,8 +112,7 @@ export class MemTable {
       lastEntry = seq
     }
     assert(pos === payload.length, 'batch has trailing bytes')
-    if (lastEntry > this.maxSeq) this.maxSeq = lastEntry
-    if (firstEntry !== 0 && (firstEntry < this.minSeq || this.minSeq === 0)) this.minSeq = firstEntry
+    this.noteSeqRange(firstEntry, lastEntry)
     return bytes
   }
 
@@ -151,10 +146,7 @@ export class MemTable {
       const kind = o.kind
       const seq = firstSeq + i
       if (kind === OP_RANGE_DELETE) {
-        const start = Buffer.from(payload.subarray(o.keyOff, o.keyOff + o.keyLen))
-        const end = o.endLen < 0 ? undefined : Buffer.from(payload.subarray(o.endOff, o.endOff + o.endLen))
-        this.addRangeTombstone(seq, start, end)
-        bytes += o.keyLen + (o.endLen < 0 ? 0 : o.endLen)
+        bytes += this.addRangeDeleteOp(payload, seq)
         continue
       }
       const valueLen = kind === KIND_VALUE ? o.valueLen : 0
@@ -186,9 +178,27 @@ export class MemTable {
       else list.insertFrom(payload, ops[r + 1], ops[r + 2], firstSeq + i, ops[r], payload, ops[r + 3], ops[r + 4])
       this.bytes += ops[r + 2] + ops[r + 4] + ENTRY_OVERHEAD
     }
-    if (lastEntry > this.maxSeq) this.maxSeq = lastEntry
-    if (firstEntry !== 0 && (firstEntry < this.minSeq || this.minSeq === 0)) this.minSeq = firstEntry
+    this.noteSeqRange(firstEntry, lastEntry)
     return bytes
+  }
+
+  /**
+   * The range delete that readBatchOp just read from `payload` (batchOpOut), at
+   * `seq`; returns its user bytes. The bounds are copied: small buffers of their
+   * own rather than views pinning the payload.
+   */
+  private addRangeDeleteOp (payload: Buffer, seq: number): number {
+    const o = batchOpOut
+    const start = Buffer.from(payload.subarray(o.keyOff, o.keyOff + o.keyLen))
+    const end = o.endLen < 0 ? undefined : Buffer.from(payload.subarray(o.endOff, o.endOff + o.endLen))
+    this.addRangeTombstone(seq, start, end)
+    return o.keyLen + (o.endLen < 0 ? 0 : o.endLen)
+  }
+
+  /** Widens [minSeq, maxSeq] to a batch's entries, first..last (first 0: the batch had none). */
+  private noteSeqRange (first: number, last: number): void {
+    if (last > this.maxSeq) this.maxSeq = last
+    if (first !== 0 && (first < this.minSeq || this.minSeq === 0)) this.minSeq = first
   }
 
   /** Adds a range tombstone: [start, end) deleted as of `seq` (end undefined: no end). */

@@ -169,7 +169,11 @@ export class BlockBuilder {
   }
 }
 
-/** putVarint for a non-negative int32 (lengths), without the floating-point path. */
+/**
+ * putVarint for a non-negative int32 (lengths), without the floating-point
+ * path. Kept apart from putVarint: giving putVarint an int32 loop of its own
+ * made table building slower (~240 -> ~285 ns per entry, measured).
+ */
 function putSmallVarint (buf: Uint8Array, pos: number, n: number): number {
   while (n >= 128) {
     buf[pos++] = (n & 127) | 128
