@@ -39,11 +39,15 @@ function toView (data: Format): Buffer {
   return Buffer.from(data.buffer, data.byteOffset, data.byteLength)
 }
 
-/** Engine bytes (immutable engine memory) to the requested encoding; buffers are copied. */
-function decodeOut (data: Buffer, encoding: EncodingName): Format {
-  if (encoding === 'utf8') return data.toString('utf8')
-  const copy = Buffer.allocUnsafe(data.length)
-  data.copy(copy)
+/** Engine bytes src[start, end) to the requested encoding; buffers are copied. */
+function decodeOut (src: Buffer, start: number, end: number, encoding: EncodingName): Format {
+  if (encoding === 'utf8') return src.toString('utf8', start, end)
+  const n = end - start
+  const copy = Buffer.allocUnsafe(n)
+  // A short copy by hand: Buffer#copy of a range makes a view first (~95 ns
+  // here against ~50 ns for a 16-byte loop; even at ~24 bytes).
+  if (n <= 24) for (let i = 0; i < n; i++) copy[i] = src[start + i]
+  else src.copy(copy, 0, start, end)
   return copy
 }
 
@@ -123,8 +127,8 @@ class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
   private entry (): [any, any] {
     const it = this.it
     return [
-      this.keys ? decodeOut(it.key, this.keyEncoding) : undefined,
-      this.values ? decodeOut(it.value, this.valueEncoding) : undefined
+      this.keys ? decodeOut(it.keySource, it.keyStart, it.keyEnd, this.keyEncoding) : undefined,
+      this.values ? decodeOut(it.valueSource, it.valueStart, it.valueEnd, this.valueEncoding) : undefined
     ]
   }
 

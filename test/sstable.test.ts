@@ -133,13 +133,13 @@ function buildTable (model: Entry[], options: TableBuilderOptions, file?: string
 
 function collectForward (it: InternalIterator): Entry[] {
   const out: Entry[] = []
-  for (it.seekToFirst(); it.valid(); it.next()) out.push({ userKey: it.userKey(), seq: it.seq(), kind: it.kind(), value: it.value() })
+  for (it.seekToFirst(); it.valid(); it.next()) out.push({ userKey: Buffer.from(it.userKey()), seq: it.seq(), kind: it.kind(), value: Buffer.from(it.value()) })
   return out
 }
 
 function collectBackward (it: InternalIterator): Entry[] {
   const out: Entry[] = []
-  for (it.seekToLast(); it.valid(); it.prev()) out.push({ userKey: it.userKey(), seq: it.seq(), kind: it.kind(), value: it.value() })
+  for (it.seekToLast(); it.valid(); it.prev()) out.push({ userKey: Buffer.from(it.userKey()), seq: it.seq(), kind: it.kind(), value: Buffer.from(it.value()) })
   return out
 }
 
@@ -156,7 +156,7 @@ function sameEntries (a: Entry[], b: Entry[]): string | null {
 }
 
 function itEntry (it: InternalIterator): Entry {
-  return { userKey: it.userKey(), seq: it.seq(), kind: it.kind(), value: it.value() }
+  return { userKey: Buffer.from(it.userKey()), seq: it.seq(), kind: it.kind(), value: Buffer.from(it.value()) }
 }
 
 /** Runs fn; returns the error it threw (or undefined). */
@@ -333,24 +333,37 @@ test('decoded blocks: range compare, views outlive eviction, paranoid order chec
   }
   t.is(wrong, 0, 'compareRange orders ranges like compareBytes')
 
-  // Views handed out stay valid after their block is evicted from the cache.
+  // The entry an iterator is on stays intact while the cache evicts its block
+  // and recycles memory for other reads (the block is pinned); the blocks it has
+  // moved off are recycled, so a scan does not allocate a buffer per block.
   const { model } = makeModel(rng, 3000)
   const built = buildTable(model, { blockSize: 512, bloomBitsPerKey: 10 })
   const cache = new BlockCache(4096)
   const table = Table.open(nfs, built.path, built.name, cache)
-  const held: Array<{ e: Entry, key: Buffer, value: Buffer }> = []
   const it = table.iterator()
+  const buffers = new Set<ArrayBufferLike>()
   let i = 0
-  for (it.seekToFirst(); it.valid(); it.next(), i++) if (i % 50 === 0) held.push({ e: model[i], key: it.userKey(), value: it.value() })
+  let checked = 0
+  let intact = 0
+  for (it.seekToFirst(); it.valid(); it.next(), i++) {
+    buffers.add(it.valueSource().buffer)
+    if (i % 50 !== 0) continue
+    const key = it.userKey()
+    const value = it.value()
+    for (let j = i % 7; j < model.length; j += 97) table.get(model[j].userKey, MAX_SEQ) // churn the tiny cache
+    checked++
+    if (key.equals(model[i].userKey) && value.equals(model[i].value) && it.userKey().equals(model[i].userKey)) intact++
+  }
   it.close()
-  // Values returned by get() are held too: evicted unpinned blocks' memory is recycled for later reads.
+  t.ok(checked > 10 && intact === checked, `${intact} of ${checked} current entries intact while the cache churned`)
+  t.ok(buffers.size < table.dataBlockCount / 4, `a scan of ${table.dataBlockCount} blocks read them into ${buffers.size} buffers`)
+  // Values returned by get() are held: evicted unpinned blocks' memory is recycled for later reads.
   const got: Array<{ e: Entry, value: Buffer }> = []
   for (let j = 0; j < model.length; j += 101) {
     const r = table.get(model[j].userKey, MAX_SEQ)
     if (r !== undefined && r.seq === model[j].seq) got.push({ e: model[j], value: r.value })
   }
   for (let j = 0; j < model.length; j += 7) table.get(model[j].userKey, MAX_SEQ) // churn the tiny cache
-  t.ok(held.length > 10 && held.every((h) => h.key.equals(h.e.userKey) && h.value.equals(h.e.value)), `${held.length} held views unchanged after eviction`)
   t.ok(got.length > 10 && got.every((g) => g.value.equals(g.e.value)), `${got.length} values from get() unchanged after eviction and recycling`)
   table.unref()
 

@@ -55,8 +55,8 @@ function buildTable (model: Entry[], options: TableBuilderOptions): { path: stri
 
 function collect (it: InternalIterator, backward = false): Entry[] {
   const out: Entry[] = []
-  if (backward) for (it.seekToLast(); it.valid(); it.prev()) out.unshift({ userKey: it.userKey(), seq: it.seq(), kind: it.kind(), value: it.value() })
-  else for (it.seekToFirst(); it.valid(); it.next()) out.push({ userKey: it.userKey(), seq: it.seq(), kind: it.kind(), value: it.value() })
+  if (backward) for (it.seekToLast(); it.valid(); it.prev()) out.unshift({ userKey: Buffer.from(it.userKey()), seq: it.seq(), kind: it.kind(), value: Buffer.from(it.value()) })
+  else for (it.seekToFirst(); it.valid(); it.next()) out.push({ userKey: Buffer.from(it.userKey()), seq: it.seq(), kind: it.kind(), value: Buffer.from(it.value()) })
   return out
 }
 

@@ -15,7 +15,7 @@
 // Each output's `floor` is the larger of its smallest seq and `floorBase`, the
 // newest range tombstone the caller guarantees was applied in full.
 import { syncDirAsync, type FileSystem } from '../fs/fs'
-import { isRangeIterator, type InternalIterator } from '../iterators/internal-iterator'
+import type { InternalIterator } from '../iterators/internal-iterator'
 import type { FileMeta } from '../manifest/file-meta'
 import { TableBuilder } from '../sstable/table-builder'
 import { join, tableName } from '../filenames'
@@ -67,10 +67,11 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
   let entriesIn = 0
   let entriesDropped = 0
   let bytesWritten = 0
-  // The current user key: keySrc[keyOff, keyOff + keyLen) (iterator keys stay valid).
-  let currentSrc: Uint8Array | undefined
-  let currentOff = 0
-  let currentLen = 0
+  // A copy of the current user key, currentKey[0, currentLen) (an iterator's
+  // key is valid only until it moves, and all versions of a key are compared
+  // with it); none before the first entry.
+  let currentKey = Buffer.allocUnsafe(64)
+  let currentLen = -1
   let lastSeqForKey = Infinity
   let smallestSeq = Infinity
   const tombstones = p.rangeTombstones !== undefined && p.rangeTombstones.size > 0 ? p.rangeTombstones : undefined
@@ -108,8 +109,6 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
     file = undefined
   }
 
-  // A memtable iterator hands out byte ranges of its arena: no view per entry.
-  const ranged = isRangeIterator(input) ? input : undefined
   try {
     input.seekToFirst()
     let slice = 0
@@ -121,31 +120,19 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
         sliceStart = performance.now()
       }
       entriesIn++
-      let keySrc: Uint8Array
-      let keyOff = 0
-      let keyLen: number
-      let valueSrc: Uint8Array
-      let valueOff = 0
-      let valueLen: number
-      if (ranged !== undefined) {
-        keySrc = ranged.keySource()
-        keyOff = ranged.keyStart()
-        keyLen = ranged.keyLength()
-        valueSrc = ranged.valueSource()
-        valueOff = ranged.valueStart()
-        valueLen = ranged.valueLength()
-      } else {
-        keySrc = input.userKey()
-        keyLen = keySrc.length
-        valueSrc = input.value()
-        valueLen = valueSrc.length
-      }
+      // Byte ranges of the iterator's buffers: no view per entry.
+      const keySrc = input.keySource()
+      const keyOff = input.keyStart()
+      const keyLen = input.keyEnd() - keyOff
+      const valueSrc = input.valueSource()
+      const valueOff = input.valueStart()
+      const valueLen = input.valueEnd() - valueOff
       const seq = input.seq()
       const kind = input.kind()
-      const newKey = currentSrc === undefined || compareRange(keySrc, keyOff, keyOff + keyLen, currentSrc, currentOff, currentOff + currentLen) !== 0
+      const newKey = currentLen < 0 || compareRange(keySrc, keyOff, keyOff + keyLen, currentKey, 0, currentLen) !== 0
       if (newKey) {
-        currentSrc = keySrc
-        currentOff = keyOff
+        if (keyLen > currentKey.length) currentKey = Buffer.allocUnsafe(Math.max(keyLen, 2 * currentKey.length))
+        for (let i = 0; i < keyLen; i++) currentKey[i] = keySrc[keyOff + i]
         currentLen = keyLen
         lastSeqForKey = Infinity
         // Split only between user keys: all versions of a key stay in one table.

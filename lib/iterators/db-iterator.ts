@@ -10,10 +10,17 @@
 //
 // A version hidden by a range tombstone (lib/range-tombstones.ts) the reader
 // sees counts as deleted.
+//
+// An internal iterator's key and value are valid only until it moves
+// (internal-iterator.ts), so what this iterator holds across moves is a copy:
+// the user key whose older versions it is skipping (forward) and the entry it
+// is deciding (reverse; LevelDB's DBIter keeps saved_key_ and saved_value_ the
+// same way). A forward result is not copied: the internal iterator stays on it
+// until the next step.
 import type { InternalIterator } from './internal-iterator'
 import type { RangeTombstoneView } from '../range-tombstones'
 import { KIND_DELETE, KIND_VALUE, MAX_SEQ } from '../keys'
-import { compareBytes } from '../util/coding'
+import { compareRange } from '../util/coding'
 
 /** step() results. */
 export const END = 0
@@ -39,21 +46,33 @@ export class DbIterator {
   private readonly upperInclusive: boolean
   private started = false
   private done = false
-  /** Reverse: the newest visible version so far of savedKey is a value no range tombstone hides. */
+  /** Forward: the internal iterator is still on the entry last returned (moved at the next step). */
+  private advance = false
+  /** Forward: a copy of the user key last returned or skipped, whose older versions are skipped (-1: none). */
+  private skipKey = Buffer.allocUnsafe(64)
+  private skipLen = -1
+  /** Reverse: a copy of the newest visible version so far of a user key (savedKeyLen -1: none). */
+  private savedKey = Buffer.allocUnsafe(64)
+  private savedKeyLen = -1
+  private savedValue = Buffer.allocUnsafe(256)
+  private savedValueLen = 0
+  /** Reverse: the saved version is a value no range tombstone hides. */
   private savedLive = false
-  private savedKey: Buffer | undefined
-  private savedValue: Buffer = EMPTY
   /** Reverse: a step paused in the middle of deciding a key (the saved* fields hold its state). */
   private pausedReverse = false
-  /** Forward: the user key last returned or skipped, whose older versions are skipped. */
-  private skipKey: Buffer | undefined = undefined
   private readonly onClose: (() => void) | undefined
   private readonly tombstones: RangeTombstoneView | undefined
   private closed = false
 
-  /** The current entry after a successful next(). */
-  key: Buffer = EMPTY
-  value: Buffer = EMPTY
+  // The current entry after a successful step(): its user key is
+  // keySource[keyStart, keyEnd) and its value valueSource[valueStart, valueEnd),
+  // valid until the next step, seek or close.
+  keySource: Buffer = EMPTY
+  keyStart = 0
+  keyEnd = 0
+  valueSource: Buffer = EMPTY
+  valueStart = 0
+  valueEnd = 0
 
   constructor (it: InternalIterator, seq: number, range: RangeOptions, onClose?: () => void, tombstones?: RangeTombstoneView) {
     this.it = it
@@ -66,15 +85,27 @@ export class DbIterator {
     this.tombstones = tombstones
   }
 
-  private beforeLower (k: Uint8Array): boolean {
-    if (this.lower === undefined) return false
-    const c = compareBytes(k, this.lower)
+  /** A view of the current entry's user key (valid as the ranges are). */
+  get key (): Buffer {
+    return this.keySource.subarray(this.keyStart, this.keyEnd)
+  }
+
+  /** A view of the current entry's value (valid as the ranges are). */
+  get value (): Buffer {
+    return this.valueSource.subarray(this.valueStart, this.valueEnd)
+  }
+
+  private beforeLower (src: Uint8Array, start: number, end: number): boolean {
+    const lower = this.lower
+    if (lower === undefined) return false
+    const c = compareRange(src, start, end, lower, 0, lower.length)
     return this.lowerInclusive ? c < 0 : c <= 0
   }
 
-  private afterUpper (k: Uint8Array): boolean {
-    if (this.upper === undefined) return false
-    const c = compareBytes(k, this.upper)
+  private afterUpper (src: Uint8Array, start: number, end: number): boolean {
+    const upper = this.upper
+    if (upper === undefined) return false
+    const c = compareRange(src, start, end, upper, 0, upper.length)
     return this.upperInclusive ? c > 0 : c >= 0
   }
 
@@ -91,8 +122,9 @@ export class DbIterator {
 
   /**
    * Moves to the next user entry in iteration order; false at the end. The
-   * result is in `key` / `value`: views of immutable engine memory, which the
-   * caller copies before handing them out.
+   * result is in the key and value ranges (or the `key` and `value` views): engine
+   * memory, valid until the next call, which the caller copies before handing
+   * it out.
    */
   next (): boolean {
     return this.step(Infinity) === FOUND
@@ -115,19 +147,34 @@ export class DbIterator {
   private nextUserEntry (budget: number): number {
     const it = this.it
     const seq = this.seq
+    if (this.advance) {
+      this.advance = false
+      it.next()
+    }
     let visits = 0
     while (it.valid()) {
       if (++visits > budget) return PAUSED
-      if (it.seq() > seq) { it.next(); continue }
-      const uk = it.userKey()
-      if (this.skipKey !== undefined && compareBytes(uk, this.skipKey) === 0) { it.next(); continue }
-      if (this.afterUpper(uk)) return END
-      this.skipKey = uk
-      if (it.kind() === KIND_DELETE || this.beforeLower(uk)) { it.next(); continue }
-      if (this.tombstones !== undefined && this.tombstones.covers(uk, it.seq(), seq)) { it.next(); continue }
-      this.key = uk
-      this.value = it.value()
-      it.next()
+      const s = it.seq()
+      if (s > seq) { it.next(); continue }
+      const src = it.keySource()
+      const start = it.keyStart()
+      const end = it.keyEnd()
+      const len = end - start
+      if (this.skipLen === len && compareRange(src, start, end, this.skipKey, 0, len) === 0) { it.next(); continue }
+      if (this.afterUpper(src, start, end)) return END
+      let skip = this.skipKey
+      if (skip.length < len) skip = this.skipKey = Buffer.allocUnsafe(Math.max(len, 2 * skip.length))
+      for (let i = 0; i < len; i++) skip[i] = src[start + i]
+      this.skipLen = len
+      if (it.kind() === KIND_DELETE || this.beforeLower(src, start, end)) { it.next(); continue }
+      if (this.tombstones !== undefined && this.tombstones.covers(src.subarray(start, end), s, seq)) { it.next(); continue }
+      this.keySource = src
+      this.keyStart = start
+      this.keyEnd = end
+      this.valueSource = it.valueSource()
+      this.valueStart = it.valueStart()
+      this.valueEnd = it.valueEnd()
+      this.advance = true
       return FOUND
     }
     return END
@@ -138,8 +185,7 @@ export class DbIterator {
     const seq = this.seq
     if (!this.pausedReverse) {
       this.savedLive = false
-      this.savedKey = undefined
-      this.savedValue = EMPTY
+      this.savedKeyLen = -1
     }
     this.pausedReverse = false
     const tombstones = this.tombstones
@@ -151,24 +197,43 @@ export class DbIterator {
       }
       const s = it.seq()
       if (s <= seq) {
-        const uk = it.userKey()
-        if (this.savedKey !== undefined && compareBytes(uk, this.savedKey) < 0) {
+        const src = it.keySource()
+        const start = it.keyStart()
+        const end = it.keyEnd()
+        if (this.savedKeyLen >= 0 && compareRange(src, start, end, this.savedKey, 0, this.savedKeyLen) < 0) {
           if (this.savedLive) break
         }
-        if (this.beforeLower(uk)) break
-        this.savedLive = it.kind() === KIND_VALUE && (tombstones === undefined || !tombstones.covers(uk, s, seq))
-        this.savedKey = uk
-        this.savedValue = it.value()
+        if (this.beforeLower(src, start, end)) break
+        this.savedLive = it.kind() === KIND_VALUE && (tombstones === undefined || !tombstones.covers(src.subarray(start, end), s, seq))
+        this.save(src, start, end, this.savedLive)
       }
       it.prev()
     }
-    const key = this.savedKey
-    if (!this.savedLive || key === undefined) return END
-    this.key = key
-    this.value = this.savedValue
-    this.savedKey = undefined
-    this.savedValue = EMPTY
+    if (!this.savedLive || this.savedKeyLen < 0) return END
+    this.keySource = this.savedKey
+    this.keyStart = 0
+    this.keyEnd = this.savedKeyLen
+    this.valueSource = this.savedValue
+    this.valueStart = 0
+    this.valueEnd = this.savedValueLen
+    this.savedKeyLen = -1
     return FOUND
+  }
+
+  /** Reverse: copies the internal iterator's current key (and, if `live`, its value) into the saved entry. */
+  private save (src: Buffer, start: number, end: number, live: boolean): void {
+    const len = end - start
+    if (this.savedKey.length < len) this.savedKey = Buffer.allocUnsafe(Math.max(len, 2 * this.savedKey.length))
+    src.copy(this.savedKey, 0, start, end)
+    this.savedKeyLen = len
+    this.savedValueLen = 0
+    if (!live) return
+    const it = this.it
+    const vStart = it.valueStart()
+    const vLen = it.valueEnd() - vStart
+    if (this.savedValue.length < vLen) this.savedValue = Buffer.allocUnsafe(Math.max(vLen, 2 * this.savedValue.length))
+    it.valueSource().copy(this.savedValue, 0, vStart, vStart + vLen)
+    this.savedValueLen = vLen
   }
 
   /**
@@ -178,13 +243,14 @@ export class DbIterator {
   seek (target: Buffer): void {
     this.started = true
     this.done = false
-    this.skipKey = undefined
+    this.advance = false
+    this.skipLen = -1
     this.pausedReverse = false
     if (!this.reverse) {
-      if (this.lower !== undefined && this.beforeLower(target)) this.it.seek(this.lower, this.lowerInclusive ? MAX_SEQ : 0)
+      if (this.lower !== undefined && this.beforeLower(target, 0, target.length)) this.it.seek(this.lower, this.lowerInclusive ? MAX_SEQ : 0)
       else this.it.seek(target, MAX_SEQ)
     } else {
-      if (this.upper !== undefined && this.afterUpper(target)) this.it.seekForPrev(this.upper, this.upperInclusive ? 0 : MAX_SEQ)
+      if (this.upper !== undefined && this.afterUpper(target, 0, target.length)) this.it.seekForPrev(this.upper, this.upperInclusive ? 0 : MAX_SEQ)
       else this.it.seekForPrev(target, 0)
     }
   }

@@ -1,11 +1,20 @@
-// The contract every internal iterator (memtable, block, table, level, merging)
+// The contract every internal iterator (memtable, table, level, merging)
 // follows. Entries come in internal order: userKey ascending, seq descending.
 //
 // Positioning: an iterator starts unpositioned (valid() === false) until one of
-// the seek calls. Accessors may only be called while valid(). Buffers returned by
-// userKey() and value() are immutable views that stay valid for the lifetime of
-// the iterator (they point into immutable blocks or memtable entries); callers
-// must copy them before handing them to user code that could mutate them.
+// the seek calls. Accessors may only be called while valid().
+//
+// Reading the current entry. Its user key is keySource()[keyStart(), keyEnd())
+// and its value valueSource()[valueStart(), valueEnd()): byte ranges of buffers
+// the iterator holds, so that a consumer of every entry (a scan, a flush, a
+// compaction) makes no object per entry. userKey() and value() are views of the
+// same ranges, for callers that want a Buffer.
+//
+// Lifetime (LevelDB's rule): the bytes of the current entry stay valid until
+// the iterator is next moved (next, prev, any seek) or closed; a table iterator
+// then lets go of its block, whose memory the block cache may reuse. A caller
+// that needs a key or value after that copies it. Views are read-only: callers
+// copy them before handing them to user code that could mutate them.
 //
 // Errors: reading damaged data throws a LEVEL_CORRUPTION error naming the file.
 
@@ -19,29 +28,18 @@ export interface InternalIterator {
   seekForPrev (userKey: Uint8Array, seq: number): void
   next (): void
   prev (): void
-  userKey (): Buffer
   seq (): number
   kind (): number
-  value (): Buffer
-  /** Releases pinned resources (table references). Idempotent. */
-  close (): void
-}
-
-/**
- * An iterator whose current key and value can also be read as byte ranges of
- * buffers it keeps (the memtable's arena), so that a consumer of every entry
- * (a flush) makes no view per entry. The ranges stay valid, like userKey() and
- * value(), for the iterator's lifetime.
- */
-export interface RangeIterator extends InternalIterator {
-  keySource (): Uint8Array
+  keySource (): Buffer
   keyStart (): number
-  keyLength (): number
-  valueSource (): Uint8Array
+  keyEnd (): number
+  valueSource (): Buffer
   valueStart (): number
-  valueLength (): number
-}
-
-export function isRangeIterator (it: InternalIterator): it is RangeIterator {
-  return typeof (it as Partial<RangeIterator>).keySource === 'function'
+  valueEnd (): number
+  /** A view of the current user key (valid as the ranges are). */
+  userKey (): Buffer
+  /** A view of the current value (valid as the ranges are). */
+  value (): Buffer
+  /** Releases pinned resources (table references, blocks). Idempotent. */
+  close (): void
 }

@@ -105,6 +105,30 @@ export class LevelIterator implements InternalIterator {
     return this.table!.value()
   }
 
+  keySource (): Buffer {
+    return this.table!.keySource()
+  }
+
+  keyStart (): number {
+    return this.table!.keyStart()
+  }
+
+  keyEnd (): number {
+    return this.table!.keyEnd()
+  }
+
+  valueSource (): Buffer {
+    return this.table!.valueSource()
+  }
+
+  valueStart (): number {
+    return this.table!.valueStart()
+  }
+
+  valueEnd (): number {
+    return this.table!.valueEnd()
+  }
+
   close (): void {
     this.closeTable()
   }

@@ -30,7 +30,7 @@
 // ordering. The current child itself is already where it must be. This is the
 // scheme of LevelDB's MergingIterator; it costs one seek per child, paid only
 // on the step that changes direction.
-import { compareBytes } from '../util/coding'
+import { compareRange } from '../util/coding'
 import { compareInternal } from '../keys'
 import { assert, checks } from '../invariants'
 import type { InternalIterator } from './internal-iterator'
@@ -40,8 +40,11 @@ const REVERSE = -1
 
 export class MergingIterator implements InternalIterator {
   private readonly children: InternalIterator[]
-  /** Cached userKey() / seq() of each child, current while the child is in the heap. */
-  private readonly keys: Buffer[]
+  // The current key (keySource, keyStart, keyEnd) and seq of each child, read
+  // when it moved: valid while the child is in the heap (until it moves again).
+  private readonly keySrcs: Buffer[]
+  private readonly keyStarts: Int32Array
+  private readonly keyEnds: Int32Array
   private readonly seqs: Float64Array
   /** Child indices; heap[0] is the current child. */
   private readonly heap: Int32Array
@@ -53,7 +56,9 @@ export class MergingIterator implements InternalIterator {
   constructor (children: InternalIterator[]) {
     this.children = children.slice()
     const n = this.children.length
-    this.keys = new Array<Buffer>(n)
+    this.keySrcs = new Array<Buffer>(n)
+    this.keyStarts = new Int32Array(n)
+    this.keyEnds = new Int32Array(n)
     this.seqs = new Float64Array(n)
     this.heap = new Int32Array(n)
   }
@@ -101,7 +106,8 @@ export class MergingIterator implements InternalIterator {
   }
 
   userKey (): Buffer {
-    return this.keys[this.heap[0]]
+    const top = this.heap[0]
+    return this.keySrcs[top].subarray(this.keyStarts[top], this.keyEnds[top])
   }
 
   seq (): number {
@@ -114,6 +120,30 @@ export class MergingIterator implements InternalIterator {
 
   value (): Buffer {
     return this.children[this.heap[0]].value()
+  }
+
+  keySource (): Buffer {
+    return this.keySrcs[this.heap[0]]
+  }
+
+  keyStart (): number {
+    return this.keyStarts[this.heap[0]]
+  }
+
+  keyEnd (): number {
+    return this.keyEnds[this.heap[0]]
+  }
+
+  valueSource (): Buffer {
+    return this.children[this.heap[0]].valueSource()
+  }
+
+  valueStart (): number {
+    return this.children[this.heap[0]].valueStart()
+  }
+
+  valueEnd (): number {
+    return this.children[this.heap[0]].valueEnd()
   }
 
   close (): void {
@@ -137,7 +167,8 @@ export class MergingIterator implements InternalIterator {
    */
   private turn (direction: number): void {
     const cur = this.heap[0]
-    const key = this.keys[cur]
+    // The current child does not move here, so its key stays valid throughout.
+    const key = this.userKey()
     const seq = this.seqs[cur]
     const children = this.children
     for (let i = 0; i < children.length; i++) {
@@ -165,7 +196,9 @@ export class MergingIterator implements InternalIterator {
     for (let i = 0; i < children.length; i++) {
       const child = children[i]
       if (child.valid()) {
-        this.keys[i] = child.userKey()
+        this.keySrcs[i] = child.keySource()
+        this.keyStarts[i] = child.keyStart()
+        this.keyEnds[i] = child.keyEnd()
         this.seqs[i] = child.seq()
         heap[size++] = i
       }
@@ -177,7 +210,9 @@ export class MergingIterator implements InternalIterator {
   /** The top child `top` has moved: refresh its cache and restore the heap. */
   private replaceTop (top: number, child: InternalIterator): void {
     if (child.valid()) {
-      this.keys[top] = child.userKey()
+      this.keySrcs[top] = child.keySource()
+      this.keyStarts[top] = child.keyStart()
+      this.keyEnds[top] = child.keyEnd()
       this.seqs[top] = child.seq()
     } else {
       const last = --this.size
@@ -204,7 +239,7 @@ export class MergingIterator implements InternalIterator {
 
   /** True if child a's entry comes out before child b's in the current direction. */
   private before (a: number, b: number): boolean {
-    let c = compareBytes(this.keys[a], this.keys[b])
+    let c = compareRange(this.keySrcs[a], this.keyStarts[a], this.keyEnds[a], this.keySrcs[b], this.keyStarts[b], this.keyEnds[b])
     if (c === 0) {
       c = this.seqs[b] - this.seqs[a]
       if (c === 0) c = a - b

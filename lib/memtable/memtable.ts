@@ -5,7 +5,7 @@
 // key (userKey ascending, seq descending), in a SkipList. Nothing is ever removed
 // or overwritten, which is what makes reading it while writes continue safe: a
 // reader either sees a new entry or it does not, and readers filter by seq anyway.
-import type { InternalIterator, RangeIterator } from '../iterators/internal-iterator'
+import type { InternalIterator } from '../iterators/internal-iterator'
 import { assert, checks } from '../invariants'
 import { SkipList, type SkipListState } from './skiplist'
 import { RangeTombstoneIndex, type RangeTombstone } from '../range-tombstones'
@@ -297,7 +297,7 @@ export class MemTable {
 }
 
 /** A cursor over the skiplist: just a node index (0 = not positioned). */
-class MemTableIterator implements RangeIterator {
+class MemTableIterator implements InternalIterator {
   private node = 0
 
   constructor (private readonly list: SkipList) {}
@@ -352,7 +352,7 @@ class MemTableIterator implements RangeIterator {
     return this.list.valueAt(this.node)
   }
 
-  keySource (): Uint8Array {
+  keySource (): Buffer {
     return this.list.chunkOf(this.node)
   }
 
@@ -360,11 +360,11 @@ class MemTableIterator implements RangeIterator {
     return this.list.keyOffset(this.node)
   }
 
-  keyLength (): number {
-    return this.list.keyLength(this.node)
+  keyEnd (): number {
+    return this.list.keyOffset(this.node) + this.list.keyLength(this.node)
   }
 
-  valueSource (): Uint8Array {
+  valueSource (): Buffer {
     return this.list.chunkOf(this.node)
   }
 
@@ -372,8 +372,8 @@ class MemTableIterator implements RangeIterator {
     return this.list.valueOffset(this.node)
   }
 
-  valueLength (): number {
-    return this.list.valueLength(this.node)
+  valueEnd (): number {
+    return this.list.valueOffset(this.node) + this.list.valueLength(this.node)
   }
 
   close (): void {

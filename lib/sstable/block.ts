@@ -21,14 +21,19 @@
 //                                          back, prefix compression undone
 //
 // Searches compare the target against arena bytes in place; userKey(i) and
-// value(i) make short-lived views on demand. Views stay valid forever (the
-// block is immutable and never reused), which is what the iterator contract asks.
+// value(i) make short-lived views on demand. A DecodedBlock's views stay valid
+// forever (its raw block is pinned for good): index blocks and repair use it.
+//
+// Iterators decode the data blocks they visit into BlockColumns of their own
+// instead (the same columns in growable arrays, overwritten by the next
+// block), so moving to another block allocates nothing; what they hand out is
+// valid until they move (lib/iterators/internal-iterator.ts).
 //
 // The block cache does not hold decoded blocks: it holds RawBlocks, the raw
 // contents with their restart array validated, charged at their raw size. Point
 // lookups (seekRawBlock) search a raw block in place, as LevelDB does: a binary
 // search over the restart points, then a scan of at most one restart interval,
-// validating every entry they read. Iterators decode the blocks they visit.
+// validating every entry they read.
 import { corruption } from '../errors'
 import { checks } from '../invariants'
 import { KIND_DELETE, KIND_VALUE, MAX_SEQ, TRAILER_SIZE } from '../keys'
@@ -123,8 +128,10 @@ export class DecodedBlock {
   readonly bytes: Uint8Array
   private readonly kindsAt: number
   // Views are made with Buffer#subarray (cheaper than Buffer.from(arrayBuffer, ...)).
-  private readonly contents: Buffer
-  private readonly arena: Buffer
+  /** The raw block: value i is contents[ints[n + 1 + i], ints[2n + 1 + i]). */
+  readonly contents: Buffer
+  /** The whole packed buffer as a Buffer: user key i is arena[ints[i], ints[i + 1]). */
+  readonly arena: Buffer
 
   /** @internal Use decodeBlock. Nothing here may be mutated. */
   constructor (contents: Buffer, packed: ArrayBuffer, n: number) {
@@ -163,20 +170,7 @@ export class DecodedBlock {
 
   /** Index of the first entry >= (userKey, seq); `length` if none. */
   lowerBound (userKey: Uint8Array, seq: number): number {
-    let lo = 0
-    let hi = this.length
-    const bytes = this.bytes
-    const offs = this.ints
-    const seqs = this.seqs
-    const keyLen = userKey.length
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1
-      // entry(mid) < target: user key smaller, or same user key and larger seq.
-      const c = compareRange(bytes, offs[mid], offs[mid + 1], userKey, 0, keyLen)
-      if (c < 0 || (c === 0 && seqs[mid] > seq)) lo = mid + 1
-      else hi = mid
-    }
-    return lo
+    return lowerBoundIn(this.bytes, this.ints, this.seqs, this.length, userKey, seq)
   }
 
   /**
@@ -188,50 +182,118 @@ export class DecodedBlock {
   }
 }
 
-// Scratch space reused by every decode (decoding is synchronous, never
-// reentrant); each decode copies the used part into its block's packed buffer.
-let keyScratch = new Uint8Array(256) // the full internal key being reconstructed
-let arenaScratch = new Uint8Array(16384)
-let seqScratch = new Float64Array(1024)
-let keyEndScratch = new Int32Array(1024)
-let valueStartScratch = new Int32Array(1024)
-let valueEndScratch = new Int32Array(1024)
-let kindScratch = new Uint8Array(1024)
-
 /** Offsets are kept in Int32Arrays: larger decoded blocks are refused (no writer makes them). */
 const MAX_DECODED_BYTES = 0x7fffffff
 
-/** Doubles the per-entry scratch arrays (keeping the first n entries). */
-function growEntryScratch (n: number): void {
-  const cap = seqScratch.length * 2
-  const seqs = new Float64Array(cap)
-  seqs.set(seqScratch.subarray(0, n))
-  seqScratch = seqs
-  const ends = new Int32Array(cap)
-  ends.set(keyEndScratch.subarray(0, n))
-  keyEndScratch = ends
-  const vs = new Int32Array(cap)
-  vs.set(valueStartScratch.subarray(0, n))
-  valueStartScratch = vs
-  const ve = new Int32Array(cap)
-  ve.set(valueEndScratch.subarray(0, n))
-  valueEndScratch = ve
-  const kinds = new Uint8Array(cap)
-  kinds.set(kindScratch.subarray(0, n))
-  kindScratch = kinds
+/**
+ * A block decoded into columns that a later decode overwrites (growing them as
+ * needed): an iterator decodes every block it visits into its own BlockColumns,
+ * so moving to the next block allocates nothing. Entry i:
+ *
+ *   user key   arena[keyOffs[i], keyOffs[i + 1])  (prefix compression undone)
+ *   value      contents[valueStarts[i], valueEnds[i])  (in the raw block, in place)
+ *   seqs[i], kinds[i]
+ *
+ * Everything read from it is valid until its next load().
+ */
+export class BlockColumns {
+  length = 0
+  arena: Buffer
+  seqs: Float64Array
+  /** length + 1 offsets into the arena. */
+  keyOffs: Int32Array
+  kinds: Uint8Array
+  valueStarts: Int32Array
+  valueEnds: Int32Array
+  /** The raw block the values are read from. */
+  contents: Buffer = EMPTY_CONTENTS
+
+  constructor (entries = 64, arenaBytes = 2048) {
+    this.arena = Buffer.allocUnsafeSlow(arenaBytes)
+    this.seqs = new Float64Array(entries)
+    this.keyOffs = new Int32Array(entries + 1)
+    this.kinds = new Uint8Array(entries)
+    this.valueStarts = new Int32Array(entries)
+    this.valueEnds = new Int32Array(entries)
+  }
+
+  /** Decodes block `contents` of table `name` (entry layout of table format `version`) into these columns. */
+  load (name: string, contents: Buffer, version: number): void {
+    if (version === 2) decodeV2Into(name, contents, this)
+    else {
+      checkVersion(name, version)
+      decodeV1Into(name, contents, this)
+    }
+  }
+
+  /** Index of the first entry >= (userKey, seq); `length` if none. */
+  lowerBound (userKey: Uint8Array, seq: number): number {
+    return lowerBoundIn(this.arena, this.keyOffs, this.seqs, this.length, userKey, seq)
+  }
+
+  /** Index of the first entry > (userKey, seq); `length` if none. */
+  upperBound (userKey: Uint8Array, seq: number): number {
+    return lowerBoundIn(this.arena, this.keyOffs, this.seqs, this.length, userKey, seq - 1)
+  }
+
+  /** Doubles the per-entry columns, keeping the first n entries. */
+  growEntries (n: number): void {
+    const cap = this.seqs.length * 2
+    const seqs = new Float64Array(cap)
+    seqs.set(this.seqs.subarray(0, n))
+    this.seqs = seqs
+    const offs = new Int32Array(cap + 1)
+    offs.set(this.keyOffs.subarray(0, n + 1))
+    this.keyOffs = offs
+    const vs = new Int32Array(cap)
+    vs.set(this.valueStarts.subarray(0, n))
+    this.valueStarts = vs
+    const ve = new Int32Array(cap)
+    ve.set(this.valueEnds.subarray(0, n))
+    this.valueEnds = ve
+    const kinds = new Uint8Array(cap)
+    kinds.set(this.kinds.subarray(0, n))
+    this.kinds = kinds
+  }
+
+  /** An arena of at least `need` bytes, keeping its first `keep` bytes. */
+  growArena (need: number, keep: number): Buffer {
+    const bigger = Buffer.allocUnsafeSlow(Math.min(Math.max(need, this.arena.length * 2), MAX_DECODED_BYTES))
+    this.arena.copy(bigger, 0, 0, keep)
+    this.arena = bigger
+    return bigger
+  }
 }
+
+const EMPTY_CONTENTS = Buffer.alloc(0)
+
+/**
+ * Index of the first of n entries >= (userKey, seq) in internal order, the user
+ * key of entry i being bytes[offs[i], offs[i + 1]); n if none.
+ */
+function lowerBoundIn (bytes: Uint8Array, offs: Int32Array, seqs: Float64Array, n: number, userKey: Uint8Array, seq: number): number {
+  let lo = 0
+  let hi = n
+  const keyLen = userKey.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    // entry(mid) < target: user key smaller, or same user key and larger seq.
+    const c = compareRange(bytes, offs[mid], offs[mid + 1], userKey, 0, keyLen)
+    if (c < 0 || (c === 0 && seqs[mid] > seq)) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+// The columns every decodeBlock() decodes into before packing (decoding is
+// synchronous, never reentrant), and the version 1 decoder's key scratch.
+let scratch = new BlockColumns(1024, 16384)
+let keyScratch = new Uint8Array(256) // the full internal key being reconstructed
 
 /** Do not pin a one-off huge scratch (a big index block) for the process lifetime. */
 function shrinkScratch (): void {
-  if (arenaScratch.length > 1 << 20) arenaScratch = new Uint8Array(16384)
+  if (scratch.arena.length > 1 << 20 || scratch.seqs.length > 1 << 16) scratch = new BlockColumns(1024, 16384)
   if (keyScratch.length > 1 << 16) keyScratch = new Uint8Array(256)
-  if (seqScratch.length > 1 << 16) {
-    seqScratch = new Float64Array(1024)
-    keyEndScratch = new Int32Array(1024)
-    valueStartScratch = new Int32Array(1024)
-    valueEndScratch = new Int32Array(1024)
-    kindScratch = new Uint8Array(1024)
-  }
 }
 
 /**
@@ -239,9 +301,8 @@ function shrinkScratch (): void {
  * table format `version` (1 or 2). Throws corruption on any damage.
  */
 export function decodeBlock (name: string, contents: Buffer, version: number = DEFAULT_BLOCK_VERSION): DecodedBlock {
-  if (version === 2) return decodeBlockV2(name, contents)
-  checkVersion(name, version)
-  return decodeBlockV1(name, contents)
+  scratch.load(name, contents, version)
+  return pack(name, contents, scratch)
 }
 
 /** Checks a block's size and restart count; returns the end of its entries. */
@@ -256,11 +317,20 @@ function entriesLimit (name: string, contents: Buffer): number {
 }
 
 /** Version 2 entries: user keys rebuilt straight into the arena, seq and kind from the tag. */
-function decodeBlockV2 (name: string, contents: Buffer): DecodedBlock {
+function decodeV2Into (name: string, contents: Buffer, t: BlockColumns): void {
+  t.length = 0
+  t.contents = contents
   const limit = entriesLimit(name, contents)
   const numRestarts = (contents.length - 4 - limit) / 4
 
-  let arena = arenaScratch
+  let arena = t.arena
+  let seqs = t.seqs
+  let keyOffs = t.keyOffs
+  let kinds = t.kinds
+  let valueStarts = t.valueStarts
+  let valueEnds = t.valueEnds
+  let cap = seqs.length
+  keyOffs[0] = 0
   let keyBytes = 0 // end of the arena; the previous key is [prevStart, keyBytes)
   let prevStart = 0
   let n = 0
@@ -285,9 +355,7 @@ function decodeBlockV2 (name: string, contents: Buffer): DecodedBlock {
     if (keyBytes + keyLen > arena.length) {
       // Prefix sharing lets a damaged small block claim huge keys: bound the arena.
       if (keyBytes + keyLen > MAX_DECODED_BYTES - 25 * (n + 1)) throw corruption(name, 'block keys expand past the decoded size limit')
-      const bigger = new Uint8Array(Math.min(Math.max(keyBytes + keyLen, arena.length * 2), MAX_DECODED_BYTES))
-      bigger.set(arena.subarray(0, keyBytes))
-      arena = arenaScratch = bigger
+      arena = t.growArena(keyBytes + keyLen, keyBytes)
     }
     for (let j = 0; j < shared; j++) arena[keyBytes + j] = arena[prevStart + j]
     const at = keyBytes + shared
@@ -295,29 +363,41 @@ function decodeBlockV2 (name: string, contents: Buffer): DecodedBlock {
     pos += unshared
     prevStart = keyBytes
     keyBytes += keyLen
-    if (n === seqScratch.length) growEntryScratch(n)
-    keyEndScratch[n] = keyBytes
-    seqScratch[n] = header.seq
-    kindScratch[n] = header.kind
-    valueStartScratch[n] = pos
+    if (n === cap) {
+      t.growEntries(n)
+      seqs = t.seqs
+      keyOffs = t.keyOffs
+      kinds = t.kinds
+      valueStarts = t.valueStarts
+      valueEnds = t.valueEnds
+      cap = seqs.length
+    }
+    keyOffs[n + 1] = keyBytes
+    seqs[n] = header.seq
+    kinds[n] = header.kind
+    valueStarts[n] = pos
     pos += valueLen
-    valueEndScratch[n] = pos
+    valueEnds[n] = pos
     n++
   }
   if (nextRestart !== numRestarts) throw corruption(name, 'block restart array does not match its entries')
-  return pack(name, contents, n, arena, keyBytes)
+  t.length = n
+  if (checks.paranoid) checkOrder(name, arena, keyOffs, seqs, n)
 }
 
 /** Version 1 entries: encoded internal keys, rebuilt in a scratch key, then split into user key and trailer. */
-function decodeBlockV1 (name: string, contents: Buffer): DecodedBlock {
+function decodeV1Into (name: string, contents: Buffer, t: BlockColumns): void {
+  t.length = 0
+  t.contents = contents
   const limit = entriesLimit(name, contents)
   const numRestarts = (contents.length - 4 - limit) / 4
 
   let key = keyScratch
   let keyLen = 0
-  let arena = arenaScratch
+  let arena = t.arena
   let keyBytes = 0
   let n = 0
+  t.keyOffs[0] = 0
 
   let nextRestart = 0
   let pos = 0
@@ -346,63 +426,61 @@ function decodeBlockV1 (name: string, contents: Buffer): DecodedBlock {
     keyLen = newLen
     pos += unshared
 
-    const t = keyLen - TRAILER_SIZE
-    const kind = key[t]
-    if ((kind !== KIND_DELETE && kind !== KIND_VALUE) || key[t + 7] !== 0) {
+    const k = keyLen - TRAILER_SIZE
+    const kind = key[k]
+    if ((kind !== KIND_DELETE && kind !== KIND_VALUE) || key[k + 7] !== 0) {
       throw corruption(name, `bad key trailer at block offset ${entryStart}`)
     }
-    if (keyBytes + t > arena.length) {
+    if (keyBytes + k > arena.length) {
       // Prefix sharing lets a damaged small block claim huge keys: bound the arena.
-      if (keyBytes + t > MAX_DECODED_BYTES - 25 * (n + 1)) throw corruption(name, 'block keys expand past the decoded size limit')
-      const bigger = new Uint8Array(Math.min(Math.max(keyBytes + t, arena.length * 2), MAX_DECODED_BYTES))
-      bigger.set(arena.subarray(0, keyBytes))
-      arena = arenaScratch = bigger
+      if (keyBytes + k > MAX_DECODED_BYTES - 25 * (n + 1)) throw corruption(name, 'block keys expand past the decoded size limit')
+      arena = t.growArena(keyBytes + k, keyBytes)
     }
-    for (let j = 0; j < t; j++) arena[keyBytes + j] = key[j]
-    keyBytes += t
-    if (n === seqScratch.length) growEntryScratch(n)
-    keyEndScratch[n] = keyBytes
+    for (let j = 0; j < k; j++) arena[keyBytes + j] = key[j]
+    keyBytes += k
+    if (n === t.seqs.length) t.growEntries(n)
+    t.keyOffs[n + 1] = keyBytes
     // 6-byte little-endian seq after the kind byte (keys.ts trailerSeq).
-    seqScratch[n] = key[t + 1] + key[t + 2] * 0x100 + key[t + 3] * 0x10000 + key[t + 4] * 0x1000000 +
-      key[t + 5] * 0x100000000 + key[t + 6] * 0x10000000000
-    kindScratch[n] = kind
-    valueStartScratch[n] = pos
+    t.seqs[n] = key[k + 1] + key[k + 2] * 0x100 + key[k + 3] * 0x10000 + key[k + 4] * 0x1000000 +
+      key[k + 5] * 0x100000000 + key[k + 6] * 0x10000000000
+    t.kinds[n] = kind
+    t.valueStarts[n] = pos
     pos += valueLen
-    valueEndScratch[n] = pos
+    t.valueEnds[n] = pos
     n++
   }
   if (nextRestart !== numRestarts) throw corruption(name, 'block restart array does not match its entries')
-  return pack(name, contents, n, arena, keyBytes)
+  t.length = n
+  if (checks.paranoid) checkOrder(name, arena, t.keyOffs, t.seqs, n)
 }
 
-/** Copies the used scratch (n entries, arena[0, keyBytes)) into one exact-size buffer (layout at the top). */
-function pack (name: string, contents: Buffer, n: number, arena: Uint8Array, keyBytes: number): DecodedBlock {
+/** Paranoid mode: entries strictly increasing in internal order. */
+function checkOrder (name: string, keys: Uint8Array, offs: Int32Array, seqs: Float64Array, n: number): void {
+  for (let i = 1; i < n; i++) {
+    const c = compareRange(keys, offs[i - 1], offs[i], keys, offs[i], offs[i + 1])
+    if (c > 0 || (c === 0 && seqs[i - 1] <= seqs[i])) throw corruption(name, 'block entries out of order')
+  }
+}
+
+/** Copies decoded columns into one exact-size buffer (layout at the top). */
+function pack (name: string, contents: Buffer, t: BlockColumns): DecodedBlock {
+  const n = t.length
+  const keyBytes = t.keyOffs[n]
   const kindsAt = 8 * n + 4 * (3 * n + 1)
   const arenaAt = kindsAt + n
   if (arenaAt + keyBytes > MAX_DECODED_BYTES) throw corruption(name, 'block keys expand past the decoded size limit')
   const packed = new ArrayBuffer(arenaAt + keyBytes)
-  new Float64Array(packed, 0, n).set(seqScratch.subarray(0, n))
+  new Float64Array(packed, 0, n).set(t.seqs.subarray(0, n))
   const ints = new Int32Array(packed, 8 * n, 3 * n + 1)
-  ints[0] = arenaAt
-  for (let i = 0; i < n; i++) ints[i + 1] = arenaAt + keyEndScratch[i]
-  ints.set(valueStartScratch.subarray(0, n), n + 1)
-  ints.set(valueEndScratch.subarray(0, n), 2 * n + 1)
+  const keyOffs = t.keyOffs
+  for (let i = 0; i <= n; i++) ints[i] = arenaAt + keyOffs[i]
+  ints.set(t.valueStarts.subarray(0, n), n + 1)
+  ints.set(t.valueEnds.subarray(0, n), 2 * n + 1)
   const bytes = new Uint8Array(packed)
-  bytes.set(kindScratch.subarray(0, n), kindsAt)
-  bytes.set(arena.subarray(0, keyBytes), arenaAt)
+  bytes.set(t.kinds.subarray(0, n), kindsAt)
+  bytes.set(t.arena.subarray(0, keyBytes), arenaAt)
   shrinkScratch()
-
-  const block = new DecodedBlock(contents, packed, n)
-  if (checks.paranoid) {
-    const offs = block.ints
-    const seqs = block.seqs
-    const keys = block.bytes
-    for (let i = 1; i < n; i++) {
-      const c = compareRange(keys, offs[i - 1], offs[i], keys, offs[i], offs[i + 1])
-      if (c > 0 || (c === 0 && seqs[i - 1] <= seqs[i])) throw corruption(name, 'block entries out of order')
-    }
-  }
-  return block
+  return new DecodedBlock(contents, packed, n)
 }
 
 /** InternalIterator over one decoded block. */
@@ -455,6 +533,30 @@ export class BlockIterator implements InternalIterator {
     return this.block.value(this.pos)
   }
 
+  keySource (): Buffer {
+    return this.block.arena
+  }
+
+  keyStart (): number {
+    return this.block.ints[this.pos]
+  }
+
+  keyEnd (): number {
+    return this.block.ints[this.pos + 1]
+  }
+
+  valueSource (): Buffer {
+    return this.block.contents
+  }
+
+  valueStart (): number {
+    return this.block.ints[this.block.length + 1 + this.pos]
+  }
+
+  valueEnd (): number {
+    return this.block.ints[2 * this.block.length + 1 + this.pos]
+  }
+
   close (): void {
     this.pos = -1
   }
@@ -473,12 +575,19 @@ export class RawBlock {
   /** Approximate memory held (bytes), for the block cache. */
   readonly charge: number
   /**
-   * Set once views of the contents may outlive the current synchronous step (the
-   * block was decoded for an iterator). Until then the block cache may recycle
-   * the contents' memory when it evicts the block: point lookups copy what they
-   * return.
+   * Set once views of the contents may outlive every reader (the block was
+   * decoded into a DecodedBlock, whose views stay valid forever): its memory is
+   * then never recycled.
    */
   pinned = false
+  /**
+   * Iterators positioned on this block (BlockCache.pin / release). The block
+   * cache recycles the contents' memory only once the block is out of the cache
+   * and no iterator is on it: point lookups copy what they return.
+   */
+  pins = 0
+  /** In the block cache (set and cleared by it). */
+  cached = false
 
   /** @internal Use parseRawBlock. */
   constructor (

@@ -11,11 +11,13 @@
 //
 // Contract: usedBytes() <= capacity after every call. A block whose charge alone
 // exceeds the capacity is not cached. Cached blocks are immutable, so a caller
-// may keep using a block after it has been evicted - if the block is pinned
-// (RawBlock.pinned). The memory of an evicted block that was never pinned is
-// kept (a few buffers at most) for the next block read: a cache miss then
-// allocates nothing. Callers of get() that do not pin the block use it only
-// within the current synchronous step (point lookups copy the value out).
+// may keep using a block after it has been evicted - while it holds a pin
+// (pin / release: an iterator positioned on the block), or forever if the block
+// is pinned for good (RawBlock.pinned). The memory of a block that is out of the
+// cache and unpinned is kept (a few buffers at most) for the next block read: a
+// cache miss then allocates nothing. Callers of get() that do not pin the block
+// use it only within the current synchronous step (point lookups copy the value
+// out).
 //
 // Block buffers are allocated in multiples of BUFFER_GRAIN bytes so that blocks
 // of slightly different sizes can reuse one another's memory.
@@ -106,7 +108,22 @@ export class BlockCache {
       h.prev = e
     }
     slots.entries[index] = e
+    block.cached = true
     this.used += charge
+  }
+
+  /** Keeps `block`'s memory from being recycled until release(block). */
+  pin (block: RawBlock): void {
+    block.pins++
+  }
+
+  /**
+   * Drops a pin taken with pin(). The block's memory is recycled if it is out
+   * of the cache and this was its last pin: the caller must not use the block
+   * (nor views of it) any more.
+   */
+  release (block: RawBlock): void {
+    if (--block.pins === 0 && !block.cached) this.recycle(block)
   }
 
   /**
@@ -144,7 +161,7 @@ export class BlockCache {
   }
 
   private recycle (block: RawBlock): void {
-    if (block.pinned) return
+    if (block.pinned || block.pins > 0) return
     const buf = block.contents
     const cap = buf.buffer.byteLength
     // Only whole, grain-sized allocations of our own (takeBuffer's) are reused.
@@ -167,6 +184,7 @@ export class BlockCache {
     }
     e.slots.entries[e.index] = undefined
     this.used -= e.charge
+    e.block.cached = false
     this.recycle(e.block)
   }
 }

@@ -2,7 +2,7 @@
 // the index, filter and properties blocks, each with one positional read; data
 // blocks are read on demand, one block per read, through the shared BlockCache,
 // which holds them raw: get() searches a raw block in place, iterators decode
-// the blocks they visit (block.ts).
+// the blocks they visit into columns of their own (block.ts BlockColumns).
 //
 // Lifetime: a Table starts with one reference (the opener's: usually the
 // TableCache). Iterators take their own reference, so a table evicted from the
@@ -14,7 +14,7 @@ import { assert } from '../invariants'
 import { type InternalKey, MAX_SEQ } from '../keys'
 import type { InternalIterator } from '../iterators/internal-iterator'
 import { BloomFilter } from './bloom'
-import { type DecodedBlock, type RawBlock, decodeBlock, parseRawBlock, rawSeekOut, seekRawBlock } from './block'
+import { BlockColumns, type DecodedBlock, type RawBlock, decodeBlock, parseRawBlock, rawSeekOut, seekRawBlock } from './block'
 import type { BlockCache, BlockSlots } from './cache'
 import { type BlockHandle, BLOCK_TRAILER_SIZE, FOOTER_SIZE, type TableProperties, decodeFooter, decodeHandle, decodeProperties, readBlock } from './format'
 
@@ -212,9 +212,21 @@ export class Table {
     return block
   }
 
+  /** @internal Data block `i`, raw and pinned in the block cache until releaseBlock(). */
+  pinBlock (i: number): RawBlock {
+    const raw = this.rawBlock(i)
+    this.cache.pin(raw)
+    return raw
+  }
+
+  /** @internal Drops a pinBlock() pin. */
+  releaseBlock (raw: RawBlock): void {
+    this.cache.release(raw)
+  }
+
   /**
    * @internal Data block `i` (0 <= i < dataBlockCount), decoded (each call
-   * decodes anew). Its views stay valid forever: the raw block is pinned.
+   * decodes anew). Its views stay valid forever: the raw block is pinned for good.
    */
   dataBlock (i: number): DecodedBlock {
     const raw = this.rawBlock(i)
@@ -225,11 +237,16 @@ export class Table {
 
 /**
  * Two-level iterator: a position in the index (which data block) and a position
- * in that block. Blocks are loaded only when the iterator moves onto them.
+ * in that block. Blocks are loaded only when the iterator moves onto them, and
+ * decoded into the iterator's own columns (no allocation per block). The raw
+ * block it is on stays pinned in the block cache until it moves off it: keys
+ * and values read from it are valid until then (the iterator contract).
  */
 class TableIterator implements InternalIterator {
   private blockIdx = -1
-  private block: DecodedBlock | null = null
+  /** The raw block the iterator is on (pinned), or null: not valid. */
+  private raw: RawBlock | null = null
+  private readonly cols = new BlockColumns()
   private pos = -1
   private closed = false
 
@@ -238,24 +255,24 @@ class TableIterator implements InternalIterator {
   }
 
   valid (): boolean {
-    return this.block !== null
+    return this.raw !== null
   }
 
   seekToFirst (): void {
     this.load(0)
-    if (this.block !== null) this.pos = 0
+    this.pos = 0
     this.skipEmptyForward()
   }
 
   seekToLast (): void {
     this.load(this.table.dataBlockCount - 1)
-    if (this.block !== null) this.pos = this.block.length - 1
+    this.pos = this.cols.length - 1
     this.skipEmptyBackward()
   }
 
   seek (userKey: Uint8Array, seq: number): void {
     this.load(this.table.indexBlock().lowerBound(userKey, seq))
-    if (this.block !== null) this.pos = this.block.lowerBound(userKey, seq)
+    if (this.raw !== null) this.pos = this.cols.lowerBound(userKey, seq)
     this.skipEmptyForward()
   }
 
@@ -266,65 +283,104 @@ class TableIterator implements InternalIterator {
     let b = index.lowerBound(userKey, seq)
     if (b === index.length) b = index.length - 1
     this.load(b)
-    if (this.block !== null) this.pos = this.block.upperBound(userKey, seq) - 1
+    if (this.raw !== null) this.pos = this.cols.upperBound(userKey, seq) - 1
     this.skipEmptyBackward()
   }
 
   next (): void {
-    assert(this.block !== null, 'next() on an invalid iterator')
+    assert(this.raw !== null, 'next() on an invalid iterator')
     this.pos++
     this.skipEmptyForward()
   }
 
   prev (): void {
-    assert(this.block !== null, 'prev() on an invalid iterator')
+    assert(this.raw !== null, 'prev() on an invalid iterator')
     this.pos--
     this.skipEmptyBackward()
   }
 
   userKey (): Buffer {
-    return (this.block as DecodedBlock).userKey(this.pos)
+    const offs = this.cols.keyOffs
+    return this.cols.arena.subarray(offs[this.pos], offs[this.pos + 1])
   }
 
   seq (): number {
-    return (this.block as DecodedBlock).seqs[this.pos]
+    return this.cols.seqs[this.pos]
   }
 
   kind (): number {
-    return (this.block as DecodedBlock).kind(this.pos)
+    return this.cols.kinds[this.pos]
   }
 
   value (): Buffer {
-    return (this.block as DecodedBlock).value(this.pos)
+    return this.cols.contents.subarray(this.cols.valueStarts[this.pos], this.cols.valueEnds[this.pos])
+  }
+
+  keySource (): Buffer {
+    return this.cols.arena
+  }
+
+  keyStart (): number {
+    return this.cols.keyOffs[this.pos]
+  }
+
+  keyEnd (): number {
+    return this.cols.keyOffs[this.pos + 1]
+  }
+
+  valueSource (): Buffer {
+    return this.cols.contents
+  }
+
+  valueStart (): number {
+    return this.cols.valueStarts[this.pos]
+  }
+
+  valueEnd (): number {
+    return this.cols.valueEnds[this.pos]
   }
 
   close (): void {
     if (this.closed) return
     this.closed = true
-    this.block = null
+    this.unload()
     this.table.unref()
   }
 
   /** Makes block `i` current (or none if out of range); pos is left for the caller. */
   private load (i: number): void {
     assert(!this.closed, 'iterator used after close')
-    this.block = null // stays invalid if the read below throws
+    this.unload() // stays invalid if the read below throws
     this.blockIdx = i
     if (i < 0 || i >= this.table.dataBlockCount) return
-    this.block = this.table.dataBlock(i)
+    const raw = this.table.pinBlock(i)
+    try {
+      this.cols.load(this.table.name, raw.contents, this.table.formatVersion)
+    } catch (err) {
+      this.table.releaseBlock(raw)
+      throw err
+    }
+    this.raw = raw
+  }
+
+  private unload (): void {
+    const raw = this.raw
+    if (raw === null) return
+    this.raw = null
+    this.table.releaseBlock(raw)
   }
 
   private skipEmptyForward (): void {
-    while (this.block !== null && this.pos >= this.block.length) {
+    while (this.raw !== null && this.pos >= this.cols.length) {
       this.load(this.blockIdx + 1)
       this.pos = 0
     }
   }
 
   private skipEmptyBackward (): void {
-    while (this.block !== null && this.pos < 0) {
+    while (this.raw !== null && this.pos < 0) {
       this.load(this.blockIdx - 1)
-      if (this.block !== null) this.pos = this.block.length - 1
+      this.pos = this.cols.length - 1
     }
   }
 }

@@ -54,36 +54,41 @@ export class ArrayIterator implements InternalIterator {
   seekToFirst (): void {
     this.check()
     this.pos = 0
+    this.moved()
   }
 
   seekToLast (): void {
     this.check()
     this.pos = this.entries.length - 1
+    this.moved()
   }
 
   seek (userKey: Uint8Array, seq: number): void {
     this.check()
     this.pos = lowerBound(this.entries, userKey, seq)
+    this.moved()
   }
 
   seekForPrev (userKey: Uint8Array, seq: number): void {
     this.check()
     this.pos = upperBound(this.entries, userKey, seq) - 1
+    this.moved()
   }
 
   next (): void {
     this.checkValid()
     this.pos++
+    this.moved()
   }
 
   prev (): void {
     this.checkValid()
     this.pos--
+    this.moved()
   }
 
   userKey (): Buffer {
-    this.checkValid()
-    return this.entries[this.pos].userKey
+    return this.keySource().subarray(this.keyStart(), this.keyEnd())
   }
 
   seq (): number {
@@ -97,12 +102,63 @@ export class ArrayIterator implements InternalIterator {
   }
 
   value (): Buffer {
+    return this.valueSource().subarray(this.valueStart(), this.valueEnd())
+  }
+
+  // The current entry is copied into `scratch` (key, then value), which every
+  // move overwrites with garbage: a consumer that holds a key or value past a
+  // move (the contract forbids it) reads wrong bytes and fails its test.
+  keySource (): Buffer {
+    this.load()
+    return this.scratch
+  }
+
+  keyStart (): number {
+    return 0
+  }
+
+  keyEnd (): number {
     this.checkValid()
-    return this.entries[this.pos].value
+    return this.entries[this.pos].userKey.length
+  }
+
+  valueSource (): Buffer {
+    this.load()
+    return this.scratch
+  }
+
+  valueStart (): number {
+    return this.keyEnd()
+  }
+
+  valueEnd (): number {
+    this.checkValid()
+    const e = this.entries[this.pos]
+    return e.userKey.length + e.value.length
+  }
+
+  private scratch = Buffer.alloc(64)
+  private loaded = false
+
+  private load (): void {
+    this.checkValid()
+    if (this.loaded) return
+    const e = this.entries[this.pos]
+    const need = e.userKey.length + e.value.length
+    if (need > this.scratch.length) this.scratch = Buffer.alloc(need * 2)
+    e.userKey.copy(this.scratch, 0)
+    e.value.copy(this.scratch, e.userKey.length)
+    this.loaded = true
+  }
+
+  private moved (): void {
+    this.scratch.fill(0xee)
+    this.loaded = false
   }
 
   close (): void {
     this.closed = true
+    this.moved()
   }
 
   private check (): void {
