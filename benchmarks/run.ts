@@ -188,6 +188,20 @@ async function main (): Promise<void> {
         for (let j = i; j < Math.min(N, i + 1000); j++) ops.push({ type: 'put', key: keys[j], value: value(j) })
         await db.batch(ops)
       }
+      // Iterators too, after a reopen (lsm-level's memtable is then a table):
+      // full scans and seeks (readseq is a single timed scan).
+      await db.close()
+      await db.open()
+      for (let r = 0; r < 10; r++) {
+        const it = db.iterator()
+        while ((await it.nextv(1000)).length > 0) {}
+        await it.close()
+      }
+      for (let i = 0; i < Math.min(N, 500); i++) {
+        const it = db.iterator({ gte: keys[i] })
+        await it.nextv(100)
+        await it.close()
+      }
       await db.close()
     }
     if (want('fillseq')) {
