@@ -52,9 +52,9 @@ export class DbIterator {
   private skipKey = Buffer.allocUnsafe(64)
   private skipLen = -1
   /** Reverse: a copy of the newest visible version so far of a user key (savedKeyLen -1: none). */
-  private savedKey = Buffer.allocUnsafe(64)
+  private savedKey = EMPTY
   private savedKeyLen = -1
-  private savedValue = Buffer.allocUnsafe(256)
+  private savedValue = EMPTY
   private savedValueLen = 0
   /** Reverse: the saved version is a value no range tombstone hides. */
   private savedLive = false
@@ -223,7 +223,7 @@ export class DbIterator {
   /** Reverse: copies the internal iterator's current key (and, if `live`, its value) into the saved entry. */
   private save (src: Buffer, start: number, end: number, live: boolean): void {
     const len = end - start
-    if (this.savedKey.length < len) this.savedKey = Buffer.allocUnsafe(Math.max(len, 2 * this.savedKey.length))
+    if (this.savedKey.length < len) this.savedKey = Buffer.allocUnsafe(Math.max(len, 2 * this.savedKey.length, 64))
     src.copy(this.savedKey, 0, start, end)
     this.savedKeyLen = len
     this.savedValueLen = 0
@@ -231,7 +231,7 @@ export class DbIterator {
     const it = this.it
     const vStart = it.valueStart()
     const vLen = it.valueEnd() - vStart
-    if (this.savedValue.length < vLen) this.savedValue = Buffer.allocUnsafe(Math.max(vLen, 2 * this.savedValue.length))
+    if (this.savedValue.length < vLen) this.savedValue = Buffer.allocUnsafe(Math.max(vLen, 2 * this.savedValue.length, 256))
     it.valueSource().copy(this.savedValue, 0, vStart, vStart + vLen)
     this.savedValueLen = vLen
   }

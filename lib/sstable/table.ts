@@ -14,7 +14,7 @@ import { assert } from '../invariants'
 import { type InternalKey, MAX_SEQ } from '../keys'
 import type { InternalIterator } from '../iterators/internal-iterator'
 import { BloomFilter } from './bloom'
-import { BlockColumns, type DecodedBlock, type RawBlock, decodeBlock, parseRawBlock, rawSeekOut, seekRawBlock } from './block'
+import { type BlockColumns, type DecodedBlock, type RawBlock, decodeBlock, parseRawBlock, rawSeekOut, releaseColumns, seekRawBlock, takeColumns } from './block'
 import type { BlockCache, BlockSlots } from './cache'
 import { type BlockHandle, BLOCK_TRAILER_SIZE, FOOTER_SIZE, type TableProperties, decodeFooter, decodeHandle, decodeProperties, readBlock } from './format'
 
@@ -246,7 +246,7 @@ class TableIterator implements InternalIterator {
   private blockIdx = -1
   /** The raw block the iterator is on (pinned), or null: not valid. */
   private raw: RawBlock | null = null
-  private readonly cols = new BlockColumns()
+  private readonly cols: BlockColumns = takeColumns()
   private pos = -1
   private closed = false
 
@@ -344,6 +344,7 @@ class TableIterator implements InternalIterator {
     if (this.closed) return
     this.closed = true
     this.unload()
+    releaseColumns(this.cols)
     this.table.unref()
   }
 
