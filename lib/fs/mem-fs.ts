@@ -15,6 +15,12 @@
 //   - Directories themselves (mkdirp, removeDirIfEmpty) are durable at once: the
 //     engine never fsyncs a database directory's parent, and this model does not
 //     try to catch that.
+//   - Preallocated files (openWrite with `preallocate`, as node-fs does for
+//     logs): zeros are appended `preallocateStep` bytes at a time ahead of the
+//     data, which then overwrites them in place; close() trims the zeros (a
+//     truncation, and a crash point of its own). Each write, the zeros and each
+//     overwrite, is a pending write of its own: a power loss keeps or loses them
+//     independently, and an overwrite that is lost leaves the zeros under it.
 //
 // Crash images (each a NEW MemFileSystem whose every byte and entry is durable):
 //   - `killProcess()`: the process died, the kernel did not: everything that
@@ -122,6 +128,8 @@ interface Inode {
   pending: Array<{ off: number, len: number }>
   /** A truncation happened since the last sync. */
   truncated: boolean
+  /** The shortest length a truncation since the last sync left (meaningful while `truncated`). */
+  truncatedTo: number
   /** Bumped by every truncation (a syncAsync that saw an older epoch makes nothing durable). */
   epoch: number
 }
@@ -162,7 +170,7 @@ function newInode (content?: Uint8Array): Inode {
   const data = Buffer.alloc(Math.max(64, content ? content.length : 0))
   if (content) data.set(content)
   const len = content ? content.length : 0
-  return { id: nextInodeId++, data, len, durable: Buffer.from(data.subarray(0, len)), base: len, pending: [], truncated: false, epoch: 0 }
+  return { id: nextInodeId++, data, len, durable: Buffer.from(data.subarray(0, len)), base: len, pending: [], truncated: false, truncatedTo: 0, epoch: 0 }
 }
 
 function errnoError (code: string, message: string, syscall: string, p?: string): NodeJS.ErrnoException {
@@ -201,17 +209,41 @@ class MemRandomAccessFile implements RandomAccessFile {
 
 class MemWritableFile implements WritableFile {
   private open = true
+  /** Preallocated: bytes written (the zeros beyond are not counted); else unused. */
+  private length: number
+  /** Preallocated: end of the zeros written ahead of the data. */
+  private allocated = 0
 
-  constructor (private readonly fs: MemFileSystem, private readonly inode: Inode, private readonly p: string) {}
+  /** `preallocateStep` > 0: a preallocated file (see the top of this file). */
+  constructor (private readonly fs: MemFileSystem, private readonly inode: Inode, private readonly p: string, private readonly preallocateStep = 0) {
+    this.length = inode.len
+  }
 
   append (data: Uint8Array): void {
     const fault = this.fs.before('append', this.p, true)
     this.check('append')
     if (fault) {
-      if (fault.partial && data.length > 1) this.fs.appendTo(this.inode, data.subarray(0, data.length >> 1))
+      // A short write: the first half reaches the file (and, preallocated, does not count).
+      if (fault.partial && data.length > 1) this.write(data.subarray(0, data.length >> 1))
       throw fault.error
     }
-    this.fs.appendTo(this.inode, data)
+    this.write(data)
+    if (this.preallocateStep > 0) this.length += data.length
+  }
+
+  private write (data: Uint8Array): void {
+    const step = this.preallocateStep
+    if (step === 0) {
+      this.fs.appendTo(this.inode, data)
+      return
+    }
+    if (this.length + data.length > this.allocated) {
+      const target = Math.ceil((this.length + data.length) / step) * step
+      const from = Math.max(this.allocated, this.inode.len)
+      if (target > from) this.fs.appendTo(this.inode, Buffer.alloc(target - from))
+      this.allocated = target
+    }
+    this.fs.writeAt(this.inode, this.length, data)
   }
 
   sync (): void {
@@ -245,11 +277,21 @@ class MemWritableFile implements WritableFile {
   }
 
   size (): number {
-    return this.inode.len
+    return this.preallocateStep > 0 ? this.length : this.inode.len
   }
 
   close (): void {
+    if (!this.open) return
     this.open = false
+    // Preallocated: trim the zeros (ftruncate, not synced).
+    if (this.preallocateStep > 0 && this.inode.len > this.length) this.fs.trimOnClose(this.inode, this.length, this.p)
+  }
+
+  /** close() on a later turn, as node-fs runs it on the thread pool. */
+  async closeAsync (): Promise<void> {
+    if (!this.open) return
+    await new Promise<void>((resolve) => setImmediate(resolve))
+    this.close()
   }
 
   private check (op: string): void {
@@ -273,8 +315,11 @@ export class MemFileSystem implements FileSystem {
   /** When an array, "op basename" of every state-changing operation is pushed to it. */
   trace: string[] | undefined
   private readonly faults: Fault[] = []
+  /** Zeros written ahead at a time in preallocated files (node-fs: 256 KiB; small here, so that crash images stay cheap and cross many steps). */
+  readonly preallocateStep: number
 
-  constructor () {
+  constructor (options?: { preallocateStep?: number }) {
+    this.preallocateStep = options?.preallocateStep ?? 2048
     this.dirs.set(path.resolve('/'), newDir())
   }
 
@@ -346,18 +391,19 @@ export class MemFileSystem implements FileSystem {
     return new MemRandomAccessFile(this, this.lookup(abs, 'open'), abs)
   }
 
-  openWrite (p: string): WritableFile {
+  openWrite (p: string, options?: { preallocate?: boolean }): WritableFile {
     const abs = path.resolve(p)
     this.before('openWrite', abs)
     const { dir, name } = this.parent(abs, 'open')
+    const step = options?.preallocate === true ? this.preallocateStep : 0
     const existing = dir.entries.get(name)
     if (existing) {
       this.truncateInode(existing, 0)
-      return new MemWritableFile(this, existing, abs)
+      return new MemWritableFile(this, existing, abs, step)
     }
     const inode = newInode()
     this.link(dir, name, inode)
-    return new MemWritableFile(this, inode, abs)
+    return new MemWritableFile(this, inode, abs, step)
   }
 
   openAppend (p: string): WritableFile {
@@ -581,6 +627,25 @@ export class MemFileSystem implements FileSystem {
     inode.len = need
   }
 
+  /**
+   * Overwrites data[off, off + data.length), which must lie inside the file (a
+   * preallocated file's zeros). A pending write like an append. @internal
+   */
+  writeAt (inode: Inode, off: number, data: Uint8Array): void {
+    if (data.length === 0) return
+    if (off + data.length > inode.len) throw new Error('MemFileSystem.writeAt past the end of the file')
+    inode.data.set(data, off)
+    inode.pending.push({ off, len: data.length })
+    // The bytes from `off` on are no longer those of the last sync.
+    if (off < inode.base) inode.base = off
+  }
+
+  /** A preallocated file's close: truncates it to `length` (a crash point, like truncate). @internal */
+  trimOnClose (inode: Inode, length: number, p: string): void {
+    this.before('truncate', p)
+    this.truncateInode(inode, length)
+  }
+
   /** Makes data[0..upTo) durable, if no truncation happened since `epoch`. @internal */
   syncInode (inode: Inode, upTo: number, epoch: number): void {
     if (inode.epoch !== epoch) return
@@ -602,6 +667,7 @@ export class MemFileSystem implements FileSystem {
   private truncateInode (inode: Inode, length: number): void {
     inode.epoch++
     if (length < inode.len) {
+      inode.truncatedTo = inode.truncated ? Math.min(inode.truncatedTo, length) : length
       inode.truncated = true
       inode.len = length
       if (length < inode.base) inode.base = length
@@ -666,7 +732,10 @@ function crashContent (inode: Inode, rnd: CrashRandom, mode: CrashMode): Buffer 
 
   const out = Buffer.alloc(inode.len)
   inode.data.copy(out, 0, 0, inode.base)
-  let end = inode.base
+  // Durable bytes past `base` (a preallocated file's synced zeros, since
+  // overwritten) stay, up to where a truncation since the sync cut them. They
+  // are zeros (writeAt only overwrites zeros), which is what `out` holds there.
+  let end = Math.max(inode.base, inode.truncated ? Math.min(inode.durable.length, inode.truncatedTo) : inode.durable.length)
   const keep = (from: number, to: number): void => {
     if (to <= from) return
     inode.data.copy(out, from, from, to)
