@@ -660,6 +660,38 @@ function openFdCount (): number {
   }
 }
 
+test('table iterators: one opened and closed next to another never disturbs it (block columns are reused)', (t) => {
+  const rng = new Rng(SEED ^ 0x5151)
+  const a = makeModel(rng, 2000).model
+  const b = makeModel(rng, 2000).model
+  const ta = Table.open(nfs, buildTable(a, { blockSize: 512, bloomBitsPerKey: 10 }).path, 'a.sst', new BlockCache(1 << 20))
+  const tb = Table.open(nfs, buildTable(b, { blockSize: 512, bloomBitsPerKey: 10 }).path, 'b.sst', new BlockCache(1 << 20))
+  const it = ta.iterator()
+  let i = 0
+  let wrong = 0
+  let others = 0
+  for (it.seekToFirst(); it.valid(); it.next(), i++) {
+    if (i % 97 === 0) {
+      // Iterators over the other table, opened, moved over several blocks and closed.
+      for (let k = 0; k < 3; k++) {
+        const other = tb.iterator()
+        const target = b[rng.int(b.length)]
+        other.seek(target.userKey, target.seq)
+        for (let n = 0; n < 60 && other.valid(); n++) other.next()
+        other.close()
+        others++
+      }
+    }
+    if (!it.userKey().equals(a[i].userKey) || it.seq() !== a[i].seq || !it.value().equals(a[i].value)) wrong++
+  }
+  it.close()
+  t.is(i, a.length, 'the iterator saw every entry')
+  t.is(wrong, 0, `every entry intact with ${others} iterators over another table opened and closed along the way`)
+  ta.unref()
+  tb.unref()
+  t.end()
+})
+
 test('table cache: respects maxOpenFiles, pins tables with iterators', (t) => {
   const rng = new Rng(SEED ^ 0x5555)
   const dir = nodeFs.mkdtempSync(path.join(tmp, 'tc-'))
