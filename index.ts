@@ -142,8 +142,26 @@ class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
     if (this.signal?.aborted) throw abortError(this.signal.reason)
   }
 
-  async _next (): Promise<[K, V] | undefined> {
-    await this.checkSignal()
+  /**
+   * Returns the entry itself, not a promise, when it is found now (the common
+   * case: abstract-level awaits it either way, and `for await` reads one entry
+   * per call, so a promise per entry is a good part of its cost); a promise
+   * when the turn is used up, a signal may abort, or a step pauses.
+   */
+  _next (): any {
+    if (this.turn.exhausted() || this.signal !== undefined) return this.nextLater(false)
+    if (this.remaining <= 0) return undefined
+    const r = this.it.step(SKIP_BUDGET)
+    if (r === PAUSED) return this.nextLater(true)
+    if (r !== FOUND) return undefined
+    this.remaining--
+    return this.entry()
+  }
+
+  /** _next() that waits: for the next turn or the signal's check, or (`paused`) after a paused step. */
+  private async nextLater (paused: boolean): Promise<[K, V] | undefined> {
+    if (paused) await this.pause()
+    else await this.checkSignal()
     if (this.remaining <= 0) return undefined
     let r
     while ((r = this.it.step(SKIP_BUDGET)) === PAUSED) await this.pause()

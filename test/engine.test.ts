@@ -67,6 +67,36 @@ test('200,000 random keys with a 64 KiB write buffer survive reopen, by get and 
   await db.close()
 })
 
+test('a long for-await or nextv loop lets timers run (the iterator yields a turn about every millisecond)', async (t) => {
+  const dir = tempDir('lsm-iter-turns')
+  const db = new LsmLevel<string, string>(dir)
+  await db.open()
+  const batch = []
+  for (let i = 0; i < 100_000; i++) batch.push({ type: 'put' as const, key: key(i), value: 'v' + i })
+  await db.batch(batch)
+  for (const mode of ['for await', 'nextv(10)'] as const) {
+    let ticks = 0
+    let longest = 0
+    let last = Date.now()
+    const timer = setInterval(() => { const now = Date.now(); longest = Math.max(longest, now - last); last = now; ticks++ }, 1)
+    let n = 0
+    const started = Date.now()
+    if (mode === 'for await') {
+      for await (const [k] of db.iterator()) if (k !== undefined) n++
+    } else {
+      const it = db.iterator()
+      for (let b = await it.nextv(10); b.length > 0; b = await it.nextv(10)) n += b.length
+      await it.close()
+    }
+    const ms = Date.now() - started
+    clearInterval(timer)
+    t.is(n, 100_000, `${mode}: every entry`)
+    t.ok(ticks >= Math.min(5, ms / 4) && longest < 100, `${mode}: a 1 ms timer ran ${ticks} times in ${ms} ms (longest gap ${longest} ms)`)
+  }
+  await db.close()
+  fs.rmSync(dir, { recursive: true, force: true })
+})
+
 test('deletes never come back across flush, compaction and reopen', async (t) => {
   const dir = tempDir()
   const opts = { writeBufferSize: 4096, blockSize: 512, targetFileSize: 4096, maxBytesForLevelBase: 16384 }
