@@ -1,7 +1,7 @@
 // lsm-level: an abstract-level database over the LSM engine in lib/. This file
 // only translates between the Level API (encodings, options, iterators,
 // snapshots) and the engine; it holds no storage logic.
-import { AbstractLevel, AbstractIterator, AbstractSnapshot } from 'abstract-level'
+import { AbstractLevel, AbstractIterator, AbstractKeyIterator, AbstractValueIterator, AbstractSnapshot } from 'abstract-level'
 import type { AbstractPutOptions, AbstractDelOptions, AbstractBatchOptions, AbstractBatchOperation, AbstractChainedBatch, AbstractChainedBatchWriteOptions, AbstractSublevel, AbstractSublevelOptions } from 'abstract-level'
 import ModuleError = require('module-error')
 import { Engine, type BatchOp, type RangeOptions, type LevelInfo, type RecoveryReport } from './lib/db'
@@ -92,7 +92,17 @@ class LsmSnapshot extends SnapshotBase {
   }
 }
 
-class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
+/** What a Cursor yields: [key, value] entries, keys or values. */
+const ENTRIES = 0
+const KEYS = 1
+const VALUES = 2
+
+/**
+ * The reading behind the three abstract-level iterators (entries, keys(),
+ * values()): a DbIterator, the iterator's limit, signal and encodings, and the
+ * event loop's turn budget.
+ */
+class Cursor {
   private readonly it: DbIterator
   private readonly keys: boolean
   private readonly values: boolean
@@ -102,13 +112,12 @@ class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
   private remaining: number
   private readonly turn: TurnBudget
 
-  constructor (db: LsmLevel<any, any>, options: Record<string, any>, engine: Engine) {
-    super(db, options as any)
+  constructor (options: Record<string, any>, engine: Engine, private readonly mode: number) {
     this.turn = engine.turn
     const snapshot = options.snapshot as LsmSnapshot | undefined
     this.it = engine.iterator(rangeFrom(options), snapshot?.inner)
-    this.keys = options.keys !== false
-    this.values = options.values !== false
+    this.keys = mode === KEYS || (mode === ENTRIES && options.keys !== false)
+    this.values = mode === VALUES || (mode === ENTRIES && options.values !== false)
     this.keyEncoding = options.keyEncoding
     this.valueEncoding = options.valueEncoding
     this.signal = options.signal
@@ -124,12 +133,13 @@ class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
     }
   }
 
-  private entry (): [any, any] {
+  /** The current entry, key or value (copies the caller owns). */
+  private item (): any {
     const it = this.it
-    return [
-      this.keys ? decodeOut(it.keySource, it.keyStart, it.keyEnd, this.keyEncoding) : undefined,
-      this.values ? decodeOut(it.valueSource, it.valueStart, it.valueEnd, this.valueEncoding) : undefined
-    ]
+    const key = this.keys ? decodeOut(it.keySource, it.keyStart, it.keyEnd, this.keyEncoding) : undefined
+    if (this.mode === KEYS) return key
+    const value = this.values ? decodeOut(it.valueSource, it.valueStart, it.valueEnd, this.valueEncoding) : undefined
+    return this.mode === VALUES ? value : [key, value]
   }
 
   /**
@@ -143,23 +153,23 @@ class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
   }
 
   /**
-   * Returns the entry itself, not a promise, when it is found now (the common
-   * case: abstract-level awaits it either way, and `for await` reads one entry
-   * per call, so a promise per entry is a good part of its cost); a promise
+   * Returns the item itself, not a promise, when it is found now (the common
+   * case: abstract-level awaits it either way, and `for await` reads one item
+   * per call, so a promise per item is a good part of its cost); a promise
    * when the turn is used up, a signal may abort, or a step pauses.
    */
-  _next (): any {
+  next (): any {
     if (this.turn.exhausted() || this.signal !== undefined) return this.nextLater(false)
     if (this.remaining <= 0) return undefined
     const r = this.it.step(SKIP_BUDGET)
     if (r === PAUSED) return this.nextLater(true)
     if (r !== FOUND) return undefined
     this.remaining--
-    return this.entry()
+    return this.item()
   }
 
-  /** _next() that waits: for the next turn or the signal's check, or (`paused`) after a paused step. */
-  private async nextLater (paused: boolean): Promise<[K, V] | undefined> {
+  /** next() that waits: for the next turn or the signal's check, or (`paused`) after a paused step. */
+  private async nextLater (paused: boolean): Promise<any> {
     if (paused) await this.pause()
     else await this.checkSignal()
     if (this.remaining <= 0) return undefined
@@ -167,31 +177,31 @@ class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
     while ((r = this.it.step(SKIP_BUDGET)) === PAUSED) await this.pause()
     if (r !== FOUND) return undefined
     this.remaining--
-    return this.entry()
+    return this.item()
   }
 
-  async _nextv (size: number): Promise<Array<[K, V]>> {
+  async nextv (size: number): Promise<any[]> {
     await this.checkSignal()
-    const out: Array<[K, V]> = []
+    const out: any[] = []
     while (out.length < size && this.remaining > 0) {
       const r = this.it.step(SKIP_BUDGET)
       if (r === PAUSED) { await this.pause(); continue }
       if (r !== FOUND) break
       this.remaining--
-      out.push(this.entry())
+      out.push(this.item())
     }
     return out
   }
 
-  async _all (): Promise<Array<[K, V]>> {
+  async all (): Promise<any[]> {
     await this.checkSignal()
-    const out: Array<[K, V]> = []
+    const out: any[] = []
     while (this.remaining > 0) {
       const r = this.it.step(SKIP_BUDGET)
       if (r === PAUSED) { await this.pause(); continue }
       if (r !== FOUND) break
       this.remaining--
-      out.push(this.entry())
+      out.push(this.item())
       // Yield now and then so a long all() neither starves the event loop nor ignores its signal.
       if ((out.length & 4095) === 0) {
         await new Promise((resolve) => setImmediate(resolve))
@@ -201,15 +211,62 @@ class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
     return out
   }
 
-  _seek (target: Format, options: Record<string, any>): void {
+  seek (target: Format): void {
     this.it.seek(toView(target))
   }
 
-  async _close (): Promise<void> {
-    // Undefined if the engine refused to create the iterator (the constructor
-    // threw after abstract-level had registered it for closing).
-    this.it?.close()
+  close (): void {
+    this.it.close()
   }
+}
+
+// The three iterators only hand their calls to a Cursor. `cursor` is undefined
+// in _close() if the engine refused to create the iterator (the constructor
+// threw after abstract-level had registered it for closing).
+
+class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
+  private readonly cursor: Cursor
+
+  constructor (db: LsmLevel<any, any>, options: Record<string, any>, engine: Engine) {
+    super(db, options as any)
+    this.cursor = new Cursor(options, engine, ENTRIES)
+  }
+
+  _next (): any { return this.cursor.next() }
+  async _nextv (size: number): Promise<Array<[K, V]>> { return await this.cursor.nextv(size) }
+  async _all (): Promise<Array<[K, V]>> { return await this.cursor.all() }
+  _seek (target: Format, options: Record<string, any>): void { this.cursor.seek(target) }
+  async _close (): Promise<void> { this.cursor?.close() }
+}
+
+class LsmKeyIterator<K> extends AbstractKeyIterator<any, K> {
+  private readonly cursor: Cursor
+
+  constructor (db: LsmLevel<any, any>, options: Record<string, any>, engine: Engine) {
+    super(db, options as any)
+    this.cursor = new Cursor(options, engine, KEYS)
+  }
+
+  _next (): any { return this.cursor.next() }
+  async _nextv (size: number): Promise<K[]> { return await this.cursor.nextv(size) }
+  async _all (): Promise<K[]> { return await this.cursor.all() }
+  _seek (target: Format, options: Record<string, any>): void { this.cursor.seek(target) }
+  async _close (): Promise<void> { this.cursor?.close() }
+}
+
+class LsmValueIterator<K, V> extends AbstractValueIterator<any, K, V> {
+  private readonly cursor: Cursor
+
+  constructor (db: LsmLevel<any, any>, options: Record<string, any>, engine: Engine) {
+    super(db, options as any)
+    this.cursor = new Cursor(options, engine, VALUES)
+  }
+
+  _next (): any { return this.cursor.next() }
+  async _nextv (size: number): Promise<V[]> { return await this.cursor.nextv(size) }
+  async _all (): Promise<V[]> { return await this.cursor.all() }
+  _seek (target: Format, options: Record<string, any>): void { this.cursor.seek(target) }
+  async _close (): Promise<void> { this.cursor?.close() }
 }
 
 /**
@@ -348,6 +405,14 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
 
   _iterator (options: Record<string, any>): LsmIterator<K, V> {
     return new LsmIterator<K, V>(this, options, this[ENGINE]!)
+  }
+
+  _keys (options: Record<string, any>): LsmKeyIterator<K> {
+    return new LsmKeyIterator<K>(this, options, this[ENGINE]!)
+  }
+
+  _values (options: Record<string, any>): LsmValueIterator<K, V> {
+    return new LsmValueIterator<K, V>(this, options, this[ENGINE]!)
   }
 
   _snapshot (options: object): LsmSnapshot {
