@@ -361,7 +361,7 @@ class MemTableIterator implements InternalIterator {
   }
 
   keyEnd (): number {
-    return this.list.keyOffset(this.node) + this.list.keyLength(this.node)
+    return this.list.keyEnd(this.node)
   }
 
   valueSource (): Buffer {
@@ -373,7 +373,7 @@ class MemTableIterator implements InternalIterator {
   }
 
   valueEnd (): number {
-    return this.list.valueOffset(this.node) + this.list.valueLength(this.node)
+    return this.list.valueEnd(this.node)
   }
 
   close (): void {

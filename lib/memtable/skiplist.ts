@@ -395,8 +395,10 @@ export class SkipList {
     return this.rows[this.nodes[node + ROW] * ROW_INTS + R_OFF]
   }
 
-  keyLength (node: number): number {
-    return this.rows[this.nodes[node + ROW] * ROW_INTS + R_KEYLEN]
+  /** Where the node's key ends in chunkOf(node). */
+  keyEnd (node: number): number {
+    const r = this.nodes[node + ROW] * ROW_INTS
+    return this.rows[r + R_OFF] + this.rows[r + R_KEYLEN]
   }
 
   /** Where the node's value starts in chunkOf(node). */
@@ -404,8 +406,10 @@ export class SkipList {
     return this.rows[this.nodes[node + ROW] * ROW_INTS + R_VALOFF]
   }
 
-  valueLength (node: number): number {
-    return this.rows[this.nodes[node + ROW] * ROW_INTS + R_VALLEN]
+  /** Where the node's value ends in chunkOf(node). */
+  valueEnd (node: number): number {
+    const r = this.nodes[node + ROW] * ROW_INTS
+    return this.rows[r + R_VALOFF] + this.rows[r + R_VALLEN]
   }
 
   /** A view of the node's value (arena bytes, never overwritten). */
