@@ -61,11 +61,11 @@ async function lessonWorkload (root: string, compaction: 'leveled' | 'tiered', b
   for (let i = 0; i < KEYS; i++) if (await db.get(key(i)) !== truth.get(key(i))) wrong++
   if (wrong > 0) throw new Error(`${wrong} wrong reads`)
   const probe = async (keys: string[]): Promise<{ consulted: number, read: number }> => {
-    const c0 = e.counters.tableGets
+    const c0 = e.tableReads.tableGets
     const u0 = db.stats().bloom.useful
     for (const k of keys) await db.get(k)
-    const consulted = (e.counters.tableGets - c0) / keys.length
-    const read = (e.counters.tableGets - c0 - (db.stats().bloom.useful - u0)) / keys.length
+    const consulted = (e.tableReads.tableGets - c0) / keys.length
+    const read = (e.tableReads.tableGets - c0 - (db.stats().bloom.useful - u0)) / keys.length
     return { consulted, read }
   }
   const r2 = new Random(7)
@@ -162,10 +162,10 @@ async function fillOne (root: string, engine: FillEngine, keys: Buffer[]): Promi
     const e = (db as LsmLevel<Buffer, Buffer>).engine
     const stats = (db as LsmLevel<Buffer, Buffer>).stats()
     const probe = async (probeKeys: Buffer[]): Promise<number> => {
-      const c0 = e.counters.tableGets
+      const c0 = e.tableReads.tableGets
       const u0 = (db as LsmLevel<Buffer, Buffer>).stats().bloom.useful
       for (const k of probeKeys) await db.get(k)
-      return (e.counters.tableGets - c0 - ((db as LsmLevel<Buffer, Buffer>).stats().bloom.useful - u0)) / probeKeys.length
+      return (e.tableReads.tableGets - c0 - ((db as LsmLevel<Buffer, Buffer>).stats().bloom.useful - u0)) / probeKeys.length
     }
     const r = new Random(11)
     row['read amplification (sorted runs) at the end'] = String(stats.readAmplification)

@@ -3,6 +3,7 @@
 import test from 'tape'
 import { pickLeveledCompaction, levelScores } from '../lib/compaction/leveled-picker'
 import { pickTieredCompaction, sortedRuns } from '../lib/compaction/tiered-picker'
+import { compactionEdit, manualTask, mergeRuns, pickCompaction } from '../lib/compaction/task'
 import type { FileMeta } from '../lib/manifest/file-meta'
 import { NUM_LEVELS, resolveOptions, maxBytesForLevel } from '../lib/options'
 import { LsmLevel } from '../index'
@@ -61,6 +62,58 @@ test('leveled picker: fixtures', (t) => {
 })
 
 const tiered = { level0CompactionTrigger: 4, maxSizeAmplificationPercent: 200, sizeRatioPercent: 1 }
+
+test('compaction tasks: the version edit a finished task makes', (t) => {
+  const sh = shape('L1: 1[a..b]900 2[c..d]900 3[e..f]900\nL2: 4[a..a]100 5[c..c]100 6[d..z]100')
+  sh.compactPointers[1] = sh.levels[1][0].largest
+  const leveled = pickLeveledCompaction(sh, opts)!
+  const out = shape('L2: 20[c..z]50 21[x..z]50').levels[2]
+  const edit = compactionEdit(leveled, out)
+  t.same(edit.deletedFiles, [{ level: 1, number: 2 }, { level: 2, number: 5 }, { level: 2, number: 6 }], 'leveled: the input and its overlaps deleted, each from its level')
+  t.same(edit.newFiles!.map((f) => [f.level, f.meta.number]), [[2, 20], [2, 21]], 'the outputs at the output level')
+  t.same(edit.compactPointers!.map((p) => [p.level, p.key.userKey.toString()]), [[1, 'd']], 'the compact pointer moves past the input')
+
+  const move = pickLeveledCompaction(shape('L1: 1[a..b]900 2[c..d]900 3[e..f]900\nL2: 6[x..z]100'), opts)!
+  t.ok(move.trivialMove)
+  const moveEdit = compactionEdit(move, [move.inputs[0]])
+  t.same(moveEdit.deletedFiles, [{ level: 1, number: 1 }], 'trivial move: the table leaves its level')
+  t.same(moveEdit.newFiles!.map((f) => [f.level, f.meta.number]), [[2, 1]], 'and joins the next, unchanged')
+
+  const tieredTask = pickTieredCompaction(shape('L0: 5[a..z]100 4[a..z]100 3[a..z]100\nL5: 2[a..z]5000\nL6: 1[a..z]1000'), tiered)!
+  const tieredEdit = compactionEdit(tieredTask, out)
+  t.same(tieredEdit.deletedFiles, [{ level: 0, number: 5 }, { level: 0, number: 4 }, { level: 0, number: 3 }, { level: 5, number: 2 }, { level: 6, number: 1 }], 'tiered: every run deleted, across levels')
+  t.same(tieredEdit.newFiles!.map((f) => f.level), [6, 6], 'outputs at the output level')
+  t.same(tieredEdit.compactPointers, [], 'no compact pointer')
+  t.same(mergeRuns(tieredTask).map((r) => r.map((f) => f.number)), [[5], [4], [3], [2], [1]], 'merge runs: each L0 table alone, then each level')
+  t.end()
+})
+
+test('compaction tasks: manual compaction steps and the strategy switch', (t) => {
+  const levels = shape('L0: 9[a..c]100 8[x..z]100\nL1: 1[a..b]500 2[c..f]500 3[g..w]500 4[y..z]500\nL2: 5[a..z]100').levels
+  let task = manualTask(levels, 0, 2, Buffer.from('a'), Buffer.from('b'))!
+  t.same([task.level, task.outputLevel], [0, 1], 'level 0 into level 1')
+  t.same(names(task.inputs), [9, 8], 'every L0 table, though only one overlaps the range')
+  t.same(names(task.overlaps), [1, 2, 3, 4], 'and the L1 tables under all of them')
+  task = manualTask(levels, 1, 2, Buffer.from('d'), Buffer.from('h'))!
+  t.same(names(task.inputs), [2, 3], 'level 1: the tables overlapping [d, h]')
+  t.same(names(task.overlaps), [5], 'over the level 2 tables they overlap')
+  task = manualTask(levels, 2, 2, undefined, undefined)!
+  t.same([task.level, task.outputLevel, task.overlaps.length], [2, 2, 0], 'the bottom level: in place')
+  t.same(compactionEdit(task, []).compactPointers!.map((p) => p.level), [2], 'a manual step moves the compact pointer')
+  t.is(manualTask(levels, 1, 2, Buffer.from('x'), Buffer.from('x')), undefined, 'nothing in the range at that level: no step')
+
+  const sh = shape('L0: 5[a..z]100 4[a..z]100 3[a..z]100 2[a..z]100\nL6: 1[a..z]10000')
+  t.is(pickCompaction(sh, { ...opts, compaction: 'leveled' }, [], 0)?.kind, 'leveled', 'leveled strategy')
+  t.is(pickCompaction(sh, { ...opts, ...tiered, compaction: 'tiered' }, [], 0)?.kind, 'tiered', 'tiered strategy')
+  const quiet = shape('L1: 1[a..b]100 2[c..d]100')
+  const tombstone = { start: Buffer.from('c'), end: Buffer.from('e'), seq: 50 }
+  t.is(pickCompaction(quiet, { ...opts, compaction: 'leveled' }, [], 100), undefined, 'nothing to do')
+  const cleanup = pickCompaction(quiet, { ...opts, compaction: 'leveled' }, [tombstone], 100)
+  t.is(cleanup?.kind, 'range-tombstone', 'nothing else to do: a cleanup under the tombstone')
+  t.is(pickCompaction(quiet, { ...opts, compaction: 'leveled' }, [tombstone], 40), undefined, 'not while a snapshot older than the tombstone needs what it hides')
+  t.end()
+})
+
 
 test('tiered picker: fixtures', (t) => {
   t.is(pickTieredCompaction(shape('L0: 3[a..z]100 2[a..z]100\nL6: 1[a..z]10000'), tiered), undefined, 'three runs under a trigger of 4: nothing')

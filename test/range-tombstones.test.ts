@@ -10,7 +10,7 @@ import * as path from 'node:path'
 import { LsmLevel } from '../index'
 import { RangeTombstoneIndex, clearBounds, type RangeTombstone } from '../lib/range-tombstones'
 import { pickRangeTombstoneCompaction } from '../lib/compaction/range-tombstone-picker'
-import type { CompactionTask } from '../lib/compaction/leveled-picker'
+import type { RangeTombstoneTask } from '../lib/compaction/task'
 import type { FileMeta } from '../lib/manifest/file-meta'
 import { decodeVersionEdit, encodeVersionEdit, MANIFEST_FORMAT_VERSION, TAG_END, TAG_FORMAT_VERSION } from '../lib/manifest/version-edit'
 import { decodeBatch, encodeBatch, OP_RANGE_DELETE } from '../lib/wal/batch'
@@ -242,7 +242,7 @@ test('range-tombstone picker: tables under a tombstone, in place at levels 1+, l
   })
   const levels: FileMeta[][] = [[meta(20, 'a', 'z')], [meta(10, 'a', 'c'), meta(11, 'd', 'f', 50), meta(12, 'g', 'i')], [meta(5, 'a', 'm')], [], [], [], []]
   const ts = (start: string, end: string | undefined, seq: number): RangeTombstone => ({ start: Buffer.from(start), end: end === undefined ? undefined : Buffer.from(end), seq })
-  const numbers = (task: CompactionTask | undefined): string => task === undefined ? 'none' : `L${task.level}->L${task.outputLevel} ${task.inputs.map((f) => f.number).join(',')}`
+  const numbers = (task: RangeTombstoneTask | undefined): string => task === undefined ? 'none' : `L${task.level}->L${task.outputLevel} ${task.inputs.map((f) => f.number).join(',')}`
   t.is(numbers(pickRangeTombstoneCompaction(levels, [ts('b', 'e', 40)], 100)), 'L0->L1 20', 'an L0 table under the tombstone: all of level 0 into level 1')
   levels[0][0].floor = 100
   t.is(numbers(pickRangeTombstoneCompaction(levels, [ts('b', 'e', 40)], 100)), 'L1->L1 10', 'L0 past it: the level 1 table overlapping [b, e) with floor < 40, in place (11 has floor 50)')

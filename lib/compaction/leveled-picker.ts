@@ -11,33 +11,14 @@
 // A single input table with nothing under it is moved down by a manifest edit
 // alone (a trivial move), unless it would overlap too much of the level below
 // the output (which would make that next compaction expensive).
-import type { FileMeta } from '../manifest/file-meta'
+import { keyRange, overlapsRange, type FileMeta } from '../manifest/file-meta'
+import type { LeveledTask } from './task'
 import { compareInternalKeys, type InternalKey } from '../keys'
-import { compareBytes } from '../util/coding'
 import { maxBytesForLevel, NUM_LEVELS, type EngineOptions } from '../options'
 
 export interface LsmShape {
   levels: FileMeta[][]
   compactPointers: Array<InternalKey | undefined>
-}
-
-export interface CompactionTask {
-  level: number
-  outputLevel: number
-  /** Tables taken from `level`. */
-  inputs: FileMeta[]
-  /** Tables taken from `outputLevel`. */
-  overlaps: FileMeta[]
-  trivialMove: boolean
-  score: number
-  /**
-   * All input runs, newest first, when the task is not the leveled shape
-   * (`inputs` from `level` plus `overlaps` from `outputLevel`): set by the tiered
-   * picker, whose merges may span several levels.
-   */
-  runs?: Array<{ level: number, files: FileMeta[] }>
-  /** Set on tasks that only clean up under range tombstones (lib/compaction/range-tombstone-picker.ts). */
-  reason?: 'range-tombstone'
 }
 
 export type PickerOptions = Pick<EngineOptions, 'level0CompactionTrigger' | 'maxBytesForLevelBase' | 'levelMultiplier' | 'targetFileSize'>
@@ -58,20 +39,10 @@ export function levelScores (shape: LsmShape, opts: PickerOptions): number[] {
 }
 
 function overlapping (files: FileMeta[], smallest: Uint8Array, largest: Uint8Array): FileMeta[] {
-  return files.filter((f) => compareBytes(f.largest.userKey, smallest) >= 0 && compareBytes(f.smallest.userKey, largest) <= 0)
+  return files.filter((f) => overlapsRange(f, smallest, largest))
 }
 
-function keyRange (files: FileMeta[]): { smallest: Buffer, largest: Buffer } {
-  let smallest = files[0].smallest.userKey
-  let largest = files[0].largest.userKey
-  for (const f of files) {
-    if (compareBytes(f.smallest.userKey, smallest) < 0) smallest = f.smallest.userKey
-    if (compareBytes(f.largest.userKey, largest) > 0) largest = f.largest.userKey
-  }
-  return { smallest, largest }
-}
-
-export function pickLeveledCompaction (shape: LsmShape, opts: PickerOptions): CompactionTask | undefined {
+export function pickLeveledCompaction (shape: LsmShape, opts: PickerOptions): LeveledTask | undefined {
   const scores = levelScores(shape, opts)
   let level = -1
   let best = 1
@@ -82,8 +53,8 @@ export function pickLeveledCompaction (shape: LsmShape, opts: PickerOptions): Co
   return taskFor(shape, opts, level, best)
 }
 
-/** The task that compacts `level` (also used by manual compaction). */
-export function taskFor (shape: LsmShape, opts: PickerOptions, level: number, score: number): CompactionTask | undefined {
+/** The task that compacts `level`. */
+function taskFor (shape: LsmShape, opts: PickerOptions, level: number, score: number): LeveledTask | undefined {
   const files = shape.levels[level]
   if (files.length === 0) return undefined
   let inputs: FileMeta[]
@@ -108,5 +79,5 @@ export function taskFor (shape: LsmShape, opts: PickerOptions, level: number, sc
     for (const f of grand) grandBytes += f.size
     trivialMove = grandBytes <= 10 * opts.targetFileSize
   }
-  return { level, outputLevel, inputs, overlaps, trivialMove, score }
+  return { kind: 'leveled', level, outputLevel, inputs, overlaps, trivialMove, score }
 }

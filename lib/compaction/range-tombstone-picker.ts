@@ -17,43 +17,32 @@
 // level 0, and the merged run keeps that place). A tombstone that some snapshot does not
 // see yet is skipped: the versions under it must stay, and the task would not
 // make progress.
-import type { FileMeta } from '../manifest/file-meta'
+import { keyRange, overlapsHalfOpen, overlapsRange, type FileMeta } from '../manifest/file-meta'
 import type { RangeTombstone } from '../range-tombstones'
-import { compareBytes } from '../util/coding'
-import type { CompactionTask } from './leveled-picker'
+import type { RangeTombstoneTask } from './task'
 
 export const MAX_INPUTS = 8
 
-function overlaps (f: FileMeta, t: RangeTombstone): boolean {
-  if (compareBytes(f.largest.userKey, t.start) < 0) return false
-  return t.end === undefined || compareBytes(f.smallest.userKey, t.end) < 0
-}
-
-export function pickRangeTombstoneCompaction (levels: readonly FileMeta[][], tombstones: readonly RangeTombstone[], smallestSnapshot: number): CompactionTask | undefined {
+export function pickRangeTombstoneCompaction (levels: readonly FileMeta[][], tombstones: readonly RangeTombstone[], smallestSnapshot: number): RangeTombstoneTask | undefined {
   for (const t of tombstones) {
     if (t.seq > smallestSnapshot) continue
-    if (levels[0].some((f) => overlaps(f, t) && (f.floor ?? 0) < t.seq)) {
+    if (levels[0].some((f) => overlapsHalfOpen(f, t.start, t.end) && (f.floor ?? 0) < t.seq)) {
       const inputs = levels[0].slice()
-      let lo = inputs[0].smallest.userKey
-      let hi = inputs[0].largest.userKey
-      for (const f of inputs) {
-        if (compareBytes(f.smallest.userKey, lo) < 0) lo = f.smallest.userKey
-        if (compareBytes(f.largest.userKey, hi) > 0) hi = f.largest.userKey
-      }
-      const below = levels[1].filter((f) => compareBytes(f.largest.userKey, lo) >= 0 && compareBytes(f.smallest.userKey, hi) <= 0)
-      return { level: 0, outputLevel: 1, inputs, overlaps: below, trivialMove: false, score: 0, reason: 'range-tombstone' }
+      const { smallest, largest } = keyRange(inputs)
+      const below = levels[1].filter((f) => overlapsRange(f, smallest, largest))
+      return { kind: 'range-tombstone', level: 0, outputLevel: 1, inputs, overlaps: below }
     }
     for (let level = 1; level < levels.length; level++) {
       const inputs: FileMeta[] = []
       for (const f of levels[level]) {
-        if (overlaps(f, t) && (f.floor ?? 0) < t.seq) {
+        if (overlapsHalfOpen(f, t.start, t.end) && (f.floor ?? 0) < t.seq) {
           inputs.push(f)
           if (inputs.length === MAX_INPUTS) break
         } else if (inputs.length > 0) {
           break // keep the inputs adjacent
         }
       }
-      if (inputs.length > 0) return { level, outputLevel: level, inputs, overlaps: [], trivialMove: false, score: 0, reason: 'range-tombstone' }
+      if (inputs.length > 0) return { kind: 'range-tombstone', level, outputLevel: level, inputs, overlaps: [] }
     }
   }
   return undefined

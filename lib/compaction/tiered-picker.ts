@@ -45,7 +45,9 @@ export interface SortedRun {
   bytes: number
 }
 
+/** The tiered picker's choice: adjacent sorted runs, possibly across several levels. */
 export interface TieredTask {
+  kind: 'tiered'
   /** Runs merged, newest first. */
   runs: SortedRun[]
   outputLevel: number
@@ -83,7 +85,7 @@ function task (runs: SortedRun[], i: number, j: number, reason: TieredTask['reas
   let out = placement(runs, j)
   while (out < 0 && j + 1 < runs.length) { j++; out = placement(runs, j) }
   if (out < 0 || j - i + 1 < 2) return undefined
-  return { runs: runs.slice(i, j + 1), outputLevel: out, reason }
+  return { kind: 'tiered', runs: runs.slice(i, j + 1), outputLevel: out, reason }
 }
 
 export function pickTieredCompaction (shape: LsmShape, opts: TieredOptions): TieredTask | undefined {

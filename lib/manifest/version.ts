@@ -8,16 +8,39 @@
 // first (highest file number first: flushes allocate numbers in order). Levels
 // 1+ hold non-overlapping tables ordered by smallest key.
 //
+// Point reads (get) look through the tables of a version in this order:
+// level 0 newest first, then one table per deeper level found by binary
+// search; the first version of the key visible at the read's sequence number
+// decides (LevelDB's Version::Get).
+//
 // A version also holds the flushed range tombstones (lib/range-tombstones.ts)
 // that may still hide something: apply() drops each one once every table
 // overlapping its range has a floor at or above its seq.
-import type { FileMeta } from './file-meta'
+import { containsKey, overlapsHalfOpen, overlapsRange, type FileMeta } from './file-meta'
 import { RangeTombstoneIndex, type RangeTombstone } from '../range-tombstones'
 import type { VersionEdit } from './version-edit'
 import { compareInternalKeys } from '../keys'
 import { compareBytes } from '../util/coding'
 import { NUM_LEVELS } from '../options'
 import { assert, checks } from '../invariants'
+
+/** An entry a point read found: its kind (lib/keys.ts), value and sequence number. */
+export interface TableEntry {
+  kind: number
+  value: Buffer
+  seq: number
+}
+
+/** What Version.get needs of the table cache: an open table by file number. */
+export interface TableSource {
+  get (number: number): { get (userKey: Uint8Array, seq: number): TableEntry | undefined }
+}
+
+/** Counters of Version.get. */
+export interface TableGetStats {
+  tableGets: number
+  tableGetMisses: number
+}
 
 export class Version {
   readonly levels: FileMeta[][]
@@ -47,12 +70,9 @@ export class Version {
       let i = level === 0 ? 0 : this.findFile(level, t.start)
       for (; i < files.length; i++) {
         const f = files[i]
-        if (t.end !== undefined && compareBytes(f.smallest.userKey, t.end) >= 0) {
-          if (level === 0) continue
-          break
-        }
-        if (compareBytes(f.largest.userKey, t.start) < 0) continue
-        if ((f.floor ?? 0) < t.seq) return true
+        // A sorted level: no table from here on overlaps the range.
+        if (level > 0 && t.end !== undefined && compareBytes(f.smallest.userKey, t.end) >= 0) break
+        if (overlapsHalfOpen(f, t.start, t.end) && (f.floor ?? 0) < t.seq) return true
       }
     }
     return false
@@ -141,14 +161,39 @@ export class Version {
     return lo
   }
 
+  /**
+   * The newest entry for `userKey` visible at `seq` in this version's tables,
+   * or undefined. `stats` counts the tables searched and those without the key.
+   */
+  get (tables: TableSource, userKey: Uint8Array, seq: number, stats: TableGetStats): TableEntry | undefined {
+    const l0 = this.levels[0]
+    for (let i = 0; i < l0.length; i++) {
+      if (!containsKey(l0[i], userKey)) continue
+      const r = this.getFromTable(tables, l0[i], userKey, seq, stats)
+      if (r !== undefined) return r
+    }
+    for (let level = 1; level < NUM_LEVELS; level++) {
+      const files = this.levels[level]
+      if (files.length === 0) continue
+      const i = this.findFile(level, userKey)
+      if (i >= files.length || compareBytes(userKey, files[i].smallest.userKey) < 0) continue
+      const r = this.getFromTable(tables, files[i], userKey, seq, stats)
+      if (r !== undefined) return r
+    }
+    return undefined
+  }
+
+  private getFromTable (tables: TableSource, f: FileMeta, userKey: Uint8Array, seq: number, stats: TableGetStats): TableEntry | undefined {
+    stats.tableGets++
+    const r = tables.get(f.number).get(userKey, seq)
+    if (r === undefined) stats.tableGetMisses++
+    return r
+  }
+
   /** Tables of `level` whose user-key range intersects [smallest, largest] (either bound undefined = open). */
   overlapping (level: number, smallest: Uint8Array | undefined, largest: Uint8Array | undefined): FileMeta[] {
     const out: FileMeta[] = []
-    for (const f of this.levels[level]) {
-      if (largest !== undefined && compareBytes(f.smallest.userKey, largest) > 0) continue
-      if (smallest !== undefined && compareBytes(f.largest.userKey, smallest) < 0) continue
-      out.push(f)
-    }
+    for (const f of this.levels[level]) if (overlapsRange(f, smallest, largest)) out.push(f)
     return out
   }
 

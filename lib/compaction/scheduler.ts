@@ -1,0 +1,363 @@
+// Background work: flushes of frozen memtables to level 0 and compactions, one
+// of each at a time, and the deletion of the files they make obsolete.
+//
+//   schedule() --setImmediate--> start(): flush the oldest frozen memtable (if
+//   its writes are all applied); run the task pickCompaction() chooses
+//   (lib/compaction/task.ts) --> the result goes into the manifest as one
+//   version edit --> obsolete tables and logs deleted off the event loop
+//
+// Flushes and compactions each run on a worker thread of their own (node file
+// system; lib/compaction/worker.ts), the flush worker at a higher priority so
+// that a flush that writes may be waiting for gets the CPU first; otherwise on
+// the event loop, in slices of a few thousand entries (lib/compaction/table-writer.ts).
+//
+// A failed job stops writes (without flushes the memtables cannot drain) and
+// is reported by every later waitForIdle, flush or compactRange.
+import type { FileSystem } from '../fs/fs'
+import { removeAsync } from '../fs/fs'
+import { nodeFileSystem } from '../fs/node-fs'
+import type { EngineOptions } from '../options'
+import type { VersionSet } from '../manifest/version-set'
+import type { FileMeta } from '../manifest/file-meta'
+import type { MemTable } from '../memtable/memtable'
+import type { MemTableSet } from '../memtable/memtable-set'
+import type { TableCache } from '../sstable/table-cache'
+import type { RangeTombstone, RangeTombstoneIndex } from '../range-tombstones'
+import { writeTables, type TableWriterParams, type TableWriterResult } from './table-writer'
+import { runCompactionJob, type CompactionJob, type FlushJob } from './job'
+import { sharedCompactionWorker, sharedFlushWorker, type CompactionWorker } from './worker'
+import { compactionEdit, isTrivialMove, manualTask, mergeRuns, pickCompaction, type CompactionTask } from './task'
+import { join, logName, tableName } from '../filenames'
+import { ioError, type LevelError } from '../errors'
+
+/** Totals over every engine in this process (tests use them to show background work happened). */
+export const processCounters = { flushes: 0, compactions: 0, trivialMoves: 0 }
+
+/** What the scheduler needs of the engine. */
+export interface SchedulerEnv {
+  fs: FileSystem
+  dir: string
+  options: EngineOptions
+  versions: VersionSet
+  tableCache: TableCache
+  memtables: MemTableSet
+  /** The oldest sequence number a reader may still read at: the oldest snapshot's, else the newest visible. */
+  smallestSnapshot (): number
+  /** The newest sequence number applied to the memtables. */
+  lastSequence (): number
+  /** The log the active memtable's writes go to. */
+  currentLogNumber (): number
+  /** A job failed: writes must stop. */
+  onError (err: LevelError): void
+  /** A job ended: a write stall may be over. */
+  onJobDone (): void
+}
+
+export class CompactionScheduler {
+  readonly counters = { flushes: 0, compactions: 0, trivialMoves: 0, bytesFlushed: 0, bytesCompacted: 0 }
+  /** Set after a failed flush or compaction. */
+  private failure: LevelError | undefined
+  private flushJob: Promise<void> | undefined
+  private compactionJob: Promise<void> | undefined
+  private scheduled = false
+  private closing = false
+  /** Runs compactions on a worker thread (node file system only); undefined: on the event loop. */
+  private readonly worker: CompactionWorker | undefined
+  /** Runs memtable flushes on a worker thread of their own (node file system only). */
+  private readonly flushWorker: CompactionWorker | undefined
+  private cancelCompaction: (() => void) | undefined
+  /** Obsolete files being deleted off the event loop. */
+  private readonly pendingRemovals = new Set<Promise<void>>()
+
+  constructor (private readonly env: SchedulerEnv) {
+    const onWorkers = env.options.compactionWorker && env.fs === nodeFileSystem
+    this.worker = onWorkers ? sharedCompactionWorker() : undefined
+    this.flushWorker = onWorkers ? sharedFlushWorker() : undefined
+    env.versions.onObsoleteTable = (n) => {
+      env.tableCache.evict(n)
+      this.removeInBackground(tableName(n))
+    }
+  }
+
+  get error (): LevelError | undefined {
+    return this.failure
+  }
+
+  /** Flushes and compactions running now. */
+  get running (): number {
+    return (this.flushJob ? 1 : 0) + (this.compactionJob ? 1 : 0)
+  }
+
+  /** Obsolete files whose background unlink has not finished. */
+  get pendingRemovalCount (): number {
+    return this.pendingRemovals.size
+  }
+
+  /** Starts whatever background work is due, on a later turn. */
+  schedule (): void {
+    if (this.scheduled || this.closing) return
+    this.scheduled = true
+    setImmediate(() => {
+      this.scheduled = false
+      this.start()
+    })
+  }
+
+  private start (): void {
+    if (this.closing || this.failure) return
+    if (!this.flushJob && this.env.memtables.flushable()) {
+      this.flushJob = this.runJob(() => this.flushOldest()).finally(() => {
+        this.flushJob = undefined
+        this.afterJob()
+      })
+    }
+    if (!this.compactionJob) {
+      const task = this.pick()
+      if (task) {
+        this.compactionJob = this.runJob(() => this.compact(task)).finally(() => {
+          this.compactionJob = undefined
+          this.afterJob()
+        })
+      }
+    }
+  }
+
+  private pick (): CompactionTask | undefined {
+    const { versions, options } = this.env
+    const v = versions.current
+    return pickCompaction({ levels: v.levels, compactPointers: versions.compactPointers }, options, v.rangeTombstones, this.env.smallestSnapshot())
+  }
+
+  private async runJob (job: () => Promise<void>): Promise<void> {
+    try {
+      await job()
+    } catch (err) {
+      // Closing aborts compactions (a terminated worker, an abandoned slice): not an error.
+      if (this.closing) return
+      const e = (err as LevelError).code === 'LEVEL_CORRUPTION' ? err as LevelError : ioError('Background flush or compaction failed', err)
+      if (!this.failure) this.failure = e
+      this.env.onError(e)
+    }
+  }
+
+  private afterJob (): void {
+    this.env.onJobDone()
+    this.schedule()
+  }
+
+  /**
+   * A flush applies its memtable's own range tombstones. The tombstones already in
+   * the version are older than every entry of the memtable (memtables are flushed
+   * in order), so they hide nothing in it: every tombstone up to
+   * min(newest of the memtable's, smallest snapshot) is then applied in full.
+   */
+  private flushTombstones (mem: MemTable, smallestSnapshot: number): { rangeTombstones?: RangeTombstoneIndex, floorBase: number } {
+    const list = mem.rangeTombstones()
+    if (list.length === 0) return { floorBase: 0 }
+    return { rangeTombstones: mem.rangeTombstoneIndex(), floorBase: Math.min(list[list.length - 1].seq, smallestSnapshot) }
+  }
+
+  /** Writes a memtable to level-0 tables on the event loop (log replay; flushes without a worker). Not recorded in the manifest. */
+  async writeLevel0 (mem: MemTable, smallestSnapshot: number, shouldAbort = (): boolean => this.closing): Promise<TableWriterResult> {
+    const { fs, dir, options, versions } = this.env
+    const params: TableWriterParams = {
+      fs,
+      dir,
+      blockSize: options.blockSize,
+      blockRestartInterval: options.blockRestartInterval,
+      bloomBitsPerKey: options.bloomBitsPerKey,
+      targetFileSize: Infinity,
+      smallestSnapshot,
+      isBaseLevelForKey: () => false,
+      newFileNumber: () => versions.newFileNumber(),
+      shouldAbort,
+      ...this.flushTombstones(mem, smallestSnapshot)
+    }
+    return await writeTables(mem.iterator(), params)
+  }
+
+  private async flushOldest (): Promise<void> {
+    const { memtables, options, versions } = this.env
+    const frozen = memtables.flushable()!
+    const mem = frozen.mem
+    // A flush is finished even when the database is closing (close waits for it):
+    // it is short, and it saves the next open a log replay.
+    let result
+    if (this.flushWorker) {
+      // On a worker thread, from a copy of the frozen memtable (SkipList.state).
+      // Copied over a few turns; the parameters below are taken after the copy, together.
+      const entries = await mem.entriesStateInSlices()
+      const smallestSnapshot = this.env.smallestSnapshot()
+      const job: FlushJob = {
+        dir: this.env.dir,
+        entries,
+        blockSize: options.blockSize,
+        blockRestartInterval: options.blockRestartInterval,
+        bloomBitsPerKey: options.bloomBitsPerKey,
+        smallestSnapshot,
+        rangeTombstones: mem.rangeTombstones().slice(),
+        floorBase: this.flushTombstones(mem, smallestSnapshot).floorBase,
+        fileNumber: versions.newFileNumber()
+      }
+      result = await this.flushWorker.flush(job)
+    } else {
+      result = await this.writeLevel0(mem, this.env.smallestSnapshot(), () => false)
+    }
+    await versions.logAndApply({
+      newFiles: result.outputs.map((meta) => ({ level: 0, meta })),
+      rangeTombstones: mem.rangeTombstones().slice(),
+      logNumber: memtables.logAfterOldest(this.env.currentLogNumber()),
+      lastSequence: this.env.lastSequence()
+    })
+    memtables.dropOldest()
+    this.counters.flushes++
+    processCounters.flushes++
+    this.counters.bytesFlushed += result.bytesWritten
+    this.removeInBackground(logName(frozen.logNumber))
+  }
+
+  private async compact (task: CompactionTask): Promise<void> {
+    const { versions } = this.env
+    if (isTrivialMove(task)) {
+      await versions.logAndApply(compactionEdit(task, [task.inputs[0]]))
+      this.counters.trivialMoves++
+      processCounters.trivialMoves++
+      return
+    }
+    const base = versions.current
+    base.ref()
+    try {
+      const result = await this.runMerge(task, this.compactionJobFor(task, base.levels, base.rangeTombstones))
+      if (this.closing) {
+        for (const f of result.outputs) this.env.fs.remove(join(this.env.dir, tableName(f.number)))
+        return
+      }
+      await versions.logAndApply(compactionEdit(task, result.outputs))
+      this.counters.compactions++
+      processCounters.compactions++
+      this.counters.bytesCompacted += result.bytesWritten
+    } finally {
+      base.unref()
+    }
+  }
+
+  /** The task as a job for a worker (plain data), with output file numbers reserved. */
+  private compactionJobFor (task: CompactionTask, levels: FileMeta[][], rangeTombstones: readonly RangeTombstone[]): CompactionJob {
+    const { options, versions } = this.env
+    const runs = mergeRuns(task)
+    let inputBytes = 0
+    for (const run of runs) for (const f of run) inputBytes += f.size
+    const smallestSnapshot = this.env.smallestSnapshot()
+    const fileNumbers: number[] = []
+    const reserve = 2 * Math.ceil(inputBytes / options.targetFileSize) + 8
+    for (let i = 0; i < reserve; i++) fileNumbers.push(versions.newFileNumber())
+    return {
+      dir: this.env.dir,
+      runs,
+      deeper: levels.slice(task.outputLevel + 1),
+      blockSize: options.blockSize,
+      blockRestartInterval: options.blockRestartInterval,
+      bloomBitsPerKey: options.bloomBitsPerKey,
+      targetFileSize: options.targetFileSize,
+      smallestSnapshot,
+      rangeTombstones: rangeTombstones.slice(),
+      floorBase: rangeTombstones.length === 0 ? 0 : Math.min(maxSeq(rangeTombstones), smallestSnapshot),
+      fileNumbers
+    }
+  }
+
+  private async runMerge (task: CompactionTask, job: CompactionJob): Promise<TableWriterResult> {
+    if (!this.worker) return await runCompactionJob(job, this.env.fs, this.env.tableCache, () => this.closing)
+    const signal: { cancel?: () => void } = {}
+    this.cancelCompaction = () => signal.cancel?.()
+    try {
+      return await this.worker.run(job, signal)
+    } finally {
+      this.cancelCompaction = undefined
+    }
+  }
+
+  /**
+   * Deletes an obsolete file (a table no version uses, a flushed log) off the
+   * event loop. File numbers are never reused, so a late unlink cannot hit a new
+   * file; a file left behind by a crash is an orphan the next open removes.
+   * close() waits for these.
+   */
+  private removeInBackground (name: string): void {
+    const p = removeAsync(this.env.fs, join(this.env.dir, name)).catch(() => {}).finally(() => { this.pendingRemovals.delete(p) })
+    this.pendingRemovals.add(p)
+  }
+
+  /** Waits for the obsolete files being deleted in the background. */
+  private async settleRemovals (): Promise<void> {
+    while (this.pendingRemovals.size > 0) await Promise.all(this.pendingRemovals)
+  }
+
+  /** Waits until every frozen memtable is flushed. */
+  async flushFrozen (): Promise<void> {
+    while (this.env.memtables.frozen.length > 0) {
+      if (this.failure) throw this.failure
+      if (!this.flushJob) this.start()
+      if (this.flushJob) await this.flushJob
+      else await new Promise((resolve) => setImmediate(resolve))
+    }
+  }
+
+  /**
+   * Compacts every table that overlaps [start, end] (undefined = open): each
+   * level into the next down to the deepest level holding data, then that level
+   * in place, so that tombstones and overwritten versions that no snapshot needs
+   * are gone from the range afterwards. The memtables are flushed first (by the caller).
+   */
+  async compactRange (start?: Uint8Array, end?: Uint8Array): Promise<void> {
+    while (this.compactionJob) await this.compactionJob
+    let bottom = 0
+    this.env.versions.current.levels.forEach((files, level) => { if (files.length > 0) bottom = level })
+    for (let level = 0; level <= bottom; level++) {
+      while (this.compactionJob) await this.compactionJob
+      const task = manualTask(this.env.versions.current.levels, level, bottom, start, end)
+      if (task === undefined) continue
+      this.compactionJob = this.runJob(() => this.compact(task)).finally(() => { this.compactionJob = undefined })
+      await this.compactionJob
+      if (this.failure) throw this.failure
+      if (level === bottom) break
+    }
+    await this.settleRemovals()
+  }
+
+  /** Resolves when no flush or compaction is running or needed. */
+  async waitForIdle (): Promise<void> {
+    for (;;) {
+      if (this.failure) throw this.failure
+      if (this.flushJob) { await this.flushJob; continue }
+      if (this.compactionJob) { await this.compactionJob; continue }
+      if (this.env.memtables.frozen.length > 0 || this.pick()) {
+        this.start()
+        if (!this.flushJob && !this.compactionJob) break
+        continue
+      }
+      break
+    }
+    await this.settleRemovals()
+  }
+
+  /**
+   * Stops scheduling: a flush in progress is finished; a compaction in
+   * progress is abandoned (its output is deleted; its inputs stay live).
+   * Resolves when both are over and the pending deletions done.
+   */
+  async close (): Promise<void> {
+    this.closing = true
+    this.cancelCompaction?.()
+    while (this.flushJob || this.compactionJob) {
+      await Promise.all([this.flushJob, this.compactionJob])
+    }
+    await this.settleRemovals()
+  }
+}
+
+function maxSeq (list: readonly RangeTombstone[]): number {
+  let max = 0
+  for (const t of list) if (t.seq > max) max = t.seq
+  return max
+}

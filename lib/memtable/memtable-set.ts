@@ -1,0 +1,121 @@
+// The memtables a read consults: the active one, which takes the writes, and
+// the frozen ones (oldest first) waiting for their flush to level 0.
+//
+// Freezing makes a new active memtable; a frozen one never changes again once
+// the writes already in its log are applied, and only then may it be flushed:
+// writes waiting for a sync (lib/commit-pipeline.ts) may still be on their way
+// into it. `groupWritten` and `groupApplied` count them.
+import { MemTable, type MemTableEntry } from './memtable'
+import type { InternalIterator } from '../iterators/internal-iterator'
+import type { RangeTombstoneIndex } from '../range-tombstones'
+
+export interface FrozenMemTable {
+  mem: MemTable
+  /** The log that holds its writes: deleted once it is flushed. */
+  logNumber: number
+  /** Write groups written to its log and not yet applied; flushed only at 0. */
+  writesInFlight: number
+}
+
+/**
+ * A memtable is frozen once it holds this many range tombstones, however few its
+ * bytes: reads rebuild its tombstone index after each one is added.
+ */
+const MAX_MEMTABLE_RANGE_TOMBSTONES = 1000
+
+export class MemTableSet {
+  active = new MemTable()
+  /** Oldest first. */
+  readonly frozen: FrozenMemTable[] = []
+  /** Write groups written to the active memtable's log and not yet applied. */
+  private activeWritesInFlight = 0
+
+  constructor (private readonly writeBufferSize: number) {}
+
+  /** True once `mem` should be frozen (and, in recovery, flushed). */
+  isFull (mem: MemTable): boolean {
+    return mem.approximateBytes() >= this.writeBufferSize || mem.rangeTombstoneCount() >= MAX_MEMTABLE_RANGE_TOMBSTONES
+  }
+
+  /** Freezes the active memtable, whose writes are in log `logNumber`, and starts a new one. */
+  freeze (logNumber: number): void {
+    this.frozen.push({ mem: this.active, logNumber, writesInFlight: this.activeWritesInFlight })
+    this.active = new MemTable()
+    this.activeWritesInFlight = 0
+  }
+
+  /** A write group went to the active memtable's log; returns that memtable, where it will apply. */
+  groupWritten (): MemTable {
+    this.activeWritesInFlight++
+    return this.active
+  }
+
+  /** A group written by groupWritten() was applied to `mem`. True if that made a frozen memtable ready to flush. */
+  groupApplied (mem: MemTable): boolean {
+    if (mem === this.active) { this.activeWritesInFlight--; return false }
+    const f = this.frozen.find((x) => x.mem === mem)
+    return f !== undefined && --f.writesInFlight === 0
+  }
+
+  /** The oldest frozen memtable if it may be flushed now. */
+  flushable (): FrozenMemTable | undefined {
+    const f = this.frozen[0]
+    return f !== undefined && f.writesInFlight === 0 ? f : undefined
+  }
+
+  /** The oldest frozen memtable is flushed: drops it. */
+  dropOldest (): void {
+    this.frozen.shift()
+  }
+
+  /** The log the memtables' writes start in once the oldest frozen one is flushed (`currentLogNumber`: the active one's). */
+  logAfterOldest (currentLogNumber: number): number {
+    return this.frozen.length > 1 ? this.frozen[1].logNumber : currentLogNumber
+  }
+
+  /** The newest version of `userKey` visible at `seq`, newest memtable first. */
+  get (userKey: Uint8Array, seq: number): MemTableEntry | undefined {
+    const r = this.active.get(userKey, seq)
+    if (r !== undefined) return r
+    for (let i = this.frozen.length - 1; i >= 0; i--) {
+      const f = this.frozen[i].mem.get(userKey, seq)
+      if (f !== undefined) return f
+    }
+    return undefined
+  }
+
+  /** True if a memtable's range tombstone visible at `readSeq` hides version `seq` of `userKey`. */
+  hides (userKey: Uint8Array, seq: number, readSeq: number): boolean {
+    if (this.active.rangeTombstoneCount() > 0 && this.active.rangeTombstoneIndex().covers(userKey, seq, readSeq)) return true
+    for (let i = 0; i < this.frozen.length; i++) {
+      const m = this.frozen[i].mem
+      if (m.rangeTombstoneCount() > 0 && m.rangeTombstoneIndex().covers(userKey, seq, readSeq)) return true
+    }
+    return false
+  }
+
+  /** Adds the memtables' non-empty range tombstone indexes to `out`. */
+  tombstoneIndexes (out: RangeTombstoneIndex[]): void {
+    if (this.active.rangeTombstoneCount() > 0) out.push(this.active.rangeTombstoneIndex())
+    for (const f of this.frozen) if (f.mem.rangeTombstoneCount() > 0) out.push(f.mem.rangeTombstoneIndex())
+  }
+
+  /** One iterator per memtable, newest first. */
+  iterators (): InternalIterator[] {
+    const out: InternalIterator[] = [this.active.iterator()]
+    for (let i = this.frozen.length - 1; i >= 0; i--) out.push(this.frozen[i].mem.iterator())
+    return out
+  }
+
+  rangeTombstoneCount (): number {
+    let n = this.active.rangeTombstoneCount()
+    for (const f of this.frozen) n += f.mem.rangeTombstoneCount()
+    return n
+  }
+
+  approximateBytes (): number {
+    let n = this.active.approximateBytes()
+    for (const f of this.frozen) n += f.mem.approximateBytes()
+    return n
+  }
+}

@@ -1,0 +1,220 @@
+// The write-ahead log's life cycle: the current log that commits append to,
+// its syncs, and the retirement of a log when its memtable is frozen.
+//
+//   open(n) ---- append / sync ----> rotate(n + k) ---> open(n + k) ...
+//                                        |
+//                                        +--> retire log n (off the event loop):
+//                                             fdatasync + directory fsync,
+//                                             wait for its other syncs, close (trim)
+//
+// Ordering rule: no record goes into a new log before the logs it follows are
+// durable, with its own directory entry: otherwise a power loss could keep a
+// later log's records while tearing an earlier log, a hole in the history that
+// recovery cannot replay past. So while a retirement runs, `retiring` is true,
+// the commit pipeline holds its writes back, and onRetired() tells it to go on;
+// a sync write's syncAsync() also waits for every earlier retirement.
+//
+// A retired log is closed (its preallocated zeros trimmed, lib/fs/node-fs.ts)
+// before the new log takes a record, so that it normally ends at its last
+// record; recovery also accepts an untrimmed zero tail (lib/recovery.ts). It
+// is closed only once every sync of it has returned: an fd is never closed
+// under a thread-pool fdatasync.
+//
+// Errors: a failed append or sync is a LevelError naming the log; the log
+// writer is poisoned by it (lib/wal/log-writer.ts) and the engine stops writes.
+import type { FileSystem } from '../fs/fs'
+import { syncDirAsync } from '../fs/fs'
+import { LogWriter } from './log-writer'
+import { join, logName } from '../filenames'
+import { ioError, type LevelError } from '../errors'
+import { assert } from '../invariants'
+
+export interface LogManagerEvents {
+  /** A retirement finished: writes held back may go on. */
+  onRetired (): void
+  /** A background sync or a retirement failed: writes must stop. */
+  onError (err: LevelError): void
+}
+
+interface Log {
+  writer: LogWriter
+  number: number
+  /** Settles when every sync started on this log so far has returned. */
+  syncs: Promise<void>
+}
+
+const settled = (): void => {}
+
+export class LogManager {
+  /** Bytes appended to logs since open (the stats' `wal` bytes). */
+  bytesWritten = 0
+  private current: Log | undefined
+  /** Log bytes written since the current log's background fdatasync started (or the log opened). */
+  private unsyncedBytes = 0
+  /** The current log had its background fdatasync. */
+  private backgroundSynced = false
+  /** Retirements started and not finished. */
+  private retirements = 0
+  /** Resolves when every retirement started so far is done; rejects if one failed. */
+  private retired: Promise<void> = Promise.resolve()
+  /** Retired logs whose retirement failed: closed by close(). */
+  private readonly failedRetirements: LogWriter[] = []
+
+  /**
+   * @param backgroundSyncBytes Log bytes after which the log is fdatasynced once
+   *   in the background (see append).
+   */
+  constructor (
+    private readonly fs: FileSystem,
+    private readonly dir: string,
+    private readonly backgroundSyncBytes: number,
+    private readonly events: LogManagerEvents
+  ) {}
+
+  /** The current log's file number. */
+  get number (): number {
+    return this.current!.number
+  }
+
+  /** A retirement is running: records must wait (see the top of this file). */
+  get retiring (): boolean {
+    return this.retirements > 0
+  }
+
+  /** Creates log `number` as the current log and makes its directory entry durable. */
+  open (number: number): void {
+    assert(this.current === undefined, 'log opened twice')
+    this.current = this.create(number)
+    this.fs.syncDir(this.dir)
+  }
+
+  private create (number: number): Log {
+    const file = this.fs.openWrite(join(this.dir, logName(number)), { preallocate: true })
+    return { writer: new LogWriter(file), number, syncs: Promise.resolve() }
+  }
+
+  /** Appends one record per batch with one write(2). Throws a LevelError naming the log. */
+  append (batches: Buffer[]): void {
+    const log = this.current!
+    const before = log.writer.size()
+    try {
+      log.writer.addRecords(batches)
+    } catch (err) {
+      throw ioError('Write to the log failed; the database takes no more writes until reopened', err, logName(log.number))
+    }
+    const bytes = log.writer.size() - before
+    this.bytesWritten += bytes
+    this.unsyncedBytes += bytes
+    if (this.unsyncedBytes >= this.backgroundSyncBytes && !this.backgroundSynced) this.startBackgroundSync()
+  }
+
+  /**
+   * An fdatasync of the current log off the event loop, once per log, about
+   * halfway to its rotation: when the log is retired, the fsync that writes to
+   * the next log wait for has only the second half left to do. It
+   * acknowledges nothing (sync writes have their own); a failure stops writes.
+   * Once per log: a sync running under the writes makes some write(2) calls
+   * wait on the file system's journal.
+   */
+  private startBackgroundSync (): void {
+    this.unsyncedBytes = 0
+    this.backgroundSynced = true
+    const log = this.current!
+    this.track(log, log.writer.syncAsync().catch((err) => { this.events.onError(this.syncError(err, log.number)) }))
+  }
+
+  /** fdatasync of the current log on the event loop. Throws a LevelError. */
+  sync (): void {
+    const log = this.current!
+    try {
+      log.writer.sync()
+    } catch (err) {
+      throw this.syncError(err, log.number)
+    }
+  }
+
+  /**
+   * fdatasync of the current log off the event loop, resolved once every
+   * earlier log's retirement is durable too: a sync write is acknowledged only
+   * when everything before it in the write order is. Rejects with a LevelError.
+   */
+  async syncAsync (): Promise<void> {
+    const log = this.current!
+    const sync = log.writer.syncAsync()
+    this.track(log, sync)
+    try {
+      await Promise.all([this.retired, sync])
+    } catch (err) {
+      throw this.syncError(err, log.number)
+    }
+  }
+
+  private track (log: Log, sync: Promise<void>): void {
+    log.syncs = Promise.all([log.syncs, sync.then(settled, settled)]).then(settled)
+  }
+
+  /**
+   * Makes log `number` the current log and retires the old one off the event
+   * loop (see the top of this file). Throws a LevelError if the new log cannot
+   * be created.
+   */
+  rotate (number: number): void {
+    const old = this.current!
+    try {
+      this.current = this.create(number)
+    } catch (err) {
+      throw ioError('Cannot start a new log; the database takes no more writes until reopened', err)
+    }
+    this.unsyncedBytes = 0
+    this.backgroundSynced = false
+    // The old log's closing waits for its other syncs (a background one, a
+    // sync write's), then trims on the thread pool (the trim can wait on the
+    // file system's journal: 66 ms measured on the event loop).
+    const retirement = Promise.all([old.writer.syncAsync(), syncDirAsync(this.fs, this.dir)])
+      .then(async () => {
+        await old.syncs
+        await old.writer.closeAsync().catch(settled)
+      })
+    this.retired = Promise.all([this.retired, retirement]).then(settled)
+    this.retired.catch(settled) // reported below, once
+    this.retirements++
+    retirement.then(() => {
+      this.retirements--
+      this.events.onRetired()
+    }, (err) => {
+      this.retirements--
+      this.failedRetirements.push(old.writer)
+      this.events.onError(ioError('fsync of a retired log failed; the database takes no more writes until reopened', err, logName(old.number)))
+    })
+  }
+
+  /** Resolves when the retirements started so far are over (failed or not). */
+  async settleRetirements (): Promise<void> {
+    await this.retired.catch(settled)
+  }
+
+  /**
+   * Waits for the syncs and retirements in progress, so that close() closes
+   * no file under a sync and retired logs end at their last record.
+   */
+  async settle (): Promise<void> {
+    if (this.current) await this.current.syncs
+    await this.settleRetirements()
+  }
+
+  /** Closes the current log and any retired log left open. Idempotent. */
+  close (): void {
+    try {
+      this.current?.writer.close()
+    } finally {
+      for (const w of this.failedRetirements.splice(0)) {
+        try { w.close() } catch {}
+      }
+    }
+  }
+
+  private syncError (err: unknown, number: number): LevelError {
+    if ((err as LevelError | undefined)?.code === 'LEVEL_IO_ERROR') return err as LevelError
+    return ioError('fsync of the log failed; the database takes no more writes until reopened', err, logName(number))
+  }
+}
