@@ -4,14 +4,11 @@
 import { AbstractLevel, AbstractIterator, AbstractKeyIterator, AbstractValueIterator, AbstractSnapshot } from 'abstract-level'
 import type { AbstractPutOptions, AbstractDelOptions, AbstractBatchOptions, AbstractBatchOperation, AbstractChainedBatch, AbstractChainedBatchWriteOptions, AbstractSublevel, AbstractSublevelOptions } from 'abstract-level'
 import ModuleError = require('module-error')
-import { Engine, type BatchOp, type RangeOptions, type LevelInfo, type RecoveryReport } from './lib/db'
+import { Engine, encodeBatch, type BatchOp, type RangeOptions, type LevelInfo, type RecoveryReport } from './lib/db'
 import type { Snapshot } from './lib/snapshots'
 import { nextTurn, type TurnBudget } from './lib/util/turn'
 import { DbIterator, FOUND, PAUSED } from './lib/iterators/db-iterator'
-import { KIND_DELETE } from './lib/keys'
-import { OP_RANGE_DELETE, encodeLevelBatch, encodeLevelOp, type LevelBatchOp } from './lib/wal/batch'
-import { clearBounds } from './lib/range-tombstones'
-import { compareBytes } from './lib/util/coding'
+import { KIND_DELETE, KIND_VALUE } from './lib/keys'
 import { resolveOptions, ENGINE_OPTION_NAMES, type EngineOptions } from './lib/options'
 import { invalidOption, levelError } from './lib/errors'
 import { formatStats, type LsmStats } from './lib/stats'
@@ -39,6 +36,49 @@ function toView (data: Format): Buffer {
   return Buffer.from(data.buffer, data.byteOffset, data.byteLength)
 }
 
+/** An operation of abstract-level's _batch(): key and value already encoded. */
+interface LevelBatchOp {
+  type: 'put' | 'del'
+  key: Format
+  value?: Format
+}
+
+/** Options of abstract-level's point reads (encodings normalised by abstract-level). */
+interface ReadOptions {
+  snapshot?: LsmSnapshot
+  valueEncoding: EncodingName
+}
+
+/** Options of abstract-level's iterators and clear(): a range, normalised. */
+interface RangeReadOptions {
+  gt?: Format
+  gte?: Format
+  lt?: Format
+  lte?: Format
+  reverse?: boolean
+  snapshot?: LsmSnapshot
+}
+
+/** Options of abstract-level's _put, _del and _batch, with ours. */
+interface WriteOptions {
+  sync?: boolean
+}
+
+/** The one operation of put() and del(), reused: encodeBatch copies it out at once. */
+const single: BatchOp[] = [{ kind: KIND_VALUE, key: '', value: undefined }]
+
+/** encodeBatch() of a single put (value given) or del. */
+function encodeOne (kind: number, key: Format, value: Format | undefined): Buffer {
+  const op = single[0]
+  op.kind = kind
+  op.key = key
+  op.value = value
+  const batch = encodeBatch(single)
+  op.key = ''
+  op.value = undefined
+  return batch
+}
+
 /** Engine bytes src[start, end) to the requested encoding; buffers are copied. */
 function decodeOut (src: Buffer, start: number, end: number, encoding: EncodingName): Format {
   if (encoding === 'utf8') return src.toString('utf8', start, end)
@@ -56,7 +96,7 @@ function ownedOut (data: Buffer, encoding: EncodingName): Format {
   return encoding === 'utf8' ? data.toString('utf8') : data
 }
 
-function rangeFrom (options: Record<string, any>): RangeOptions {
+function rangeFrom (options: RangeReadOptions): RangeOptions {
   const range: RangeOptions = { reverse: options.reverse === true }
   if (options.gt !== undefined) range.gt = toView(options.gt)
   if (options.gte !== undefined) range.gte = toView(options.gte)
@@ -325,12 +365,12 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
   }
 
   // Not async: the engine's promise is returned as is (one promise less per write).
-  _put (key: Format, value: Format, options: Record<string, any>): Promise<void> {
-    return this[ENGINE]!.writeEncoded(encodeLevelOp(key, value), options.sync === true)
+  _put (key: Format, value: Format, options: WriteOptions): Promise<void> {
+    return this[ENGINE]!.write(encodeOne(KIND_VALUE, key, value), options.sync === true)
   }
 
-  _del (key: Format, options: Record<string, any>): Promise<void> {
-    return this[ENGINE]!.writeEncoded(encodeLevelOp(key, undefined), options.sync === true)
+  _del (key: Format, options: WriteOptions): Promise<void> {
+    return this[ENGINE]!.write(encodeOne(KIND_DELETE, key, undefined), options.sync === true)
   }
 
   /**
@@ -338,13 +378,19 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    * abstract-level) are copied once, straight into the batch's log record
    * payload, which the memtable then reads them from (lib/wal/batch.ts).
    */
-  _batch (operations: Array<Record<string, any>>, options: Record<string, any>): Promise<void> {
-    return this[ENGINE]!.writeEncoded(encodeLevelBatch(operations as unknown as LevelBatchOp[]), options.sync === true)
+  _batch (operations: LevelBatchOp[], options: WriteOptions): Promise<void> {
+    const ops = new Array<BatchOp>(operations.length)
+    for (let i = 0; i < operations.length; i++) {
+      const op = operations[i]
+      if (op.type === 'put') ops[i] = { kind: KIND_VALUE, key: op.key, value: op.value }
+      else if (op.type === 'del') ops[i] = { kind: KIND_DELETE, key: op.key }
+      else throw levelError('LEVEL_INVALID_OPTION', `A batch operation's type must be 'put' or 'del', not '${String(op.type)}'`)
+    }
+    return this[ENGINE]!.write(encodeBatch(ops), options.sync === true)
   }
 
-  _getSync (key: Format, options: Record<string, any>): any {
-    const snapshot = options.snapshot as LsmSnapshot | undefined
-    const value = this[ENGINE]!.get(toView(key), snapshot?.inner)
+  _getSync (key: Format, options: ReadOptions): Format | undefined {
+    const value = this[ENGINE]!.get(toView(key), options.snapshot?.inner)
     return value === undefined ? undefined : ownedOut(value, options.valueEncoding)
   }
 
@@ -353,8 +399,8 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    * event loop's turn is used up the read continues on the next turn, still at
    * the sequence number taken now (abstract-level's snapshot contract).
    */
-  private async readPoint (engine: Engine, options: Record<string, any>): Promise<Snapshot | undefined> {
-    const snapshot = (options.snapshot as LsmSnapshot | undefined)?.inner
+  private async readPoint (engine: Engine, options: ReadOptions): Promise<Snapshot | undefined> {
+    const snapshot = options.snapshot?.inner
     if (!engine.turn.exhausted()) return snapshot
     const point = snapshot ?? engine.pointInTime()
     await nextTurn()
@@ -366,21 +412,21 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    * common case: abstract-level awaits it either way, and a plain value saves
    * the async function's promise); a promise when the read waits for the next turn.
    */
-  _get (key: Format, options: Record<string, any>): any {
+  _get (key: Format, options: ReadOptions): Format | undefined | Promise<Format | undefined> {
     const engine = this[ENGINE]!
     if (engine.turn.exhausted()) return this.getLater(engine, key, options)
-    const value = engine.get(toView(key), (options.snapshot as LsmSnapshot | undefined)?.inner)
+    const value = engine.get(toView(key), options.snapshot?.inner)
     return value === undefined ? undefined : ownedOut(value, options.valueEncoding)
   }
 
-  private async getLater (engine: Engine, key: Format, options: Record<string, any>): Promise<any> {
-    const at = (options.snapshot as LsmSnapshot | undefined)?.inner ?? engine.pointInTime()
+  private async getLater (engine: Engine, key: Format, options: ReadOptions): Promise<Format | undefined> {
+    const at = options.snapshot?.inner ?? engine.pointInTime()
     await nextTurn()
     const value = engine.get(toView(key), at)
     return value === undefined ? undefined : ownedOut(value, options.valueEncoding)
   }
 
-  async _getMany (keys: Format[], options: Record<string, any>): Promise<any[]> {
+  async _getMany (keys: Format[], options: ReadOptions): Promise<Array<Format | undefined>> {
     const engine = this[ENGINE]!
     const at = await this.readPoint(engine, options)
     const out = new Array(keys.length)
@@ -391,13 +437,13 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     return out
   }
 
-  async _has (key: Format, options: Record<string, any>): Promise<boolean> {
+  async _has (key: Format, options: ReadOptions): Promise<boolean> {
     const engine = this[ENGINE]!
     const at = await this.readPoint(engine, options)
     return engine.get(toView(key), at) !== undefined
   }
 
-  async _hasMany (keys: Format[], options: Record<string, any>): Promise<boolean[]> {
+  async _hasMany (keys: Format[], options: ReadOptions): Promise<boolean[]> {
     const engine = this[ENGINE]!
     const at = await this.readPoint(engine, options)
     return keys.map((k) => engine.get(toView(k), at) !== undefined)
@@ -419,40 +465,10 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     return new LsmSnapshot(options, this[ENGINE]!)
   }
 
-  /**
-   * Without a limit or a snapshot: one range tombstone (lib/range-tombstones.ts),
-   * whatever the size of the range; entries written after the call are not
-   * affected. With either: point deletes in batches of 1,000 read from a snapshot,
-   * so memory stays bounded whatever the size of the range.
-   */
-  async _clear (options: Record<string, any>): Promise<void> {
-    const engine = this[ENGINE]!
-    const limited = options.limit >= 0 && options.limit !== Infinity
-    if (!limited && options.snapshot === undefined) {
-      const { start, end } = clearBounds(rangeFrom(options))
-      if (end !== undefined && compareBytes(start, end) >= 0) return
-      // Copied: the memtable keeps them, and the caller may reuse its buffers.
-      await engine.write([{ kind: OP_RANGE_DELETE, key: Buffer.from(start), end: end === undefined ? undefined : Buffer.from(end) }], false)
-      return
-    }
-    const snapshot = (options.snapshot as LsmSnapshot | undefined)?.inner
-    const ownSnapshot = snapshot ? undefined : engine.snapshot()
-    const it = engine.iterator(rangeFrom(options), snapshot ?? ownSnapshot)
-    let remaining = options.limit >= 0 ? options.limit : Infinity
-    try {
-      while (remaining > 0) {
-        const ops: BatchOp[] = []
-        while (ops.length < 1000 && remaining > 0 && it.next()) {
-          ops.push({ kind: KIND_DELETE, key: Buffer.from(it.key) })
-          remaining--
-        }
-        if (ops.length === 0) break
-        await engine.write(ops, false)
-      }
-    } finally {
-      it.close()
-      if (ownSnapshot) engine.releaseSnapshot(ownSnapshot)
-    }
+  /** See Engine.clear: one range tombstone, or point deletes when limited or at a snapshot. */
+  async _clear (options: RangeReadOptions & { limit: number }): Promise<void> {
+    const limit = options.limit >= 0 ? options.limit : Infinity
+    await this[ENGINE]!.clear(rangeFrom(options), limit, options.snapshot?.inner)
   }
 
   // ------------------------------------------------------------ extensions

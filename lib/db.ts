@@ -28,8 +28,8 @@ import { overlapsHalfOpen, type FileMeta } from './manifest/file-meta'
 import type { MemTable } from './memtable/memtable'
 import { MemTableSet } from './memtable/memtable-set'
 import { LogManager } from './wal/log-manager'
-import { encodeBatchPayload, type BatchOp } from './wal/batch'
-import { RangeTombstoneView, type RangeTombstoneIndex } from './range-tombstones'
+import { encodeBatch, OP_RANGE_DELETE, type BatchOp } from './wal/batch'
+import { clearBounds, RangeTombstoneView, type RangeTombstoneIndex } from './range-tombstones'
 import { BlockCache } from './sstable/cache'
 import { TableCache } from './sstable/table-cache'
 import { MergingIterator } from './iterators/merging-iterator'
@@ -41,14 +41,14 @@ import { CompactionScheduler } from './compaction/scheduler'
 import { recover, removeOrphans, type RecoveryReport } from './recovery'
 import { SnapshotList, Snapshot } from './snapshots'
 import { acquireLock, type LockHandle } from './lock'
-import { KIND_VALUE } from './keys'
+import { KIND_DELETE, KIND_VALUE } from './keys'
 import { compareBytes } from './util/coding'
 import { ioError, levelError, type LevelError } from './errors'
 import type { LsmStats } from './stats'
 import { TurnBudget } from './util/turn'
 
 export { Snapshot } from './snapshots'
-export type { BatchOp } from './wal/batch'
+export { encodeBatch, type BatchOp } from './wal/batch'
 export type { RangeOptions } from './iterators/db-iterator'
 export type { RecoveryReport } from './recovery'
 export { processCounters } from './compaction/scheduler'
@@ -179,18 +179,46 @@ export class Engine {
 
   // ---------------------------------------------------------------- writes
 
-  /** Applies `ops` atomically. Resolves once durable per `sync` (lib/commit-pipeline.ts). */
-  write (ops: BatchOp[], sync: boolean): Promise<void> {
-    return this.pipeline.write(encodeBatchPayload(ops), sync)
+  /**
+   * Applies a batch encoded by encodeBatch (lib/wal/batch.ts) atomically.
+   * The engine takes the buffer over: it becomes the log record, then the
+   * memtable's source. Resolves once durable per `sync` (lib/commit-pipeline.ts).
+   */
+  write (batch: Buffer, sync: boolean): Promise<void> {
+    return this.pipeline.write(batch, sync)
   }
 
   /**
-   * write() of a batch already encoded by encodeBatchPayload or encodeLevelBatch
-   * (lib/wal/batch.ts), its sequence number not set. The engine takes the
-   * payload over: it becomes the log record, then the memtable's source.
+   * Deletes the keys in `range` visible at `snapshot` (default: now), at most
+   * `limit` of them. Unlimited and at the latest state: one range tombstone
+   * (lib/range-tombstones.ts), whatever the size of the range; entries written
+   * after the call are not affected. Otherwise point deletes in batches of
+   * 1,000 read from a snapshot, so memory stays bounded whatever the range.
    */
-  writeEncoded (payload: Buffer, sync: boolean): Promise<void> {
-    return this.pipeline.write(payload, sync)
+  async clear (range: RangeOptions, limit = Infinity, snapshot?: Snapshot): Promise<void> {
+    if (limit === Infinity && snapshot === undefined) {
+      const { start, end } = clearBounds(range)
+      if (end !== undefined && compareBytes(start, end) >= 0) return
+      await this.write(encodeBatch([{ kind: OP_RANGE_DELETE, key: start, end }]), false)
+      return
+    }
+    const own = snapshot ? undefined : this.snapshot()
+    const it = this.iterator(range, snapshot ?? own)
+    let remaining = limit
+    try {
+      while (remaining > 0) {
+        const ops: BatchOp[] = []
+        while (ops.length < 1000 && remaining > 0 && it.next()) {
+          ops.push({ kind: KIND_DELETE, key: Buffer.from(it.key) })
+          remaining--
+        }
+        if (ops.length === 0) break
+        await this.write(encodeBatch(ops), false)
+      }
+    } finally {
+      it.close()
+      if (own) this.releaseSnapshot(own)
+    }
   }
 
   /**

@@ -1,5 +1,5 @@
 // The batch write path: abstract-level operations are encoded straight into the
-// log record payload (lib/wal/batch.ts encodeLevelBatch / encodeLevelOp), the
+// log record payload (lib/wal/batch.ts encodeBatch, from strings or bytes), the
 // memtable copies keys and values out of that payload (MemTable.addBatch), and
 // a frozen memtable is flushed on a worker thread from its shared arena
 // (lib/compaction/job.ts runFlushJob). Each is checked against a model and
@@ -8,7 +8,7 @@ import test from 'tape'
 import { LsmLevel } from '../index'
 import { MemTable } from '../lib/memtable/memtable'
 import { SkipList } from '../lib/memtable/skiplist'
-import { decodeBatch, encodeBatchPayload, encodeLevelBatch, encodeLevelOp, setBatchSequence, OP_RANGE_DELETE, type BatchOp } from '../lib/wal/batch'
+import { decodeBatch, encodeBatch, setBatchSequence, OP_RANGE_DELETE, type BatchOp, type DecodedOp } from '../lib/wal/batch'
 import { KIND_DELETE, KIND_VALUE } from '../lib/keys'
 import { writeTables } from '../lib/compaction/table-writer'
 import { runFlushJob } from '../lib/compaction/job'
@@ -58,12 +58,12 @@ function entries (it: InternalIterator): string[] {
   return out
 }
 
-test('encodeLevelBatch / encodeLevelOp: the same bytes as encodeBatch of the same ops (strings as UTF-8)', (t) => {
+test('encodeBatch: keys and values given as strings or views encode as their bytes (strings as UTF-8)', (t) => {
   const rnd = new Random(seed)
   for (let round = 0; round < 200; round++) {
     const n = 1 + rnd.next() % 50
-    const level: Array<{ type: string, key: string | Uint8Array, value?: string | Uint8Array }> = []
-    const ops: BatchOp[] = []
+    const given: BatchOp[] = []
+    const ops: DecodedOp[] = []
     for (let i = 0; i < n; i++) {
       const asString = rnd.next() % 3 === 0
       const key = asString ? 'ké€' + rnd.bytes(rnd.next() % 5).toString('hex') + '😀' : randomKey(rnd)
@@ -71,26 +71,30 @@ test('encodeLevelBatch / encodeLevelOp: the same bytes as encodeBatch of the sam
       const keyIn = !asString && rnd.next() % 2 === 0 ? new Uint8Array(key as Buffer) : key
       const keyBytes = typeof key === 'string' ? Buffer.from(key, 'utf8') : key
       if (rnd.next() % 4 === 0) {
-        level.push({ type: 'del', key: keyIn })
+        given.push({ kind: KIND_DELETE, key: keyIn })
         ops.push({ kind: KIND_DELETE, key: keyBytes })
       } else {
         const value = asString ? 'v' + 'ü'.repeat(rnd.next() % 200) : randomValue(rnd)
-        level.push({ type: 'put', key: keyIn, value })
+        given.push({ kind: KIND_VALUE, key: keyIn, value })
         ops.push({ kind: KIND_VALUE, key: keyBytes, value: typeof value === 'string' ? Buffer.from(value, 'utf8') : value })
       }
     }
-    const a = encodeLevelBatch(level)
-    const b = encodeBatchPayload(ops)
+    const a = encodeBatch(given)
+    const b = encodeBatch(ops)
     if (!a.equals(b)) { t.fail(`round ${round}: payloads differ`); return }
-    const single = level[0]
-    const one = encodeLevelOp(single.key, single.type === 'put' ? single.value : undefined)
-    if (!one.equals(encodeBatchPayload([ops[0]]))) { t.fail(`round ${round}: single-op payloads differ`); return }
+    if (!encodeBatch([given[0]]).equals(encodeBatch([ops[0]]))) { t.fail(`round ${round}: single-op payloads differ`); return }
     setBatchSequence(a, 1 + round)
     const decoded = decodeBatch(a, 'test')
     if (decoded.firstSeq !== 1 + round || decoded.ops.length !== n) { t.fail(`round ${round}: decodes wrong`); return }
+    for (let i = 0; i < n; i++) {
+      if (!decoded.ops[i].key.equals(ops[i].key) || !(decoded.ops[i].value ?? Buffer.alloc(0)).equals(ops[i].value ?? Buffer.alloc(0))) {
+        t.fail(`round ${round}: op ${i} decodes wrong`)
+        return
+      }
+    }
   }
   t.pass('200 random batches encode identically and decode')
-  t.throws(() => encodeLevelBatch([{ type: 'nope', key: 'a' }]), /put or del/, 'an unknown operation type is refused')
+  t.throws(() => encodeBatch([{ kind: 7, key: 'a' }]), /unknown kind/, 'an unknown operation kind is refused')
   t.end()
 })
 
@@ -100,7 +104,7 @@ test('MemTable.addBatch: the same entries as one add() per operation, range dele
   const a = new MemTable()
   const b = new MemTable()
   // The first entry of a memtable with an empty key and an empty value.
-  const first = encodeBatchPayload([{ kind: KIND_VALUE, key: Buffer.alloc(0), value: Buffer.alloc(0) }])
+  const first = encodeBatch([{ kind: KIND_VALUE, key: Buffer.alloc(0), value: Buffer.alloc(0) }])
   setBatchSequence(first, seq)
   a.addBatch(first, seq)
   b.add(seq, KIND_VALUE, Buffer.alloc(0), Buffer.alloc(0))
@@ -108,7 +112,7 @@ test('MemTable.addBatch: the same entries as one add() per operation, range dele
   let tombstones = 0
   for (let round = 0; round < 60; round++) {
     const n = 1 + rnd.next() % 300
-    const ops: BatchOp[] = []
+    const ops: DecodedOp[] = []
     for (let i = 0; i < n; i++) {
       const r = rnd.next() % 20
       if (r === 0) {
@@ -119,7 +123,7 @@ test('MemTable.addBatch: the same entries as one add() per operation, range dele
         ops.push({ kind: KIND_VALUE, key: randomKey(rnd), value: randomValue(rnd) })
       }
     }
-    const payload = encodeBatchPayload(ops)
+    const payload = encodeBatch(ops)
     setBatchSequence(payload, seq)
     let expectBytes = 0
     for (let i = 0; i < n; i++) {
@@ -172,13 +176,13 @@ test('runFlushJob (the worker flush) writes the same table as writeTables over t
   const mem = new MemTable()
   let seq = 1
   for (let round = 0; round < 40; round++) {
-    const ops: BatchOp[] = []
+    const ops: DecodedOp[] = []
     for (let i = 0; i < 200; i++) {
       // Few distinct keys: many versions of each, some hidden from every snapshot.
       const key = Buffer.from('k' + (rnd.next() % 500))
       ops.push(rnd.next() % 5 === 0 ? { kind: KIND_DELETE, key } : { kind: KIND_VALUE, key, value: randomValue(rnd) })
     }
-    const payload = encodeBatchPayload(ops)
+    const payload = encodeBatch(ops)
     setBatchSequence(payload, seq)
     mem.addBatch(payload, seq)
     seq += ops.length

@@ -3,7 +3,7 @@
 // stalls, slowdowns and stopping after a failure.
 import test from 'tape'
 import { CommitPipeline, type CommitEnv } from '../lib/commit-pipeline'
-import { encodeBatchPayload } from '../lib/wal/batch'
+import { encodeBatch } from '../lib/wal/batch'
 import { getFixed64 } from '../lib/util/coding'
 import { KIND_VALUE } from '../lib/keys'
 import { levelError, type LevelError } from '../lib/errors'
@@ -13,7 +13,7 @@ import { TurnBudget } from '../lib/util/turn'
 function batch (n = 1): Buffer {
   const ops = []
   for (let i = 0; i < n; i++) ops.push({ kind: KIND_VALUE, key: Buffer.from(`k${i}`), value: Buffer.from('v') })
-  return encodeBatchPayload(ops)
+  return encodeBatch(ops)
 }
 
 const tick = async (): Promise<void> => await new Promise((resolve) => setImmediate(resolve))

@@ -24,7 +24,7 @@ import test from 'tape'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { LsmLevel } from '../index'
-import { Engine } from '../lib/db'
+import { Engine, encodeBatch } from '../lib/db'
 import { KIND_DELETE, KIND_VALUE } from '../lib/keys'
 import { isLevelError } from '../lib/errors'
 import { parseFileName, type FileType } from '../lib/filenames'
@@ -92,9 +92,9 @@ function stateAfter (writes: Write[], n: number): Map<string, string> {
 }
 
 async function engineWrite (engine: Engine, w: Write): Promise<void> {
-  await engine.write(w.map((op) => op.value === undefined
+  await engine.write(encodeBatch(w.map((op) => op.value === undefined
     ? { kind: KIND_DELETE, key: Buffer.from(op.key) }
-    : { kind: KIND_VALUE, key: Buffer.from(op.key), value: Buffer.from(op.value) }), false)
+    : { kind: KIND_VALUE, key: Buffer.from(op.key), value: Buffer.from(op.value) })), false)
 }
 
 function copyDir (from: string, to: string): void {

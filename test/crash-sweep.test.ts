@@ -27,7 +27,7 @@
 // more images per crash point and nested recovery crashes (~10 minutes).
 import test from 'tape'
 import { createHash } from 'node:crypto'
-import { Engine, processCounters } from '../lib/db'
+import { Engine, encodeBatch, processCounters } from '../lib/db'
 import { MemFileSystem, isCrashError, type CrashMode } from '../lib/fs/mem-fs'
 import { KIND_VALUE } from '../lib/keys'
 import { Random, seedFromEnv } from './util/random'
@@ -201,7 +201,7 @@ async function checkImage (image: MemFileSystem, c: Context): Promise<CheckResul
     if (!verdict.ok) return { ok: false, message: verdict.message, openOps }
     stats.prefixLag += verdict.prefix - c.required
     // The recovered database must take writes.
-    await engine.write([{ kind: KIND_VALUE, key: Buffer.from('after-recovery'), value: Buffer.from('yes') }], true)
+    await engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from('after-recovery'), value: Buffer.from('yes') }]), true)
     if (engine.get(Buffer.from('after-recovery'))?.toString() !== 'yes') return { ok: false, message: 'a write after recovery is not readable', openOps }
     await engine.close()
     engine = undefined

@@ -17,7 +17,7 @@
 // Replay with SEED=<n>.
 import test from 'tape'
 import type { Test } from 'tape'
-import { Engine } from '../lib/db'
+import { Engine, encodeBatch } from '../lib/db'
 import { MemFileSystem, type FaultSpec, type CrashMode } from '../lib/fs/mem-fs'
 import { KIND_VALUE } from '../lib/keys'
 import { Random, seedFromEnv } from './util/random'
@@ -102,7 +102,7 @@ async function checkReopen (t: Test, fs: MemFileSystem, log: WriteLog, required:
     engine = await Engine.open(LOC, OPTIONS, copy)
     const v = checkPrefix(log, readAll(engine), required, log.ackState().issued)
     t.ok(v.ok, `${what}: reopened state is a prefix holding the ${required} required writes${v.ok ? ` (it holds ${v.prefix})` : ': ' + v.message}`)
-    await engine.write([{ kind: KIND_VALUE, key: Buffer.from('later'), value: Buffer.from('ok') }], true)
+    await engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from('later'), value: Buffer.from('ok') }]), true)
     t.is(engine.get(Buffer.from('later'))?.toString(), 'ok', `${what}: the reopened database takes writes`)
     reopensChecked++
   } catch (err) {
@@ -363,7 +363,7 @@ for (const wf of WRITE_FAULTS) {
 
       // Writes are refused until reopen (the fault is gone: the refusal is the engine's).
       fs.clearFaults()
-      const after = await rejection(engine.write([{ kind: KIND_VALUE, key: Buffer.from('refused'), value: Buffer.from('x') }], false))
+      const after = await rejection(engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from('refused'), value: Buffer.from('x') }]), false))
       if (after === undefined) t.fail('a write after the failure was accepted')
       else t.is((after as any).code, 'LEVEL_IO_ERROR', `a later write is refused with LEVEL_IO_ERROR (${describe(after)})`)
       if (wf.background) {
@@ -491,7 +491,7 @@ test('read faults: table block reads give errors, never wrong values, and do not
     t.is(wrong, 0, `${code}: iteration yielded no wrong entry (${scanErrors} scans failed)`)
   }
   // Reads failing do not stop writes: they are not write-path errors.
-  await engine.write([{ kind: KIND_VALUE, key: Buffer.from('w'), value: Buffer.from('1') }], true)
+  await engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from('w'), value: Buffer.from('1') }]), true)
   t.is(engine.get(Buffer.from('w'))?.toString(), '1', 'writes still work after read errors')
   const all = readAll(engine)
   all.delete('w')
@@ -520,7 +520,7 @@ test('a read fault during compaction is a background error: writes stop, data st
   const err = await rejection(engine.compactRange())
   checkError(t, err, 'EIO', 'compactRange with a failing table read')
   fs.clearFaults()
-  const after = await rejection(engine.write([{ kind: KIND_VALUE, key: Buffer.from('x'), value: Buffer.from('y') }], false))
+  const after = await rejection(engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from('x'), value: Buffer.from('y') }]), false))
   t.is((after as any)?.code, 'LEVEL_IO_ERROR', 'writes are refused after the background failure')
   checkReads(t, engine, log, 'after the compaction failure')
   await closeAndReopen(t, engine, fs, log, 'after the compaction failure')

@@ -2,7 +2,7 @@
 // and sync writes waiting together share one fdatasync. Counted through a
 // FileSystem wrapper around the node file system.
 import test from 'tape'
-import { Engine } from '../lib/db'
+import { Engine, encodeBatch } from '../lib/db'
 import { NodeFileSystem } from '../lib/fs/node-fs'
 import type { WritableFile } from '../lib/fs/fs'
 import { KIND_VALUE } from '../lib/keys'
@@ -41,12 +41,12 @@ test('writes issued in one tick share one write(2); sync writes share one fsync'
   const fs = new CountingFs()
   const engine = await Engine.open(tempDir(), { compactionWorker: false }, fs)
   const appends0 = fs.logAppends
-  await Promise.all(Array.from({ length: 100 }, (_, i) => engine.write(put(i), false)))
+  await Promise.all(Array.from({ length: 100 }, (_, i) => engine.write(encodeBatch(put(i)), false)))
   t.is(fs.logAppends - appends0, 1, '100 default writes in one tick: one append')
   t.is(fs.logSyncs, 0, 'default writes never fsync')
 
   const appends1 = fs.logAppends
-  await Promise.all(Array.from({ length: 64 }, (_, i) => engine.write(put(100 + i), i % 2 === 0)))
+  await Promise.all(Array.from({ length: 64 }, (_, i) => engine.write(encodeBatch(put(100 + i)), i % 2 === 0)))
   t.is(fs.logAppends - appends1, 1, '64 mixed writes in one tick: one append')
   t.is(fs.logSyncs, 1, 'one fsync covers all the sync writes of the group')
 
@@ -54,7 +54,7 @@ test('writes issued in one tick share one write(2); sync writes share one fsync'
   const syncs0 = fs.logSyncs
   let writes = 0
   await Promise.all(Array.from({ length: 64 }, async (_, w) => {
-    for (let i = 0; i < 20; i++) { await engine.write(put(1000 + w * 100 + i), true); writes++ }
+    for (let i = 0; i < 20; i++) { await engine.write(encodeBatch(put(1000 + w * 100 + i)), true); writes++ }
   }))
   const syncs = fs.logSyncs - syncs0
   t.comment(`${writes} sync writes from 64 writers: ${syncs} fsyncs`)
@@ -90,18 +90,18 @@ class SlowSyncFs extends MemFileSystem {
 test('inlineSync: fast fdatasyncs run inline; a slow one sends the next 256 to the thread pool', async (t) => {
   const fs = new SlowSyncFs()
   const engine = await Engine.open(tempDir(), { compactionWorker: false }, fs)
-  for (let i = 0; i < 20; i++) await engine.write(put(i), true)
+  for (let i = 0; i < 20; i++) await engine.write(encodeBatch(put(i)), true)
   t.is(fs.inline, 20, 'fast fdatasyncs: each sync write synced inline')
   t.is(fs.pooled, 0, 'none on the thread pool')
 
   fs.slowMs = 3
-  await engine.write(put(20), true)
+  await engine.write(encodeBatch(put(20)), true)
   t.is(fs.inline, 21, 'the slow fdatasync ran inline')
   fs.slowMs = 0
-  for (let i = 0; i < 256; i++) await engine.write(put(100 + i), true)
+  for (let i = 0; i < 256; i++) await engine.write(encodeBatch(put(100 + i)), true)
   t.is(fs.inline, 21, 'after it, no inline fdatasync for 256 sync writes')
   t.is(fs.pooled, 256, 'they went to the thread pool')
-  await engine.write(put(400), true)
+  await engine.write(encodeBatch(put(400)), true)
   t.is(fs.inline, 22, 'then inline again')
   let readable = 0
   for (let i = 0; i < 256; i++) if (engine.get(Buffer.from('k' + (100 + i)))?.toString() === 'v' + (100 + i)) readable++
@@ -110,7 +110,7 @@ test('inlineSync: fast fdatasyncs run inline; a slow one sends the next 256 to t
 
   const off = new SlowSyncFs()
   const pooledOnly = await Engine.open(tempDir(), { compactionWorker: false, inlineSync: false }, off)
-  for (let i = 0; i < 10; i++) await pooledOnly.write(put(i), true)
+  for (let i = 0; i < 10; i++) await pooledOnly.write(encodeBatch(put(i)), true)
   t.is(off.inline, 0, 'inlineSync: false never syncs a sync write on the event loop')
   t.is(off.pooled, 10, 'each went to the thread pool')
   await pooledOnly.close()

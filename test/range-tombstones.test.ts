@@ -13,7 +13,7 @@ import { pickRangeTombstoneCompaction } from '../lib/compaction/range-tombstone-
 import type { RangeTombstoneTask } from '../lib/compaction/task'
 import type { FileMeta } from '../lib/manifest/file-meta'
 import { decodeVersionEdit, encodeVersionEdit, MANIFEST_FORMAT_VERSION, TAG_END, TAG_FORMAT_VERSION } from '../lib/manifest/version-edit'
-import { decodeBatch, encodeBatch, OP_RANGE_DELETE } from '../lib/wal/batch'
+import { decodeBatch, encodeBatch, setBatchSequence, OP_RANGE_DELETE } from '../lib/wal/batch'
 import { FOUND, PAUSED } from '../lib/iterators/db-iterator'
 import { KIND_VALUE } from '../lib/keys'
 import { ByteWriter } from '../lib/util/coding'
@@ -71,9 +71,12 @@ test('batch and manifest encodings round-trip range tombstones; a newer manifest
     { kind: KIND_VALUE, key: Buffer.from('x'), value: Buffer.from('1') },
     { kind: OP_RANGE_DELETE, key: Buffer.from('q') }
   ]
-  const decoded = decodeBatch(encodeBatch(7, ops), 'test.log')
+  const payload = encodeBatch(ops)
+  setBatchSequence(payload, 7)
+  const decoded = decodeBatch(payload, 'test.log')
   t.same(decoded.ops.map((o) => [o.kind, String(o.key), o.end === undefined ? null : String(o.end)]), [[OP_RANGE_DELETE, 'a', 'm'], [KIND_VALUE, 'x', null], [OP_RANGE_DELETE, 'q', null]], 'batch round trip')
-  const bad = encodeBatch(7, [ops[0]])
+  const bad = encodeBatch([ops[0]])
+  setBatchSequence(bad, 7)
   bad[bad.length - 2] = 200 // end length beyond the payload
   t.throws(() => decodeBatch(bad, 'test.log'), /LEVEL_CORRUPTION|range end/, 'a damaged range end length is corruption')
 

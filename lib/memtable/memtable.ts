@@ -13,8 +13,9 @@ import { batchCount, readBatchOp, batchOpOut, BATCH_HEADER_SIZE, OP_RANGE_DELETE
 import { KIND_VALUE } from '../keys'
 
 /**
- * An encoded batch at least this large, owning its memory (see allocPayload in
- * lib/wal/batch.ts), becomes an arena chunk itself
+ * An encoded batch at least this large, owning its memory (encodeBatch's
+ * Buffer.allocUnsafe: from 4 KiB, half of Buffer.poolSize, a buffer is not a
+ * slice of the shared pool), becomes an arena chunk itself
  * (SkipList.adopt): its entries are inserted without a copy.
  * Smaller ones are copied, so that small writes do not leave one buffer each.
  */
@@ -97,6 +98,7 @@ export class MemTable {
     let lastEntry = 0
     for (let i = 0; i < count; i++) {
       pos = readBatchOp(payload, pos)
+      assert(pos >= 0, 'malformed batch operation')
       const kind = o.kind
       const seq = firstSeq + i
       if (kind === OP_RANGE_DELETE) {
@@ -143,6 +145,7 @@ export class MemTable {
     let n = 0
     for (let i = 0; i < count; i++) {
       pos = readBatchOp(payload, pos)
+      assert(pos >= 0, 'malformed batch operation')
       const kind = o.kind
       const seq = firstSeq + i
       if (kind === OP_RANGE_DELETE) {

@@ -21,10 +21,13 @@
 //
 //   Format 2 (lsm-level 0.2) added the range delete; format 1 logs read unchanged.
 //
-// Decoding validates every length against the bytes that remain, so a damaged
-// payload (one that got past the record CRC, or a bug) is LEVEL_CORRUPTION
-// naming the log file, never a wrong value or a RangeError.
-import { ByteWriter, getFixed32, getFixed64, getVarint, putFixed32, putFixed64, putVarint, varintLength, varintOut } from '../util/coding'
+// One encoder (encodeBatch) and one decoder (readBatchOp, which reads an
+// operation in place as positions). readBatchOp checks every length against
+// the bytes that remain and reports a malformed operation rather than read out
+// of bounds: the write path asserts on it (a bug), decodeBatch turns it into
+// LEVEL_CORRUPTION naming the log file (damage that got past the record CRC),
+// never a wrong value or a RangeError.
+import { getFixed32, getFixed64, getVarint, putFixed32, putFixed64, putVarint, varintLength, varintOut } from '../util/coding'
 import { corruption } from '../errors'
 import { KIND_DELETE, KIND_VALUE, MAX_SEQ } from '../keys'
 import { assert } from '../invariants'
@@ -37,113 +40,88 @@ export const OP_RANGE_DELETE = 2
 
 export const BATCH_HEADER_SIZE = 12
 
+/** One operation of a batch. Keys and values given as strings are stored as UTF-8. */
 export interface BatchOp {
   kind: number
-  key: Buffer
+  key: string | Uint8Array
   /** Present (required) for KIND_VALUE; absent otherwise. */
-  value?: Buffer
+  value?: string | Uint8Array
   /** OP_RANGE_DELETE only: the first key not deleted (`key` is the first deleted); undefined: no end. */
+  end?: Uint8Array
+}
+
+/** An operation decodeBatch read from a log: views of the record's payload. */
+export interface DecodedOp {
+  kind: number
+  key: Buffer
+  value?: Buffer
   end?: Buffer
 }
 
 export interface DecodedBatch {
   firstSeq: number
-  ops: BatchOp[]
+  ops: DecodedOp[]
 }
 
-/** Exact encoded size of a batch holding `ops`. */
-export function batchByteSize (ops: readonly BatchOp[]): number {
+/** Byte lengths of encodeBatch's keys and values (or range ends), reused between calls. */
+let lengths = new Int32Array(2048)
+
+/**
+ * Encodes `ops` as a batch payload whose sequence number is not known yet: the
+ * first sequence number field is 0 until setBatchSequence() fills it in (at
+ * commit). One copy of each key and value, straight from the caller's data, no
+ * intermediate buffer or object per operation; the caller may reuse its
+ * buffers afterwards. The payload becomes the log record and, at commit, the
+ * memtable's source.
+ */
+export function encodeBatch (ops: ArrayLike<BatchOp>): Buffer {
+  const n = ops.length
+  assert(n <= 0xffffffff, 'batch has too many operations')
+  if (lengths.length < 2 * n) lengths = new Int32Array(2 * n)
+  const lens = lengths
   let size = BATCH_HEADER_SIZE
-  for (const op of ops) {
-    size += 1 + varintLength(op.key.length) + op.key.length
+  for (let i = 0; i < n; i++) {
+    const op = ops[i]
+    const klen = byteLength(op.key)
+    lens[2 * i] = klen
+    size += 1 + (klen < 128 ? 1 : varintLength(klen)) + klen
     if (op.kind === KIND_VALUE) {
-      const vlen = (op.value as Buffer).length
-      size += varintLength(vlen) + vlen
+      assert(op.value !== undefined && op.value !== null, 'batch put has no value')
+      const vlen = byteLength(op.value)
+      lens[2 * i + 1] = vlen
+      size += (vlen < 128 ? 1 : varintLength(vlen)) + vlen
     } else if (op.kind === OP_RANGE_DELETE) {
-      size += op.end === undefined ? 1 : varintLength(op.end.length + 1) + op.end.length
+      const elen = op.end === undefined ? -1 : op.end.length
+      lens[2 * i + 1] = elen
+      size += varintLength(elen + 1) + Math.max(0, elen)
+    } else {
+      assert(op.kind === KIND_DELETE, 'batch op has an unknown kind')
     }
   }
-  return size
-}
-
-function checkKinds (ops: readonly BatchOp[]): void {
-  assert(ops.length <= 0xffffffff, 'batch has too many operations')
-  for (const op of ops) {
-    assert(op.kind === KIND_VALUE || op.kind === KIND_DELETE || op.kind === OP_RANGE_DELETE, 'batch op has an unknown kind')
-    assert(op.kind !== KIND_VALUE || op.value !== undefined, 'batch put has no value')
-  }
-}
-
-function checkSequence (firstSeq: number, count: number): void {
-  assert(Number.isInteger(firstSeq) && firstSeq >= 1, 'batch first sequence number must be >= 1')
-  assert(firstSeq + count - 1 <= MAX_SEQ, 'batch sequence numbers exceed MAX_SEQ')
-}
-
-function checkEncodable (firstSeq: number, ops: readonly BatchOp[]): void {
-  checkSequence(firstSeq, ops.length)
-  checkKinds(ops)
-}
-
-/** Encodes a batch into a fresh buffer of exactly `batchByteSize(ops)` bytes. */
-export function encodeBatch (firstSeq: number, ops: readonly BatchOp[]): Buffer {
-  checkSequence(firstSeq, ops.length)
-  const out = encodeBatchPayload(ops)
-  setBatchSequence(out, firstSeq)
-  return out
-}
-
-/**
- * Encodes a batch whose sequence numbers are not known yet: the first sequence
- * number field is 0 until setBatchSequence() fills it in (at commit). The keys
- * and values are copied: the caller may reuse its buffers afterwards.
- */
-export function encodeBatchPayload (ops: readonly BatchOp[]): Buffer {
-  checkKinds(ops)
-  const out = allocPayload(batchByteSize(ops))
+  const out = Buffer.allocUnsafe(size)
   let pos = putFixed64(out, 0, 0)
-  pos = putFixed32(out, pos, ops.length)
-  for (const op of ops) {
-    out[pos++] = op.kind
-    pos = putVarint(out, pos, op.key.length)
-    out.set(op.key, pos)
-    pos += op.key.length
-    if (op.kind === KIND_VALUE) {
-      const value = op.value as Buffer
-      pos = putVarint(out, pos, value.length)
-      out.set(value, pos)
-      pos += value.length
-    } else if (op.kind === OP_RANGE_DELETE) {
-      if (op.end === undefined) {
-        out[pos++] = 0
-      } else {
-        pos = putVarint(out, pos, op.end.length + 1)
-        out.set(op.end, pos)
-        pos += op.end.length
-      }
+  pos = putFixed32(out, pos, n)
+  for (let i = 0; i < n; i++) {
+    const op = ops[i]
+    const kind = op.kind
+    const klen = lens[2 * i]
+    out[pos++] = kind
+    if (klen < 128) out[pos++] = klen
+    else pos = putVarint(out, pos, klen)
+    pos = putData(out, pos, op.key, klen)
+    if (kind === KIND_VALUE) {
+      const vlen = lens[2 * i + 1]
+      if (vlen < 128) out[pos++] = vlen
+      else pos = putVarint(out, pos, vlen)
+      pos = putData(out, pos, op.value as string | Uint8Array, vlen)
+    } else if (kind === OP_RANGE_DELETE) {
+      const elen = lens[2 * i + 1]
+      pos = putVarint(out, pos, elen + 1)
+      if (elen >= 0) pos = putData(out, pos, op.end as Uint8Array, elen)
     }
   }
-  assert(pos === out.length, 'batch size mismatch')
+  assert(pos === size, 'batch size mismatch')
   return out
-}
-
-/** Number of operations in an encoded batch. */
-export function batchCount (payload: Uint8Array): number {
-  return getFixed32(payload, 8)
-}
-
-/** Sets the first sequence number of an encoded batch (encodeBatchPayload). */
-export function setBatchSequence (payload: Uint8Array, firstSeq: number): void {
-  checkSequence(firstSeq, batchCount(payload))
-  putFixed64(payload, 0, firstSeq)
-}
-
-/**
- * A buffer for a payload of `size` bytes (contents unset). From 4 KiB up
- * (Buffer's pool limit) it owns its memory, so that the memtable may adopt a
- * large payload as an arena chunk (MemTable.addBatch).
- */
-function allocPayload (size: number): Buffer {
-  return Buffer.allocUnsafe(size)
 }
 
 /** Bytes a key or value takes in a payload: a string as UTF-8. */
@@ -164,161 +142,70 @@ function putData (out: Buffer, pos: number, data: string | Uint8Array, len: numb
   return pos + len
 }
 
-/** An operation of abstract-level's _batch(): its key and value already encoded (a string, a Buffer or a Uint8Array). */
-export interface LevelBatchOp {
-  type: string
-  key: string | Uint8Array
-  value?: string | Uint8Array
+/** Number of operations in an encoded batch. */
+export function batchCount (payload: Uint8Array): number {
+  return getFixed32(payload, 8)
 }
 
-/** Key lengths (and value lengths) of encodeLevelBatch's ops, reused between calls. */
-let lengths = new Int32Array(2048)
-
-/**
- * encodeBatchPayload() of abstract-level batch operations ('put' or 'del'),
- * straight from the caller's data: one copy into the payload, no intermediate
- * buffer or object per operation. Strings are stored as UTF-8. The payload is
- * the log record's and, at commit, the memtable's source.
- */
-export function encodeLevelBatch (operations: ArrayLike<LevelBatchOp>): Buffer {
-  const n = operations.length
-  assert(n <= 0xffffffff, 'batch has too many operations')
-  if (lengths.length < 2 * n) lengths = new Int32Array(2 * n)
-  const lens = lengths
-  let size = BATCH_HEADER_SIZE
-  for (let i = 0; i < n; i++) {
-    const op = operations[i]
-    const klen = byteLength(op.key)
-    lens[2 * i] = klen
-    size += 1 + (klen < 128 ? 1 : varintLength(klen)) + klen
-    if (op.type === 'put') {
-      assert(op.value !== undefined && op.value !== null, 'batch put has no value')
-      const vlen = byteLength(op.value as string | Uint8Array)
-      lens[2 * i + 1] = vlen
-      size += (vlen < 128 ? 1 : varintLength(vlen)) + vlen
-    } else {
-      assert(op.type === 'del', 'batch operation type must be put or del')
-    }
-  }
-  const out = allocPayload(size)
-  let pos = putFixed64(out, 0, 0)
-  pos = putFixed32(out, pos, n)
-  for (let i = 0; i < n; i++) {
-    const op = operations[i]
-    const klen = lens[2 * i]
-    const put = op.type === 'put'
-    out[pos++] = put ? KIND_VALUE : KIND_DELETE
-    if (klen < 128) out[pos++] = klen
-    else pos = putVarint(out, pos, klen)
-    pos = putData(out, pos, op.key, klen)
-    if (put) {
-      const vlen = lens[2 * i + 1]
-      if (vlen < 128) out[pos++] = vlen
-      else pos = putVarint(out, pos, vlen)
-      pos = putData(out, pos, op.value as string | Uint8Array, vlen)
-    }
-  }
-  assert(pos === size, 'batch size mismatch')
-  return out
-}
-
-/**
- * encodeLevelBatch() of a single put (value given) or del (value undefined):
- * the payload of put() and del().
- */
-export function encodeLevelOp (key: string | Uint8Array, value: string | Uint8Array | undefined): Buffer {
-  const klen = byteLength(key)
-  const vlen = value === undefined ? 0 : byteLength(value)
-  let size = BATCH_HEADER_SIZE + 1 + varintLength(klen) + klen
-  if (value !== undefined) size += varintLength(vlen) + vlen
-  const out = Buffer.allocUnsafe(size)
-  let pos = putFixed64(out, 0, 0)
-  pos = putFixed32(out, pos, 1)
-  out[pos++] = value === undefined ? KIND_DELETE : KIND_VALUE
-  pos = putVarint(out, pos, klen)
-  pos = putData(out, pos, key, klen)
-  if (value !== undefined) {
-    pos = putVarint(out, pos, vlen)
-    pos = putData(out, pos, value, vlen)
-  }
-  assert(pos === size, 'batch size mismatch')
-  return out
+/** Sets the first sequence number of an encoded batch (encodeBatch). */
+export function setBatchSequence (payload: Uint8Array, firstSeq: number): void {
+  assert(Number.isInteger(firstSeq) && firstSeq >= 1, 'batch first sequence number must be >= 1')
+  assert(firstSeq + batchCount(payload) - 1 <= MAX_SEQ, 'batch sequence numbers exceed MAX_SEQ')
+  putFixed64(payload, 0, firstSeq)
 }
 
 /**
  * One operation of an encoded batch, as positions in the payload (no views):
- * filled in by readBatchOp and reused from call to call.
+ * filled in by readBatchOp and reused from call to call. endLen is -1 for a
+ * range delete without an end; `error` says what was wrong when it returned -1.
  */
-export const batchOpOut = { kind: 0, keyOff: 0, keyLen: 0, valueOff: 0, valueLen: 0, endOff: 0, endLen: -1 }
+export const batchOpOut = { kind: 0, keyOff: 0, keyLen: 0, valueOff: 0, valueLen: 0, endOff: 0, endLen: -1, error: '' }
+
+function malformed (what: string): number {
+  batchOpOut.error = what
+  return -1
+}
 
 /**
  * Reads the operation at payload[pos] into batchOpOut and returns the position
- * of the next one. For payloads this process encoded (the write path); a log
- * read back from disk goes through decodeBatch, which reports damage as
- * corruption. A malformed payload fails an assertion, never reads out of bounds.
+ * of the next one, or -1 if the bytes there are not a whole, valid operation.
  */
 export function readBatchOp (payload: Uint8Array, pos: number): number {
   const end = payload.length
   const o = batchOpOut
-  assert(pos < end, 'batch operation out of bounds')
+  if (pos >= end) return malformed('truncated')
   const kind = payload[pos++]
+  if (kind !== KIND_VALUE && kind !== KIND_DELETE && kind !== OP_RANGE_DELETE) return malformed(`unknown kind ${kind}`)
   o.kind = kind
   let len = payload[pos]
   if (len < 128 && pos < end) pos++
-  else { assert(getVarint(payload, pos, end), 'batch key length'); len = varintOut.value; pos = varintOut.pos }
-  assert(len <= end - pos, 'batch key out of bounds')
+  else if (getVarint(payload, pos, end)) { len = varintOut.value; pos = varintOut.pos } else return malformed('bad key length')
+  if (len > end - pos) return malformed('bad key length')
   o.keyOff = pos
   o.keyLen = len
   pos += len
   if (kind === KIND_VALUE) {
     len = payload[pos]
     if (len < 128 && pos < end) pos++
-    else { assert(getVarint(payload, pos, end), 'batch value length'); len = varintOut.value; pos = varintOut.pos }
-    assert(len <= end - pos, 'batch value out of bounds')
+    else if (getVarint(payload, pos, end)) { len = varintOut.value; pos = varintOut.pos } else return malformed('bad value length')
+    if (len > end - pos) return malformed('bad value length')
     o.valueOff = pos
     o.valueLen = len
     pos += len
   } else if (kind === OP_RANGE_DELETE) {
-    assert(getVarint(payload, pos, end), 'batch range end length')
+    if (!getVarint(payload, pos, end)) return malformed('bad range end length')
     len = varintOut.value
     pos = varintOut.pos
     if (len === 0) {
       o.endLen = -1
     } else {
-      assert(len - 1 <= end - pos, 'batch range end out of bounds')
+      if (len - 1 > end - pos) return malformed('bad range end length')
       o.endOff = pos
       o.endLen = len - 1
       pos += len - 1
     }
-  } else {
-    assert(kind === KIND_DELETE, 'batch operation has an unknown kind')
   }
   return pos
-}
-
-/**
- * Appends the encoded batch to `w` (no intermediate buffer), e.g. to build a
- * payload in a reused writer; the payload is `w.view()` from the starting position.
- */
-export function encodeBatchInto (w: ByteWriter, firstSeq: number, ops: readonly BatchOp[]): void {
-  checkEncodable(firstSeq, ops)
-  w.ensure(batchByteSize(ops))
-  w.fixed64(firstSeq)
-  w.fixed32(ops.length)
-  for (const op of ops) {
-    w.byte(op.kind)
-    w.lengthPrefixed(op.key)
-    if (op.kind === KIND_VALUE) {
-      w.lengthPrefixed(op.value as Buffer)
-    } else if (op.kind === OP_RANGE_DELETE) {
-      if (op.end === undefined) {
-        w.varint(0)
-      } else {
-        w.varint(op.end.length + 1)
-        w.bytes(op.end)
-      }
-    }
-  }
 }
 
 /**
@@ -334,40 +221,16 @@ export function decodeBatch (payload: Buffer, name: string): DecodedBatch {
   if (count > 0 && firstSeq + count - 1 > MAX_SEQ) throw corruption(name, 'write batch sequence numbers exceed the maximum')
   // Every op takes at least 2 bytes (kind + key length); checked before any allocation.
   if (count > (end - BATCH_HEADER_SIZE) / 2) throw corruption(name, `write batch count ${count} exceeds its size`)
-
-  const ops: BatchOp[] = new Array(count)
+  const o = batchOpOut
+  const ops: DecodedOp[] = new Array(count)
   let pos = BATCH_HEADER_SIZE
   for (let i = 0; i < count; i++) {
-    if (pos >= end) throw corruption(name, `write batch truncated at operation ${i}`)
-    const kind = payload[pos++]
-    if (kind !== KIND_VALUE && kind !== KIND_DELETE && kind !== OP_RANGE_DELETE) throw corruption(name, `write batch operation ${i} has unknown kind ${kind}`)
-    if (!getVarint(payload, pos, end) || varintOut.value > end - varintOut.pos) {
-      throw corruption(name, `write batch operation ${i} has a bad key length`)
-    }
-    const key = payload.subarray(varintOut.pos, varintOut.pos + varintOut.value)
-    pos = varintOut.pos + varintOut.value
-    if (kind === KIND_VALUE) {
-      if (!getVarint(payload, pos, end) || varintOut.value > end - varintOut.pos) {
-        throw corruption(name, `write batch operation ${i} has a bad value length`)
-      }
-      const value = payload.subarray(varintOut.pos, varintOut.pos + varintOut.value)
-      pos = varintOut.pos + varintOut.value
-      ops[i] = { kind, key, value }
-    } else if (kind === OP_RANGE_DELETE) {
-      if (!getVarint(payload, pos, end) || (varintOut.value > 0 && varintOut.value - 1 > end - varintOut.pos)) {
-        throw corruption(name, `write batch operation ${i} has a bad range end length`)
-      }
-      if (varintOut.value === 0) {
-        pos = varintOut.pos
-        ops[i] = { kind, key }
-      } else {
-        const rangeEnd = payload.subarray(varintOut.pos, varintOut.pos + varintOut.value - 1)
-        pos = varintOut.pos + varintOut.value - 1
-        ops[i] = { kind, key, end: rangeEnd }
-      }
-    } else {
-      ops[i] = { kind, key }
-    }
+    pos = readBatchOp(payload, pos)
+    if (pos < 0) throw corruption(name, `write batch operation ${i}: ${o.error}`)
+    const key = payload.subarray(o.keyOff, o.keyOff + o.keyLen)
+    if (o.kind === KIND_VALUE) ops[i] = { kind: o.kind, key, value: payload.subarray(o.valueOff, o.valueOff + o.valueLen) }
+    else if (o.kind === OP_RANGE_DELETE && o.endLen >= 0) ops[i] = { kind: o.kind, key, end: payload.subarray(o.endOff, o.endOff + o.endLen) }
+    else ops[i] = { kind: o.kind, key }
   }
   if (pos !== end) throw corruption(name, `write batch has ${end - pos} trailing bytes`)
   return { firstSeq, ops }

@@ -1,7 +1,7 @@
 // Helpers for crash tests: a log of the writes a workload issued (in write
 // order) and which of them were acknowledged, and the check that a recovered
 // database holds exactly the state after some prefix of that order.
-import { Engine, type BatchOp } from '../../lib/db'
+import { Engine, encodeBatch, type BatchOp } from '../../lib/db'
 import { KIND_DELETE, KIND_VALUE } from '../../lib/keys'
 import { OP_RANGE_DELETE } from '../../lib/wal/batch'
 import { isCrashError } from '../../lib/fs/mem-fs'
@@ -62,7 +62,7 @@ export class WriteLog {
       : op[1] === undefined
         ? { kind: KIND_DELETE, key: Buffer.from(op[0]) }
         : { kind: KIND_VALUE, key: Buffer.from(op[0]), value: Buffer.from(op[1]) })
-    return engine.write(batch, sync).then(() => {
+    return engine.write(encodeBatch(batch), sync).then(() => {
       entry.acked = true
       if (index + 1 > this.ackedPrefix) this.ackedPrefix = index + 1
       if (sync && index + 1 > this.syncedPrefix) this.syncedPrefix = index + 1
