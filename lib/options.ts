@@ -19,7 +19,7 @@ export interface EngineOptions {
   blockSize: number
   /** Entries between restart points in a block. Default 16. */
   blockRestartInterval: number
-  /** Byte budget of the LRU cache of (raw) data blocks, shared by all tables. Default 8 MiB. 0 disables it. */
+  /** Byte budget of the cache of (raw) data blocks, shared by all tables (CLOCK eviction, lib/sstable/cache.ts). Default 8 MiB. 0 disables it. */
   cacheSize: number
   /** Open table files kept in the table cache (each holds a file descriptor). Default 1000. */
   maxOpenFiles: number
@@ -45,9 +45,9 @@ export interface EngineOptions {
   /** Frozen memtables waiting for flush before writes wait. Default 2. */
   maxImmutableMemtables: number
   /**
-   * Run compactions on a worker thread (the second core) so they never block the
-   * event loop. Default true. Only with the node file system; flushes stay on the
-   * main thread, in short slices.
+   * Run compactions, and memtable flushes, on worker threads (the second core)
+   * so they never block the event loop. Default true. Only with the node file
+   * system; otherwise they run on the event loop, in short slices.
    */
   compactionWorker: boolean
   /**

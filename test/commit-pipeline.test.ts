@@ -52,7 +52,7 @@ class FakeEnv implements CommitEnv<string> {
     return await new Promise((resolve, reject) => this.asyncSyncs.push({ resolve, reject }))
   }
 
-  apply (target: string, batches: Buffer[], firstSeqs: number[]): void {
+  apply (target: string, _batches: Buffer[], firstSeqs: number[]): void {
     this.events.push(`apply ${target} ${firstSeqs.join(',')}`)
   }
 }

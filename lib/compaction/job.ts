@@ -13,6 +13,7 @@ import { NUM_LEVELS } from '../options'
 import { RangeTombstoneIndex, type RangeTombstone } from '../range-tombstones'
 import { MemTable } from '../memtable/memtable'
 import type { SkipListState } from '../memtable/skiplist'
+import { assert } from '../invariants'
 
 export interface CompactionJob {
   dir: string
@@ -81,7 +82,7 @@ export function reviveFlushJob (job: FlushJob): FlushJob {
 
 /**
  * Runs a flush job: the same table writer, with the same parameters, as a
- * flush on the main thread (Engine.flushOldest). Not abortable: a flush is
+ * flush on the event loop (CompactionScheduler.writeLevel0). Not abortable: a flush is
  * finished even when the database is closing.
  */
 export async function runFlushJob (job: FlushJob, fs: FileSystem): Promise<TableWriterResult> {
@@ -98,7 +99,7 @@ export async function runFlushJob (job: FlushJob, fs: FileSystem): Promise<Table
     rangeTombstones: job.rangeTombstones.length > 0 ? RangeTombstoneIndex.build(job.rangeTombstones) : undefined,
     floorBase: job.floorBase,
     newFileNumber: () => {
-      if (used) throw new Error('lsm-level invariant broken: a flush wrote more than one table')
+      assert(!used, 'a flush wrote more than one table')
       used = true
       return job.fileNumber
     },
@@ -143,7 +144,7 @@ export async function runCompactionJob (job: CompactionJob, fs: FileSystem, tabl
     rangeTombstones: RangeTombstoneIndex.build(job.rangeTombstones),
     floorBase: job.floorBase,
     newFileNumber: () => {
-      if (next >= job.fileNumbers.length) throw new Error('lsm-level invariant broken: compaction ran out of reserved file numbers')
+      assert(next < job.fileNumbers.length, 'compaction ran out of reserved file numbers')
       return job.fileNumbers[next++]
     },
     shouldAbort

@@ -227,7 +227,7 @@ export class CompactionScheduler {
     const base = versions.current
     base.ref()
     try {
-      const result = await this.runMerge(task, this.compactionJobFor(task, base.levels, base.rangeTombstones))
+      const result = await this.runMerge(this.compactionJobFor(task, base.levels, base.rangeTombstones))
       if (this.closing) {
         for (const f of result.outputs) this.env.fs.remove(join(this.env.dir, tableName(f.number)))
         return
@@ -266,7 +266,7 @@ export class CompactionScheduler {
     }
   }
 
-  private async runMerge (task: CompactionTask, job: CompactionJob): Promise<TableWriterResult> {
+  private async runMerge (job: CompactionJob): Promise<TableWriterResult> {
     if (!this.worker) return await runCompactionJob(job, this.env.fs, this.env.tableCache, () => this.closing)
     const signal: { cancel?: () => void } = {}
     this.cancelCompaction = () => signal.cancel?.()

@@ -23,6 +23,7 @@ import { CURRENT, join, logName, manifestName, parseFileName, tableName, tempNam
 import { corruption, ioError, isLevelError, levelError } from '../errors'
 import { NUM_LEVELS } from '../options'
 import type { InternalKey } from '../keys'
+import { assert } from '../invariants'
 
 /** Roll the manifest over to a fresh snapshot once it grows past this. */
 const MANIFEST_ROLL_BYTES = 4 * 1024 * 1024
@@ -208,7 +209,7 @@ export class VersionSet {
   private manifestFailure: unknown
 
   private async applyNow (edit: VersionEdit): Promise<void> {
-    if (!this.manifest) throw new Error('lsm-level invariant broken: no manifest open')
+    assert(this.manifest !== undefined, 'no manifest open')
     if (this.manifestFailure !== undefined) throw this.manifestFailure
     if (edit.logNumber !== undefined && edit.logNumber < this.logNumber) edit.logNumber = this.logNumber
     edit.nextFileNumber = this.nextFileNumber

@@ -20,7 +20,3 @@ export function unmaskCrc (m: number): number {
   return ((rot >>> 17) | (rot << 15)) >>> 0
 }
 
-/** Masked CRC of `data`. */
-export function maskedCrc (data: Uint8Array, initial = 0): number {
-  return maskCrc(crc32(data, initial))
-}
