@@ -15,7 +15,7 @@ import { LogReader, type TailStatus } from '../wal/log-reader'
 import { decodeBatch, type DecodedBatch } from '../wal/batch'
 import { decodeVersionEdit, type VersionEdit } from '../manifest/version-edit'
 
-/** Room for the data blocks one table iterator reads (it holds one at a time). */
+/** A small block cache of its own: a dump reads each block once, in file order. */
 const DUMP_CACHE_BYTES = 256 * 1024
 
 /** A table entry, in copies the caller owns. */

@@ -14,7 +14,7 @@ import { BlockCache } from '../sstable/cache'
 import type { VersionEdit } from '../manifest/version-edit'
 import { describeTail, dumpLog, dumpManifest, type LogDump } from './dump'
 
-/** Block cache shared by the tables checked (each iterator holds one block at a time). */
+/** One block cache for all the tables checked: each block is read once, in file order. */
 const VERIFY_CACHE_BYTES = 1024 * 1024
 
 export interface VerifyProblem {
