@@ -1,4 +1,4 @@
-// The lsm-level command line tool (lib/cli.ts, bin/lsm-level.js), run as a
+// The lsm-level command line tool (cli/, bin/lsm-level.js), run as a
 // child process against databases built with the library.
 import test from 'tape'
 import * as nodeFs from 'node:fs'

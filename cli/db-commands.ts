@@ -1,0 +1,131 @@
+// The commands that open the database: stats, get, put, del, scan, compact,
+// and repair (which rebuilds it unopened). Keys and values are utf8.
+import * as nodeFs from 'node:fs'
+import { KIND_DELETE, KIND_VALUE } from '../lib/keys'
+import { encodeBatch } from '../lib/wal/batch'
+import type { RangeOptions } from '../lib/iterators/db-iterator'
+import { repair } from '../lib/repair'
+import { formatStats } from '../lib/stats'
+import { scan } from '../lib/tools/database'
+import { CliError, checkFlags, needArgs, type Parsed } from './args'
+import { openFailure, withDb } from './open'
+import { Out, Progress } from './terminal'
+
+export async function cmdStats (p: Parsed): Promise<number> {
+  checkFlags(p, 'stats', ['json'])
+  const [dir] = needArgs(p, 'stats', ['dir'])
+  const stats = await withDb(dir, async (db) => db.stats())
+  if (p.flags.has('json')) {
+    process.stdout.write(JSON.stringify(stats, null, 2) + '\n')
+  } else {
+    process.stdout.write(`database ${dir}\n` + formatStats(stats))
+  }
+  return 0
+}
+
+export async function cmdGet (p: Parsed): Promise<number> {
+  checkFlags(p, 'get', [])
+  const [dir, key] = needArgs(p, 'get', ['dir', 'key'])
+  const value = await withDb(dir, async (db) => db.get(Buffer.from(key, 'utf8')))
+  if (value === undefined) {
+    process.stderr.write(`key not found: ${key}\n`)
+    return 1
+  }
+  process.stdout.write(value.toString('utf8') + '\n')
+  return 0
+}
+
+export async function cmdPut (p: Parsed): Promise<number> {
+  checkFlags(p, 'put', [])
+  const [dir, key, value] = needArgs(p, 'put', ['dir', 'key', 'value'])
+  await withDb(dir, async (db) => {
+    await db.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from(key, 'utf8'), value: Buffer.from(value, 'utf8') }]), false)
+  })
+  return 0
+}
+
+export async function cmdDel (p: Parsed): Promise<number> {
+  checkFlags(p, 'del', [])
+  const [dir, key] = needArgs(p, 'del', ['dir', 'key'])
+  await withDb(dir, async (db) => {
+    await db.write(encodeBatch([{ kind: KIND_DELETE, key: Buffer.from(key, 'utf8') }]), false)
+  })
+  return 0
+}
+
+export async function cmdScan (p: Parsed): Promise<number> {
+  checkFlags(p, 'scan', ['gte', 'gt', 'lte', 'lt', 'reverse', 'limit'])
+  const [dir] = needArgs(p, 'scan', ['dir'])
+  const range: RangeOptions = { reverse: p.flags.has('reverse') }
+  for (const k of ['gte', 'gt', 'lte', 'lt'] as const) {
+    const v = p.flags.get(k)
+    if (typeof v === 'string') range[k] = Buffer.from(v, 'utf8')
+  }
+  let limit = Infinity
+  const limitFlag = p.flags.get('limit')
+  if (typeof limitFlag === 'string') {
+    limit = Number(limitFlag)
+    if (!Number.isInteger(limit) || limit < 0) throw new CliError(`--limit must be a non-negative integer, got '${limitFlag}'`, 2)
+  }
+  const out = new Out()
+  await withDb(dir, async (db) => {
+    for (const [key, value] of scan(db, range, limit)) await out.line(`${key.toString('utf8')}\t${value.toString('utf8')}`)
+  })
+  await out.flush()
+  return 0
+}
+
+export async function cmdCompact (p: Parsed): Promise<number> {
+  checkFlags(p, 'compact', [])
+  const [dir] = needArgs(p, 'compact', ['dir'])
+  const progress = new Progress()
+  const t0 = Date.now()
+  try {
+    await withDb(dir, async (db) => {
+      progress.elapsed('compacting')
+      await db.compactRange()
+      progress.done()
+      const levels = db.stats().levels
+      process.stdout.write(`compacted in ${((Date.now() - t0) / 1000).toFixed(1)}s\n`)
+      process.stdout.write(levels.filter((l) => l.files > 0).map((l) => `  level ${l.level}: ${l.files} files, ${l.bytes} bytes`).join('\n') + '\n')
+    })
+  } finally {
+    progress.done()
+  }
+  return 0
+}
+
+export async function cmdRepair (p: Parsed): Promise<number> {
+  checkFlags(p, 'repair', [])
+  const [dir] = needArgs(p, 'repair', ['dir'])
+  let st: nodeFs.Stats | undefined
+  try { st = nodeFs.statSync(dir) } catch {}
+  if (st === undefined || !st.isDirectory()) throw new CliError(`no database at ${dir}`)
+  const progress = new Progress()
+  progress.elapsed('repairing')
+  let report
+  try {
+    report = await repair(dir)
+  } catch (err) {
+    progress.done()
+    throw openFailure(dir, err)
+  }
+  progress.done()
+  const list = (xs: string[]): string => xs.length === 0 ? '-' : xs.join(', ')
+  const lines = [
+    `repaired ${dir}`,
+    `tables: kept ${list(report.tables.kept)}; salvaged ${list(report.tables.salvaged)}; dropped ${list(report.tables.dropped)}; data blocks lost ${report.tables.blocksLost}`,
+    `logs: replayed ${list(report.logs.replayed)}; ${report.logs.records} records; ${report.logs.droppedBytes} bytes dropped`,
+    `entries recovered ${report.entriesRecovered}, live keys ${report.keys}, last sequence ${report.lastSequence}`,
+    `new tables ${list(report.newTables)}; manifest ${report.manifest}`,
+    `archived to lost/: ${list(report.archived)}`,
+    `removed: ${list(report.removed)}`
+  ]
+  if (report.problems.length === 0) lines.push('problems: none')
+  else {
+    lines.push(`problems (${report.problems.length}):`)
+    for (const pr of report.problems) lines.push(`  ${pr.file}: ${pr.message}`)
+  }
+  process.stdout.write(lines.join('\n') + '\n')
+  return 0
+}
