@@ -535,8 +535,8 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    * survive damage (see lib/repair.ts); the database must not be open. Returns
    * what was kept, salvaged, dropped and replayed.
    */
-  static async repair (location: string, options?: import('./lib/repair').RepairOptions): Promise<import('./lib/repair').RepairReport> {
-    return await (await import('./lib/repair')).repair(location, options)
+  static async repair (location: string, options?: import('./lib/repair.js').RepairOptions): Promise<import('./lib/repair.js').RepairReport> {
+    return await (await import('./lib/repair.js')).repair(location, options)
   }
 
   /**
@@ -544,7 +544,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    * empty). Fails with LEVEL_LOCKED if it is open.
    */
   static async destroy (location: string): Promise<void> {
-    await (await import('./lib/repair')).destroy(location)
+    await (await import('./lib/repair.js')).destroy(location)
   }
 }
 

@@ -15,8 +15,7 @@ import * as path from 'node:path'
 import { LsmLevel } from '../index'
 import { Random } from '../test/util/random'
 
-// eslint-disable-next-line @typescript-eslint/no-var-requires
-const { ClassicLevel } = require('classic-level')
+import { ClassicLevel } from 'classic-level'
 
 const KEYS = 20_000
 const OPS = 100_000
@@ -120,13 +119,13 @@ async function fillOne (root: string, engine: FillEngine, keys: Buffer[]): Promi
   const lsm = engine.name === 'lsm-level'
   const db = lsm
     ? new LsmLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer', compaction: engine.compaction, bloomBitsPerKey: engine.bloomBitsPerKey })
-    : new ClassicLevel(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' })
+    : new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' })
   await db.open()
   const io0 = processIo()
   const t0 = Date.now()
   const space: number[] = []
   for (let i = 0; i < FILL; i += 1000) {
-    const ops = []
+    const ops: Array<{ type: 'put', key: Buffer, value: Buffer }> = []
     for (let j = i; j < Math.min(FILL, i + 1000); j++) ops.push({ type: 'put', key: keys[j], value: values.bytes(VALUE) })
     await db.batch(ops)
     // Bytes on disk per user byte written so far, sampled every 20,000 keys
@@ -164,7 +163,7 @@ async function fillOne (root: string, engine: FillEngine, keys: Buffer[]): Promi
     const probe = async (probeKeys: Buffer[]): Promise<number> => {
       const c0 = e.tableReads.tableGets
       const u0 = (db as LsmLevel<Buffer, Buffer>).stats().bloom.useful
-      for (const k of probeKeys) await db.get(k)
+      for (const k of probeKeys) await (db as LsmLevel<Buffer, Buffer>).get(k)
       return (e.tableReads.tableGets - c0 - ((db as LsmLevel<Buffer, Buffer>).stats().bloom.useful - u0)) / probeKeys.length
     }
     const r = new Random(11)

@@ -16,8 +16,7 @@ import * as path from 'node:path'
 import { LsmLevel } from '../index'
 import { Random } from '../test/util/random'
 
-// eslint-disable-next-line @typescript-eslint/no-var-requires
-const { ClassicLevel } = require('classic-level')
+import { ClassicLevel } from 'classic-level'
 
 const N = Number(process.env.EL_KEYS ?? 2_000_000)
 const TRACE = process.env.EL_TRACE === '1'

@@ -17,10 +17,8 @@ import * as inspector from 'node:inspector'
 import { LsmLevel } from '../index'
 import { Random } from '../test/util/random'
 
-// eslint-disable-next-line @typescript-eslint/no-var-requires
-const { ClassicLevel } = require('classic-level')
-// eslint-disable-next-line @typescript-eslint/no-var-requires
-const { MemoryLevel } = require('memory-level')
+import { ClassicLevel } from 'classic-level'
+import { MemoryLevel } from 'memory-level'
 
 const N = Number(process.env.FP_KEYS ?? 200_000)
 const ROUNDS = Number(process.env.FP_ROUNDS ?? 1)

@@ -24,8 +24,7 @@ import { LsmLevel } from '../index'
 import { Random } from '../test/util/random'
 import { commandLine, dateLine, describeMachine, dirSize, gitCommit, int, loadNote, machine, mb, micros, ratio, writeSection } from './report'
 
-// eslint-disable-next-line @typescript-eslint/no-var-requires
-const { ClassicLevel } = require('classic-level')
+import { ClassicLevel } from 'classic-level'
 
 const N = Number(process.env.LARGE_KEYS ?? 5_000_000)
 const READS = Number(process.env.LARGE_READS ?? 200_000)

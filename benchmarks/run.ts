@@ -32,10 +32,8 @@ import { Random } from '../test/util/random'
 import { ScrambledZipfian } from './zipf'
 import { commandLine, dateLine, describeMachine, dirSize, gitCommit, int, loadNote, machine, mb, micros, ratio, writeSection } from './report'
 
-// eslint-disable-next-line @typescript-eslint/no-var-requires
-const { ClassicLevel } = require('classic-level')
-// eslint-disable-next-line @typescript-eslint/no-var-requires
-const { MemoryLevel } = require('memory-level')
+import { ClassicLevel } from 'classic-level'
+import { MemoryLevel } from 'memory-level'
 
 const N = Number(process.env.BENCH_KEYS ?? 200_000)
 const SEED = Number(process.env.BENCH_SEED ?? 1) >>> 0
@@ -195,7 +193,7 @@ async function main (): Promise<void> {
       await db.open()
       for (let r = 0; r < 10; r++) {
         const it = db.iterator()
-        while ((await it.nextv(1000)).length > 0) {}
+        while ((await it.nextv(1000)).length > 0) { /* read to the end */ }
         await it.close()
       }
       for (let i = 0; i < Math.min(N, 500); i++) {

@@ -64,7 +64,7 @@ export class ScrambledZipfian {
   private readonly zipf: Zipfian
   private readonly n: bigint
 
-  constructor (private readonly items: number, rnd: Random) {
+  constructor (items: number, rnd: Random) {
     this.zipf = new Zipfian(SCRAMBLED_ITEMS, rnd, ZIPFIAN_CONSTANT, SCRAMBLED_ZETAN)
     this.n = BigInt(items)
   }

@@ -1,0 +1,76 @@
+// ESLint: typescript-eslint's recommended rules and a layout close to `standard`
+// (the Level packages' style: 2-space indent, no semicolons, single quotes, a space
+// before a function's parentheses, no trailing commas). `npm run lint` runs it and
+// `npm test` runs that first. The toolchain lives in tools/lint (see its package.json).
+import { js, stylistic, globals, tseslint } from 'lsm-level-lint'
+
+export default tseslint.config(
+  {
+    // test/types/negative holds code that must not compile (test/types.test.ts).
+    ignores: ['dist/', 'node_modules/', 'tools/lint/node_modules/', 'test/types/negative/']
+  },
+  {
+    linterOptions: { reportUnusedDisableDirectives: 'error' }
+  },
+  js.configs.recommended,
+  tseslint.configs.recommended,
+  stylistic.configs.customize({
+    indent: 2,
+    quotes: 'single',
+    semi: false,
+    commaDangle: 'never',
+    braceStyle: '1tbs',
+    arrowParens: true,
+    jsx: false
+  }),
+  {
+    // As `standard` sets them.
+    rules: {
+      '@stylistic/space-before-function-paren': ['error', 'always'],
+      '@stylistic/quotes': ['error', 'single', { avoidEscape: true, allowTemplateLiterals: 'always' }],
+      '@stylistic/operator-linebreak': ['error', 'after', { overrides: { '?': 'before', ':': 'before', '|>': 'before', '|': 'before', '&': 'before' } }],
+      '@typescript-eslint/no-unused-vars': ['error', { args: 'none', caughtErrors: 'none', ignoreRestSiblings: true, vars: 'all' }],
+      // `import X = require('x')` is how TypeScript imports a CommonJS `export =`.
+      '@typescript-eslint/no-require-imports': ['error', { allowAsImport: true }],
+      eqeqeq: ['error', 'always', { null: 'ignore' }],
+      'no-empty': ['error', { allowEmptyCatch: true }],
+      'no-new': 'error'
+    }
+  },
+  {
+    // Stylistic rules that `standard` does not have and that the code does not
+    // follow by choice: one-line blocks such as `{ a(); b() }` and `try { ... } catch {}`,
+    // argument lists wrapped where they get long, a continued condition aligned
+    // under the first, parentheses around a lone arrow parameter or not, quoted
+    // keys where some need quotes, and `f<T> (x)`, which a space before a function's
+    // parentheses implies for a generic signature.
+    rules: {
+      '@stylistic/max-statements-per-line': 'off',
+      '@stylistic/list-style': 'off',
+      '@stylistic/indent-binary-ops': 'off',
+      '@stylistic/arrow-parens': 'off',
+      '@stylistic/quote-props': 'off',
+      '@stylistic/type-generic-spacing': 'off'
+    }
+  },
+  {
+    // Tests reach into private state and build malformed inputs on purpose; the
+    // benchmarks drive lsm-level, classic-level and memory-level through one handle.
+    files: ['test/**', 'benchmarks/**'],
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'off'
+    }
+  },
+  {
+    // Node.js code throughout: CommonJS .js/.cjs (bin, examples, test helpers)
+    // and ES modules (.mjs).
+    languageOptions: { globals: globals.node }
+  },
+  {
+    files: ['**/*.js', '**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs' },
+    rules: {
+      '@typescript-eslint/no-require-imports': 'off'
+    }
+  }
+)

@@ -1,0 +1,79 @@
+// What `npm pack` puts in the package: the compiled runtime code (index, lib/,
+// cli/) with its declarations, the ESM wrapper, the command-line tool and the
+// documents; no tests, benchmarks, TypeScript sources or source maps. Needs the
+// build, which `npm test` runs first. Runs `npm pack --dry-run` without its
+// scripts, so nothing is rebuilt while other tests run.
+import test from 'tape'
+import * as fs from 'node:fs'
+import * as path from 'node:path'
+import { spawnSync } from 'node:child_process'
+
+// dist/test/package.test.js -> the package root
+const root = path.resolve(__dirname, '..', '..')
+
+// The npm that runs `npm test` (npm_execpath), else the one on PATH.
+function npm (args: string[]): { status: number | null, stdout: string, stderr: string } {
+  const cli = process.env.npm_execpath
+  const [cmd, argv] = cli !== undefined && /npm-cli\.c?js$/.test(cli)
+    ? [process.execPath, [cli, ...args]]
+    : ['npm', args]
+  const r = spawnSync(cmd, argv, { cwd: root, encoding: 'utf8', timeout: 120_000 })
+  return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' }
+}
+
+const pack = npm(['pack', '--dry-run', '--json', '--ignore-scripts'])
+const listed: string[] = pack.status === 0
+  ? (JSON.parse(pack.stdout) as Array<{ files: Array<{ path: string }> }>)[0].files.map((f) => f.path).sort()
+  : []
+interface Manifest { main: string, types: string, bin: Record<string, string>, exports: Record<string, unknown> }
+const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as Manifest
+
+// Every file path named in package.json's "exports" (conditions nest).
+function exportTargets (value: unknown): string[] {
+  if (typeof value === 'string') return [value]
+  if (value === null || typeof value !== 'object') return []
+  return Object.values(value).flatMap(exportTargets)
+}
+
+function normal (file: string): string {
+  return path.posix.normalize(file)
+}
+
+test('npm pack --dry-run lists the package', (t) => {
+  t.is(pack.status, 0, 'npm pack exits 0' + (pack.status === 0 ? '' : ': ' + pack.stderr.trim()))
+  t.ok(listed.length > 0, `${listed.length} files`)
+  t.end()
+})
+
+test('the package holds no tests, benchmarks, TypeScript sources or source maps', (t) => {
+  const tests = listed.filter((f) => f.startsWith('dist/test/') || f.startsWith('test/'))
+  const bench = listed.filter((f) => f.startsWith('dist/benchmarks/') || f.startsWith('benchmarks/'))
+  const maps = listed.filter((f) => f.endsWith('.map'))
+  const sources = listed.filter((f) => /\.[cm]?ts$/.test(f) && !/\.d\.[cm]?ts$/.test(f))
+  t.same(tests, [], 'no tests')
+  t.same(bench, [], 'no benchmarks')
+  t.same(maps, [], 'no source maps')
+  t.same(sources, [], 'no TypeScript sources (declarations only)')
+  t.end()
+})
+
+test('the package holds only runtime code and documents', (t) => {
+  const allowed = /^(package\.json|README\.md|CHANGELOG\.md|UPGRADING\.md|LICENSE(\.md)?|index\.mjs|index\.d\.mts|bin\/[^/]+\.js|dist\/index\.(js|d\.ts)|dist\/(lib|cli)\/.+\.(js|d\.ts))$/
+  t.same(listed.filter((f) => !allowed.test(f)), [], 'nothing else')
+  t.end()
+})
+
+test('the package holds its documents and entry points', (t) => {
+  for (const doc of ['README.md', 'CHANGELOG.md', 'UPGRADING.md']) t.ok(listed.includes(doc), doc)
+  const entries = [manifest.main, manifest.types, ...Object.values(manifest.bin), ...exportTargets(manifest.exports)]
+  for (const entry of entries.map(normal)) t.ok(listed.includes(entry), `entry point ${entry}`)
+  t.end()
+})
+
+test('every compiled module in the package has its declarations', (t) => {
+  const js = listed.filter((f) => f.startsWith('dist/') && f.endsWith('.js'))
+  t.ok(js.length > 0, `${js.length} compiled modules`)
+  const missing = js.filter((f) => !listed.includes(f.replace(/\.js$/, '.d.ts')))
+  t.same(missing, [], 'a .d.ts beside each .js')
+  t.end()
+})
