@@ -124,13 +124,14 @@ export const ENGINE_OPTION_NAMES = Object.keys(validators) as Array<keyof Engine
 
 /** Fills defaults and validates. Unknown keys are ignored (the Level API passes its own). */
 export function resolveOptions (input: Partial<Record<keyof EngineOptions, unknown>> = {}): EngineOptions {
-  const pick = (name: keyof EngineOptions, dflt: unknown): any => {
+  // The validator checked the value's type: the option's own.
+  const pick = <T>(name: keyof EngineOptions, dflt: T): T => {
     const v = input[name] === undefined ? dflt : input[name]
     validators[name](name, v)
-    return v
+    return v as T
   }
   const writeBufferSize: number = pick('writeBufferSize', DEFAULT_WRITE_BUFFER_SIZE)
-  const compaction: EngineOptions['compaction'] = pick('compaction', 'leveled')
+  const compaction = pick<EngineOptions['compaction']>('compaction', 'leveled')
   const opts: EngineOptions = {
     createIfMissing: pick('createIfMissing', true),
     errorIfExists: pick('errorIfExists', false),

@@ -302,13 +302,12 @@ test('writeTables syncs an output each MiB while writing it; a failed sync fails
     failAt = 0
     override openWrite (path: string, options?: { preallocate?: boolean }): WritableFile {
       const f = super.openWrite(path, options)
-      const fs = this
       return {
         append: (d) => f.append(d),
         sync: () => f.sync(),
         syncAsync: async () => {
-          fs.sizesAtSync.push(f.size())
-          if (fs.sizesAtSync.length === fs.failAt) throw new Error('injected fdatasync failure')
+          this.sizesAtSync.push(f.size())
+          if (this.sizesAtSync.length === this.failAt) throw new Error('injected fdatasync failure')
           return await f.syncAsync()
         },
         size: () => f.size(),

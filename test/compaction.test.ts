@@ -114,7 +114,6 @@ test('compaction tasks: manual compaction steps and the strategy switch', (t) =>
   t.end()
 })
 
-
 test('tiered picker: fixtures', (t) => {
   t.is(pickTieredCompaction(shape('L0: 3[a..z]100 2[a..z]100\nL6: 1[a..z]10000'), tiered), undefined, 'three runs under a trigger of 4: nothing')
   let task = pickTieredCompaction(shape('L0: 5[a..z]100 4[a..z]100 3[a..z]100 2[a..z]100\nL6: 1[a..z]10000'), tiered)!

@@ -33,7 +33,6 @@ export interface LeveledTask extends LevelTask {
   score: number
 }
 
-
 export type { TieredTask } from './tiered-picker'
 
 /** A cleanup under range tombstones (lib/compaction/range-tombstone-picker.ts). */
@@ -48,8 +47,8 @@ export interface ManualTask extends LevelTask {
 
 export type CompactionTask = LeveledTask | TieredTask | RangeTombstoneTask | ManualTask
 
-export type TaskOptions = Pick<EngineOptions, 'compaction' | 'level0CompactionTrigger' | 'maxBytesForLevelBase' | 'levelMultiplier' |
-'targetFileSize' | 'maxSizeAmplificationPercent' | 'sizeRatioPercent'>
+export type TaskOptions = Pick<EngineOptions, 'compaction' | 'level0CompactionTrigger' | 'maxBytesForLevelBase' | 'levelMultiplier'
+| 'targetFileSize' | 'maxSizeAmplificationPercent' | 'sizeRatioPercent'>
 
 /**
  * The next compaction the configured strategy wants, if any; with nothing else

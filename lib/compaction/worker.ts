@@ -158,6 +158,12 @@ function renice (niceness: number): void {
 
 // ---------------------------------------------------------------- worker side
 
+/** An error as plain data for the reply (a LevelError's code and file kept). */
+function errorReply (err: unknown): NonNullable<Reply['error']> {
+  const e = err as { code?: string, message?: string, file?: string, stack?: string } | undefined
+  return { code: e?.code, message: String(e?.message ?? err), file: e?.file, stack: e?.stack }
+}
+
 if (!isMainThread && parentPort) {
   const port = parentPort
   renice(Number((workerData as { niceness?: number } | undefined)?.niceness ?? 0))
@@ -168,7 +174,7 @@ if (!isMainThread && parentPort) {
     if (req.flush) {
       const entries = req.flush.entries
       runFlushJob(reviveFlushJob(req.flush), nodeFileSystem).then((result): Reply => ({ id: req.id, result }),
-        (err: any): Reply => ({ id: req.id, error: { code: err?.code, message: String(err?.message ?? err), file: err?.file, stack: err?.stack } }))
+        (err: unknown): Reply => ({ id: req.id, error: errorReply(err) }))
         .then((reply) => {
           // The memtable copy goes back with the reply: this thread collects
           // garbage only when it allocates, which an idle worker never does.
@@ -187,8 +193,8 @@ if (!isMainThread && parentPort) {
     const used = new Set<number>(job.runs.flat().map((f) => f.number))
     runCompactionJob(job, nodeFileSystem, tables, () => cancelled.has(req.id)).then((result): Reply => {
       return { id: req.id, result }
-    }, (err: any): Reply => {
-      return { id: req.id, error: { code: err?.code, message: String(err?.message ?? err), file: err?.file, stack: err?.stack } }
+    }, (err: unknown): Reply => {
+      return { id: req.id, error: errorReply(err) }
     }).then((reply) => {
       // The inputs are about to be deleted: close them, BEFORE replying, so that
       // once the job is over (and a close() waiting for it has returned) no file

@@ -103,7 +103,6 @@ export interface SkipListState {
   tails: Int32Array
 }
 
-
 export class SkipList {
   private nodes: Int32Array
   /** Offset at which the next record goes. */

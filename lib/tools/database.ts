@@ -20,7 +20,7 @@ export async function openExisting (location: string, fs: FileSystem = nodeFileS
  * iterator is created then), and the iterator is closed when the loop over
  * them ends.
  */
-export function * scan (engine: Engine, range: RangeOptions, limit = Infinity): Generator<[Buffer, Buffer]> {
+export function* scan (engine: Engine, range: RangeOptions, limit = Infinity): Generator<[Buffer, Buffer]> {
   const it = engine.iterator(range)
   try {
     for (let n = 0; n < limit && it.next(); n++) {

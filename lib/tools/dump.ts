@@ -74,7 +74,7 @@ export function dumpTable (file: string, fs: FileSystem = nodeFileSystem): Table
   }
 }
 
-function * tableEntries (table: Table): Generator<TableEntry> {
+function* tableEntries (table: Table): Generator<TableEntry> {
   const it = table.iterator()
   try {
     for (it.seekToFirst(); it.valid(); it.next()) {
@@ -112,7 +112,7 @@ function dumpRecords<T> (file: string, decode: (payload: Buffer, name: string) =
   }
 }
 
-function * decodeRecords<T> (reader: LogReader, decode: (payload: Buffer, name: string) => T): Generator<LogRecord<T>> {
+function* decodeRecords<T> (reader: LogReader, decode: (payload: Buffer, name: string) => T): Generator<LogRecord<T>> {
   for (let payload = reader.next(); payload !== undefined; payload = reader.next()) {
     let record: LogRecord<T>
     try {

@@ -19,4 +19,3 @@ export function unmaskCrc (m: number): number {
   const rot = (m - MASK_DELTA) >>> 0
   return ((rot >>> 17) | (rot << 15)) >>> 0
 }
-

@@ -55,7 +55,7 @@ export async function consumer (dir: string): Promise<void> {
   // Iterators and snapshots.
   for await (const [key, v] of db.iterator({ gte: 'a', lt: 'z', limit: 10 })) {
     const k: string = key
-    void k, v
+    void [k, v]
   }
   const keys: string[] = await db.keys({ reverse: true }).all()
   const values: any[] = await db.values().all()
@@ -106,5 +106,5 @@ export async function consumer (dir: string): Promise<void> {
   const s: string | undefined = await plain.get('k')
   await plain.close()
 
-  void raw, value, many, present, wamp, levelFiles, text, l0, size, keys, values, old, first, user, s, pv, count, subPath, prefix, parentKeys
+  void [raw, value, many, present, wamp, levelFiles, text, l0, size, keys, values, old, first, user, s, pv, count, subPath, prefix, parentKeys]
 }

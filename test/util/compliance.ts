@@ -7,7 +7,8 @@ import * as path from 'node:path'
 import { LsmLevel } from '../../index'
 import { processCounters } from '../../lib/db'
 
-// eslint-disable-next-line @typescript-eslint/no-var-requires
+// The suite ships no typings.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
 const suite = require('abstract-level/test')
 
 export function runCompliance (name: string, engineOptions: Record<string, unknown>): void {
