@@ -7,7 +7,7 @@ import ModuleError = require('module-error')
 import { Engine, type BatchOp, type RangeOptions, type LevelInfo, type RecoveryReport } from './lib/db'
 import type { Snapshot } from './lib/snapshots'
 import { nextTurn, type TurnBudget } from './lib/util/turn'
-import { DbIterator, FOUND, PAUSED } from './lib/iterators/db-iterator'
+import { DbIterator, FOUND, PAUSED, entryKey } from './lib/iterators/db-iterator'
 import { KIND_DELETE } from './lib/keys'
 import { OP_RANGE_DELETE, encodeLevelBatch, encodeLevelOp, type LevelBatchOp } from './lib/wal/batch'
 import { clearBounds } from './lib/range-tombstones'
@@ -235,7 +235,7 @@ class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
   _next (): any { return this.cursor.next() }
   async _nextv (size: number): Promise<Array<[K, V]>> { return await this.cursor.nextv(size) }
   async _all (): Promise<Array<[K, V]>> { return await this.cursor.all() }
-  _seek (target: Format, options: Record<string, any>): void { this.cursor.seek(target) }
+  _seek (target: Format): void { this.cursor.seek(target) }
   async _close (): Promise<void> { this.cursor?.close() }
 }
 
@@ -250,7 +250,7 @@ class LsmKeyIterator<K> extends AbstractKeyIterator<any, K> {
   _next (): any { return this.cursor.next() }
   async _nextv (size: number): Promise<K[]> { return await this.cursor.nextv(size) }
   async _all (): Promise<K[]> { return await this.cursor.all() }
-  _seek (target: Format, options: Record<string, any>): void { this.cursor.seek(target) }
+  _seek (target: Format): void { this.cursor.seek(target) }
   async _close (): Promise<void> { this.cursor?.close() }
 }
 
@@ -265,7 +265,7 @@ class LsmValueIterator<K, V> extends AbstractValueIterator<any, K, V> {
   _next (): any { return this.cursor.next() }
   async _nextv (size: number): Promise<V[]> { return await this.cursor.nextv(size) }
   async _all (): Promise<V[]> { return await this.cursor.all() }
-  _seek (target: Format, options: Record<string, any>): void { this.cursor.seek(target) }
+  _seek (target: Format): void { this.cursor.seek(target) }
   async _close (): Promise<void> { this.cursor?.close() }
 }
 
@@ -442,8 +442,8 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     try {
       while (remaining > 0) {
         const ops: BatchOp[] = []
-        while (ops.length < 1000 && remaining > 0 && it.next()) {
-          ops.push({ kind: KIND_DELETE, key: Buffer.from(it.key) })
+        while (ops.length < 1000 && remaining > 0 && it.step(Infinity) === FOUND) {
+          ops.push({ kind: KIND_DELETE, key: Buffer.from(entryKey(it)) })
           remaining--
         }
         if (ops.length === 0) break

@@ -17,6 +17,7 @@ import { LogReader, type TailStatus } from './wal/log-reader'
 import { decodeBatch, OP_RANGE_DELETE } from './wal/batch'
 import { decodeVersionEdit, type VersionEdit } from './manifest/version-edit'
 import { Table } from './sstable/table'
+import { currentUserKey, currentValue } from './iterators/internal-iterator'
 import { BlockCache } from './sstable/cache'
 import { KIND_DELETE, KIND_VALUE, type InternalKey } from './keys'
 import { formatStats } from './stats'
@@ -448,8 +449,8 @@ async function dumpTable (file: string, name: string, out: Out): Promise<void> {
       let n = 0
       for (it.seekToFirst(); it.valid(); it.next()) {
         const kind = it.kind()
-        const v = kind === KIND_VALUE ? ' ' + printable(it.value()) : ''
-        await out.line(`${printable(it.userKey())} @${it.seq()} ${kindName(kind)}${v}`)
+        const v = kind === KIND_VALUE ? ' ' + printable(currentValue(it)) : ''
+        await out.line(`${printable(currentUserKey(it))} @${it.seq()} ${kindName(kind)}${v}`)
         n++
       }
       await out.line(`(${n} entries)`)

@@ -4,7 +4,7 @@
 import test from 'tape'
 import { MemTable } from '../lib/memtable/memtable'
 import { KIND_DELETE, KIND_VALUE, MAX_SEQ, compareInternal } from '../lib/keys'
-import type { InternalIterator } from '../lib/iterators/internal-iterator'
+import { type InternalIterator, currentUserKey, currentValue } from '../lib/iterators/internal-iterator'
 import { Random, seedFromEnv } from './util/random'
 import { type Entry, compareEntries, lowerBound, upperBound } from './util/array-iterator'
 
@@ -53,8 +53,8 @@ function diff (it: InternalIterator, model: Entry[], pos: number): string {
   if (it.valid() !== expectValid) return `valid() is ${it.valid()}, model position ${pos}/${model.length}`
   if (!expectValid) return ''
   const e = model[pos]
-  if (!it.userKey().equals(e.userKey) || it.seq() !== e.seq || it.kind() !== e.kind || !it.value().equals(e.value)) {
-    return `at ${pos}: got (${it.userKey().toString('hex')}, ${it.seq()}, ${it.kind()}) want (${e.userKey.toString('hex')}, ${e.seq}, ${e.kind})`
+  if (!currentUserKey(it).equals(e.userKey) || it.seq() !== e.seq || it.kind() !== e.kind || !currentValue(it).equals(e.value)) {
+    return `at ${pos}: got (${currentUserKey(it).toString('hex')}, ${it.seq()}, ${it.kind()}) want (${e.userKey.toString('hex')}, ${e.seq}, ${e.kind})`
   }
   return ''
 }
@@ -237,7 +237,7 @@ test('memtable: empty', (t) => {
   // An iterator created before the first add sees later adds.
   mem.add(7, KIND_VALUE, Buffer.from('b'), Buffer.from('v'))
   it.seekToFirst()
-  t.ok(it.valid() && it.userKey().toString() === 'b' && it.seq() === 7, 'sees an entry added after creation')
+  t.ok(it.valid() && currentUserKey(it).toString() === 'b' && it.seq() === 7, 'sees an entry added after creation')
   t.equal(mem.get(Buffer.from('b'), 6), undefined, 'snapshot before the entry')
   t.equal(mem.get(Buffer.from('b'), 7)?.value.toString(), 'v', 'snapshot at the entry')
   t.end()
@@ -259,7 +259,7 @@ test('memtable: iterators stay valid while adds continue', (t) => {
     let prevSeq = 0
     let steps = 0
     while (it.valid()) {
-      const key = it.userKey()
+      const key = currentUserKey(it)
       if (prevKey !== undefined) {
         const c = compareInternal(key, it.seq(), prevKey, prevSeq)
         if (reverse ? c >= 0 : c <= 0) f.check(`out of order at step ${steps}`)

@@ -12,7 +12,7 @@ import * as path from 'node:path'
 import { NodeFileSystem } from '../lib/fs/node-fs'
 import { KIND_DELETE, KIND_VALUE, MAX_SEQ, compareInternal, encodeInternalKey } from '../lib/keys'
 import { isLevelError } from '../lib/errors'
-import type { InternalIterator } from '../lib/iterators/internal-iterator'
+import { type InternalIterator, currentUserKey, currentValue } from '../lib/iterators/internal-iterator'
 import { TableBuilder, type TableBuilderOptions } from '../lib/sstable/table-builder'
 import { Table } from '../lib/sstable/table'
 import { TableCache } from '../lib/sstable/table-cache'
@@ -133,13 +133,13 @@ function buildTable (model: Entry[], options: TableBuilderOptions, file?: string
 
 function collectForward (it: InternalIterator): Entry[] {
   const out: Entry[] = []
-  for (it.seekToFirst(); it.valid(); it.next()) out.push({ userKey: Buffer.from(it.userKey()), seq: it.seq(), kind: it.kind(), value: Buffer.from(it.value()) })
+  for (it.seekToFirst(); it.valid(); it.next()) out.push({ userKey: Buffer.from(currentUserKey(it)), seq: it.seq(), kind: it.kind(), value: Buffer.from(currentValue(it)) })
   return out
 }
 
 function collectBackward (it: InternalIterator): Entry[] {
   const out: Entry[] = []
-  for (it.seekToLast(); it.valid(); it.prev()) out.push({ userKey: Buffer.from(it.userKey()), seq: it.seq(), kind: it.kind(), value: Buffer.from(it.value()) })
+  for (it.seekToLast(); it.valid(); it.prev()) out.push({ userKey: Buffer.from(currentUserKey(it)), seq: it.seq(), kind: it.kind(), value: Buffer.from(currentValue(it)) })
   return out
 }
 
@@ -156,7 +156,7 @@ function sameEntries (a: Entry[], b: Entry[]): string | null {
 }
 
 function itEntry (it: InternalIterator): Entry {
-  return { userKey: Buffer.from(it.userKey()), seq: it.seq(), kind: it.kind(), value: Buffer.from(it.value()) }
+  return { userKey: Buffer.from(currentUserKey(it)), seq: it.seq(), kind: it.kind(), value: Buffer.from(currentValue(it)) }
 }
 
 /** Runs fn; returns the error it threw (or undefined). */
@@ -348,11 +348,11 @@ test('decoded blocks: range compare, views outlive eviction, paranoid order chec
   for (it.seekToFirst(); it.valid(); it.next(), i++) {
     buffers.add(it.valueSource().buffer)
     if (i % 50 !== 0) continue
-    const key = it.userKey()
-    const value = it.value()
+    const key = currentUserKey(it)
+    const value = currentValue(it)
     for (let j = i % 7; j < model.length; j += 97) table.get(model[j].userKey, MAX_SEQ) // churn the tiny cache
     checked++
-    if (key.equals(model[i].userKey) && value.equals(model[i].value) && it.userKey().equals(model[i].userKey)) intact++
+    if (key.equals(model[i].userKey) && value.equals(model[i].value) && currentUserKey(it).equals(model[i].userKey)) intact++
   }
   it.close()
   t.ok(checked > 10 && intact === checked, `${intact} of ${checked} current entries intact while the cache churned`)
@@ -509,7 +509,7 @@ for (const [blockSize, formatVersion] of [[256, 2], [4096, 2], [256, 1], [4096, 
       let pos = lowerBound(model, target, seq)
       it.seek(target, seq)
       for (let step = 0; step < 4; step++) {
-        const ok = pos < model.length ? it.valid() && cmpEntry(itEntry(it), model[pos]) === 0 && it.value().equals(model[pos].value) : !it.valid()
+        const ok = pos < model.length ? it.valid() && cmpEntry(itEntry(it), model[pos]) === 0 && currentValue(it).equals(model[pos].value) : !it.valid()
         if (!ok) seekWrong++
         if (!it.valid()) break
         if (step % 2 === 0) { it.next(); pos++ } else { it.prev(); pos-- }
@@ -682,7 +682,7 @@ test('table iterators: one opened and closed next to another never disturbs it (
         others++
       }
     }
-    if (!it.userKey().equals(a[i].userKey) || it.seq() !== a[i].seq || !it.value().equals(a[i].value)) wrong++
+    if (!currentUserKey(it).equals(a[i].userKey) || it.seq() !== a[i].seq || !currentValue(it).equals(a[i].value)) wrong++
   }
   it.close()
   t.is(i, a.length, 'the iterator saw every entry')

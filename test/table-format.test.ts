@@ -11,7 +11,7 @@ import { LsmLevel } from '../index'
 import { NodeFileSystem } from '../lib/fs/node-fs'
 import { KIND_DELETE, KIND_VALUE, MAX_SEQ } from '../lib/keys'
 import { isLevelError } from '../lib/errors'
-import type { InternalIterator } from '../lib/iterators/internal-iterator'
+import { type InternalIterator, currentUserKey, currentValue } from '../lib/iterators/internal-iterator'
 import { TableBuilder, type TableBuilderOptions } from '../lib/sstable/table-builder'
 import { Table } from '../lib/sstable/table'
 import { BlockCache } from '../lib/sstable/cache'
@@ -55,8 +55,8 @@ function buildTable (model: Entry[], options: TableBuilderOptions): { path: stri
 
 function collect (it: InternalIterator, backward = false): Entry[] {
   const out: Entry[] = []
-  if (backward) for (it.seekToLast(); it.valid(); it.prev()) out.unshift({ userKey: Buffer.from(it.userKey()), seq: it.seq(), kind: it.kind(), value: Buffer.from(it.value()) })
-  else for (it.seekToFirst(); it.valid(); it.next()) out.push({ userKey: Buffer.from(it.userKey()), seq: it.seq(), kind: it.kind(), value: Buffer.from(it.value()) })
+  if (backward) for (it.seekToLast(); it.valid(); it.prev()) out.unshift({ userKey: Buffer.from(currentUserKey(it)), seq: it.seq(), kind: it.kind(), value: Buffer.from(currentValue(it)) })
+  else for (it.seekToFirst(); it.valid(); it.next()) out.push({ userKey: Buffer.from(currentUserKey(it)), seq: it.seq(), kind: it.kind(), value: Buffer.from(currentValue(it)) })
   return out
 }
 
@@ -189,7 +189,7 @@ for (const version of [2, 1]) {
           if (older === undefined ? below !== undefined : below?.seq !== older.seq) wrong++
         }
         it.seek(e.userKey, e.seq)
-        if (!it.valid() || it.seq() !== e.seq || !it.userKey().equals(e.userKey)) wrong++
+        if (!it.valid() || it.seq() !== e.seq || !currentUserKey(it).equals(e.userKey)) wrong++
       }
       t.is(wrong, 0, `blockSize ${blockSize}: get and seek find every entry, and only older versions below its seq`)
       it.close()

@@ -332,11 +332,6 @@ class MemTableIterator implements InternalIterator {
     this.node = this.list.prevOf(this.node)
   }
 
-  userKey (): Buffer {
-    if (checks.paranoid) assert(this.node !== 0, 'MemTableIterator read while not valid')
-    return this.list.keyAt(this.node)
-  }
-
   seq (): number {
     if (checks.paranoid) assert(this.node !== 0, 'MemTableIterator read while not valid')
     return this.list.seqAt(this.node)
@@ -347,12 +342,8 @@ class MemTableIterator implements InternalIterator {
     return this.list.kindAt(this.node)
   }
 
-  value (): Buffer {
-    if (checks.paranoid) assert(this.node !== 0, 'MemTableIterator read while not valid')
-    return this.list.valueAt(this.node)
-  }
-
   keySource (): Buffer {
+    if (checks.paranoid) assert(this.node !== 0, 'MemTableIterator read while not valid')
     return this.list.chunkOf(this.node)
   }
 
@@ -365,6 +356,7 @@ class MemTableIterator implements InternalIterator {
   }
 
   valueSource (): Buffer {
+    if (checks.paranoid) assert(this.node !== 0, 'MemTableIterator read while not valid')
     return this.list.chunkOf(this.node)
   }
 

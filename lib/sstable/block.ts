@@ -537,20 +537,12 @@ export class BlockIterator implements InternalIterator {
     this.pos--
   }
 
-  userKey (): Buffer {
-    return this.block.userKey(this.pos)
-  }
-
   seq (): number {
     return this.block.seqs[this.pos]
   }
 
   kind (): number {
     return this.block.kind(this.pos)
-  }
-
-  value (): Buffer {
-    return this.block.value(this.pos)
   }
 
   keySource (): Buffer {

@@ -299,21 +299,12 @@ class TableIterator implements InternalIterator {
     this.skipEmptyBackward()
   }
 
-  userKey (): Buffer {
-    const offs = this.cols.keyOffs
-    return this.cols.arena.subarray(offs[this.pos], offs[this.pos + 1])
-  }
-
   seq (): number {
     return this.cols.seqs[this.pos]
   }
 
   kind (): number {
     return this.cols.kinds[this.pos]
-  }
-
-  value (): Buffer {
-    return this.cols.contents.subarray(this.cols.valueStarts[this.pos], this.cols.valueEnds[this.pos])
   }
 
   keySource (): Buffer {

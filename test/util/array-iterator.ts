@@ -87,10 +87,6 @@ export class ArrayIterator implements InternalIterator {
     this.moved()
   }
 
-  userKey (): Buffer {
-    return this.keySource().subarray(this.keyStart(), this.keyEnd())
-  }
-
   seq (): number {
     this.checkValid()
     return this.entries[this.pos].seq
@@ -99,10 +95,6 @@ export class ArrayIterator implements InternalIterator {
   kind (): number {
     this.checkValid()
     return this.entries[this.pos].kind
-  }
-
-  value (): Buffer {
-    return this.valueSource().subarray(this.valueStart(), this.valueEnd())
   }
 
   // The current entry is copied into `scratch` (key, then value), which every
