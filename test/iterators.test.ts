@@ -10,7 +10,7 @@ import type { FileMeta } from '../lib/manifest/file-meta'
 import { MemTable } from '../lib/memtable/memtable'
 import { KIND_DELETE, KIND_VALUE, MAX_SEQ, compareInternal } from '../lib/keys'
 import { Random, seedFromEnv } from './util/random'
-import { ArrayIterator, type Entry, compareEntries, lowerBound, upperBound } from './util/array-iterator'
+import { ArrayIterator, type Entry, compareEntries, diffAt, lowerBound, upperBound } from './util/array-iterator'
 
 const seed = seedFromEnv()
 
@@ -59,21 +59,6 @@ function randomTarget (rnd: Random, model: Entry[], keySpace: number): { key: Bu
   return { key, seq }
 }
 
-function describe (it: InternalIterator): string {
-  return `(${currentUserKey(it).toString()}, ${it.seq()}, ${it.kind()}, ${currentValue(it).toString()})`
-}
-
-function diff (it: InternalIterator, model: Entry[], pos: number): string {
-  const expectValid = pos >= 0 && pos < model.length
-  if (it.valid() !== expectValid) return `valid() is ${it.valid()}, model position ${pos}/${model.length}`
-  if (!expectValid) return ''
-  const e = model[pos]
-  if (!currentUserKey(it).equals(e.userKey) || it.seq() !== e.seq || it.kind() !== e.kind || !currentValue(it).equals(e.value)) {
-    return `at ${pos}: got ${describe(it)} want (${e.userKey.toString()}, ${e.seq}, ${e.kind}, ${e.value.toString()})`
-  }
-  return ''
-}
-
 /** Runs checks, reporting the first few failures and one summary line. */
 class Checker {
   failures = 0
@@ -93,7 +78,7 @@ class Checker {
 /** Full scans both ways, then `ops` random seeks and steps with frequent direction changes. */
 function exercise (c: Checker, rnd: Random, it: InternalIterator, model: Entry[], keySpace: number, ops: number, afterEach?: () => string): void {
   const verify = (pos: number): void => {
-    c.check(diff(it, model, pos))
+    c.check(diffAt(it, model, pos))
     if (afterEach !== undefined) c.check(afterEach())
   }
   let pos = 0
