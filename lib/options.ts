@@ -19,7 +19,7 @@ export interface EngineOptions {
   blockSize: number
   /** Entries between restart points in a block. Default 16. */
   blockRestartInterval: number
-  /** Byte budget of the LRU cache of (raw) data blocks, shared by all tables. Default 8 MiB. 0 disables it. */
+  /** Byte budget of the cache of (raw) data blocks (CLOCK eviction, lib/sstable/cache.ts), shared by all tables. Default 8 MiB. 0 disables it. */
   cacheSize: number
   /** Open table files kept in the table cache (each holds a file descriptor). Default 1000. */
   maxOpenFiles: number
