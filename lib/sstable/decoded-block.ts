@@ -18,8 +18,8 @@
 //                                          back, prefix compression undone
 //
 // Searches compare the target against arena bytes in place. A DecodedBlock
-// stays valid forever (its raw block is pinned for good), and so do the ranges
-// its BlockIterator hands out.
+// stays valid forever, and so do the ranges its BlockIterator hands out: its
+// contents are never recycled (Table.dataBlock pins the raw block for good).
 import { corruption } from '../errors'
 import type { InternalIterator } from '../iterators/internal-iterator'
 import { BlockColumns, MAX_DECODED_BYTES, lowerBoundIn } from './block-columns'
