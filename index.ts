@@ -2,7 +2,7 @@
 // only translates between the Level API (encodings, options, iterators,
 // snapshots) and the engine; it holds no storage logic.
 import { AbstractLevel, AbstractIterator, AbstractKeyIterator, AbstractValueIterator, AbstractSnapshot } from 'abstract-level'
-import type { AbstractPutOptions, AbstractDelOptions, AbstractBatchOptions, AbstractBatchOperation, AbstractChainedBatch, AbstractChainedBatchWriteOptions, AbstractSublevel, AbstractSublevelOptions } from 'abstract-level'
+import type { AbstractDatabaseOptions, AbstractIteratorOptions, AbstractPutOptions, AbstractDelOptions, AbstractBatchOptions, AbstractBatchOperation, AbstractChainedBatch, AbstractChainedBatchWriteOptions, AbstractSublevel, AbstractSublevelOptions } from 'abstract-level'
 import ModuleError = require('module-error')
 import { Engine, encodeBatch, type BatchOp, type RangeOptions, type LevelInfo, type RecoveryReport } from './lib/db'
 import type { Snapshot } from './lib/snapshots'
@@ -19,7 +19,12 @@ export type { EngineOptions, LevelInfo, RecoveryReport, FileMeta, LsmStats }
 type Format = string | Buffer | Uint8Array
 type EncodingName = 'utf8' | 'buffer' | 'view'
 
-/** Options of the constructor and of open(): the Level options plus the engine's (lib/options.ts). */
+/**
+ * Options of the constructor and of open(): the Level options plus the engine's
+ * (lib/options.ts). K and V are the database's key and value types, as in
+ * classic-level's DatabaseOptions<K, V>; no option depends on them yet.
+ */
+// eslint-disable-next-line @typescript-eslint/no-unused-vars
 export interface LsmLevelOptions<K = string, V = string> extends Partial<EngineOptions> {
   keyEncoding?: string | object
   valueEncoding?: string | object
@@ -28,6 +33,9 @@ export interface LsmLevelOptions<K = string, V = string> extends Partial<EngineO
 }
 
 const ENGINE = Symbol('engine')
+
+// abstract-level's typings lag its manifest (getSync, snapshots, signals, ...).
+type LevelManifest = ConstructorParameters<typeof AbstractLevel>[0]
 
 /** A borrowed view for lookups (no copy needed: the engine does not keep it). */
 function toView (data: Format): Buffer {
@@ -58,6 +66,19 @@ interface RangeReadOptions {
   reverse?: boolean
   snapshot?: LsmSnapshot
 }
+
+/** Options of abstract-level's iterators, normalised. */
+interface IteratorOptions extends RangeReadOptions {
+  keys?: boolean
+  values?: boolean
+  limit: number
+  keyEncoding: EncodingName
+  valueEncoding: EncodingName
+  signal?: AbortSignal
+}
+
+/** What a Cursor yields: an entry, a key or a value, decoded per the iterator's encodings. */
+type Item = Format | undefined | [Format | undefined, Format | undefined]
 
 /** Options of abstract-level's _put, _del and _batch, with ours. */
 interface WriteOptions {
@@ -152,10 +173,9 @@ class Cursor {
   private remaining: number
   private readonly turn: TurnBudget
 
-  constructor (options: Record<string, any>, engine: Engine, private readonly mode: number) {
+  constructor (options: IteratorOptions, engine: Engine, private readonly mode: number) {
     this.turn = engine.turn
-    const snapshot = options.snapshot as LsmSnapshot | undefined
-    this.it = engine.iterator(rangeFrom(options), snapshot?.inner)
+    this.it = engine.iterator(rangeFrom(options), options.snapshot?.inner)
     this.keys = mode === KEYS || (mode === ENTRIES && options.keys !== false)
     this.values = mode === VALUES || (mode === ENTRIES && options.values !== false)
     this.keyEncoding = options.keyEncoding
@@ -174,7 +194,7 @@ class Cursor {
   }
 
   /** The current entry, key or value (copies the caller owns). */
-  private item (): any {
+  private item (): Item {
     const it = this.it
     const key = this.keys ? decodeOut(it.keySource, it.keyStart, it.keyEnd, this.keyEncoding) : undefined
     if (this.mode === KEYS) return key
@@ -198,7 +218,7 @@ class Cursor {
    * per call, so a promise per item is a good part of its cost); a promise
    * when the turn is used up, a signal may abort, or a step pauses.
    */
-  next (): any {
+  next (): Item | Promise<Item> {
     if (this.turn.exhausted() || this.signal !== undefined) return this.nextLater(false)
     if (this.remaining <= 0) return undefined
     const r = this.it.step(SKIP_BUDGET)
@@ -209,7 +229,7 @@ class Cursor {
   }
 
   /** next() that waits: for the next turn or the signal's check, or (`paused`) after a paused step. */
-  private async nextLater (paused: boolean): Promise<any> {
+  private async nextLater (paused: boolean): Promise<Item> {
     if (paused) await this.pause()
     else await this.checkSignal()
     if (this.remaining <= 0) return undefined
@@ -220,9 +240,9 @@ class Cursor {
     return this.item()
   }
 
-  async nextv (size: number): Promise<any[]> {
+  async nextv (size: number): Promise<Item[]> {
     await this.checkSignal()
-    const out: any[] = []
+    const out: Item[] = []
     while (out.length < size && this.remaining > 0) {
       const r = this.it.step(SKIP_BUDGET)
       if (r === PAUSED) { await this.pause(); continue }
@@ -233,9 +253,9 @@ class Cursor {
     return out
   }
 
-  async all (): Promise<any[]> {
+  async all (): Promise<Item[]> {
     await this.checkSignal()
-    const out: any[] = []
+    const out: Item[] = []
     while (this.remaining > 0) {
       const r = this.it.step(SKIP_BUDGET)
       if (r === PAUSED) { await this.pause(); continue }
@@ -264,48 +284,48 @@ class Cursor {
 // in _close() if the engine refused to create the iterator (the constructor
 // threw after abstract-level had registered it for closing).
 
-class LsmIterator<K, V> extends AbstractIterator<any, K, V> {
+class LsmIterator<K, V> extends AbstractIterator<LsmLevel<K, V>, K, V> {
   private readonly cursor: Cursor
 
-  constructor (db: LsmLevel<any, any>, options: Record<string, any>, engine: Engine) {
-    super(db, options as any)
+  constructor (db: LsmLevel<K, V>, options: IteratorOptions, engine: Engine) {
+    super(db, options as unknown as AbstractIteratorOptions<K, V>)
     this.cursor = new Cursor(options, engine, ENTRIES)
   }
 
-  _next (): any { return this.cursor.next() }
-  async _nextv (size: number): Promise<Array<[K, V]>> { return await this.cursor.nextv(size) }
-  async _all (): Promise<Array<[K, V]>> { return await this.cursor.all() }
-  _seek (target: Format, options: Record<string, any>): void { this.cursor.seek(target) }
+  _next (): unknown { return this.cursor.next() }
+  async _nextv (size: number): Promise<unknown[]> { return await this.cursor.nextv(size) }
+  async _all (): Promise<unknown[]> { return await this.cursor.all() }
+  _seek (target: Format): void { this.cursor.seek(target) }
   async _close (): Promise<void> { this.cursor?.close() }
 }
 
-class LsmKeyIterator<K> extends AbstractKeyIterator<any, K> {
+class LsmKeyIterator<K, V> extends AbstractKeyIterator<LsmLevel<K, V>, K> {
   private readonly cursor: Cursor
 
-  constructor (db: LsmLevel<any, any>, options: Record<string, any>, engine: Engine) {
-    super(db, options as any)
+  constructor (db: LsmLevel<K, V>, options: IteratorOptions, engine: Engine) {
+    super(db, options as unknown as AbstractIteratorOptions<K, V>)
     this.cursor = new Cursor(options, engine, KEYS)
   }
 
-  _next (): any { return this.cursor.next() }
-  async _nextv (size: number): Promise<K[]> { return await this.cursor.nextv(size) }
-  async _all (): Promise<K[]> { return await this.cursor.all() }
-  _seek (target: Format, options: Record<string, any>): void { this.cursor.seek(target) }
+  _next (): unknown { return this.cursor.next() }
+  async _nextv (size: number): Promise<unknown[]> { return await this.cursor.nextv(size) }
+  async _all (): Promise<unknown[]> { return await this.cursor.all() }
+  _seek (target: Format): void { this.cursor.seek(target) }
   async _close (): Promise<void> { this.cursor?.close() }
 }
 
-class LsmValueIterator<K, V> extends AbstractValueIterator<any, K, V> {
+class LsmValueIterator<K, V> extends AbstractValueIterator<LsmLevel<K, V>, K, V> {
   private readonly cursor: Cursor
 
-  constructor (db: LsmLevel<any, any>, options: Record<string, any>, engine: Engine) {
-    super(db, options as any)
+  constructor (db: LsmLevel<K, V>, options: IteratorOptions, engine: Engine) {
+    super(db, options as unknown as AbstractIteratorOptions<K, V>)
     this.cursor = new Cursor(options, engine, VALUES)
   }
 
-  _next (): any { return this.cursor.next() }
-  async _nextv (size: number): Promise<V[]> { return await this.cursor.nextv(size) }
-  async _all (): Promise<V[]> { return await this.cursor.all() }
-  _seek (target: Format, options: Record<string, any>): void { this.cursor.seek(target) }
+  _next (): unknown { return this.cursor.next() }
+  async _nextv (size: number): Promise<unknown[]> { return await this.cursor.nextv(size) }
+  async _all (): Promise<unknown[]> { return await this.cursor.all() }
+  _seek (target: Format): void { this.cursor.seek(target) }
   async _close (): Promise<void> { this.cursor?.close() }
 }
 
@@ -313,6 +333,8 @@ class LsmValueIterator<K, V> extends AbstractValueIterator<any, K, V> {
  * An abstract-level database stored in a log-structured merge-tree in `location`.
  * A drop-in for `level` / `classic-level` (`new LsmLevel('./db')`).
  */
+// Merged with the interface LsmLevel below, which declares the write methods' `sync` option.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V> {
   readonly location: string
   private [ENGINE]: Engine | undefined
@@ -339,7 +361,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
       snapshots: true,
       signals: { iterators: true },
       additionalMethods: { approximateSize: true, compactRange: true, getProperty: true, stats: true, levels: true, flush: true }
-    } as any, withoutEngineOptions(options) as any)
+    } as LevelManifest, withoutEngineOptions(options) as AbstractDatabaseOptions<K, V>)
     this.location = location
     this.engineOptions = engineOptions
   }
@@ -351,7 +373,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     return e
   }
 
-  async _open (options: Record<string, any>): Promise<void> {
+  async _open (options: Record<string, unknown> & { createIfMissing: boolean, errorIfExists: boolean }): Promise<void> {
     const merged = { ...this.engineOptions, ...pickEngineOptions(options) }
     merged.createIfMissing = options.createIfMissing
     merged.errorIfExists = options.errorIfExists
@@ -449,15 +471,15 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     return keys.map((k) => engine.get(toView(k), at) !== undefined)
   }
 
-  _iterator (options: Record<string, any>): LsmIterator<K, V> {
+  _iterator (options: IteratorOptions): LsmIterator<K, V> {
     return new LsmIterator<K, V>(this, options, this[ENGINE]!)
   }
 
-  _keys (options: Record<string, any>): LsmKeyIterator<K> {
-    return new LsmKeyIterator<K>(this, options, this[ENGINE]!)
+  _keys (options: IteratorOptions): LsmKeyIterator<K, V> {
+    return new LsmKeyIterator<K, V>(this, options, this[ENGINE]!)
   }
 
-  _values (options: Record<string, any>): LsmValueIterator<K, V> {
+  _values (options: IteratorOptions): LsmValueIterator<K, V> {
     return new LsmValueIterator<K, V>(this, options, this[ENGINE]!)
   }
 
@@ -480,7 +502,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
 
   /** Flushes the memtable and compacts every table overlapping [start, end] down the tree. */
   async compactRange (start?: K | Format, end?: K | Format): Promise<void> {
-    const enc = (k: unknown) => k === undefined || k === null ? undefined : toView((this as any).keyEncoding().encode(k))
+    const enc = (k: K | Format | undefined): Buffer | undefined => k === undefined || k === null ? undefined : toView(this.keyEncoding().encode(k as K))
     await this.engine.compactRange(enc(start), enc(end))
   }
 
@@ -525,8 +547,9 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
 
   /** Approximate bytes on disk used by keys in [start, end). */
   async approximateSize (start: K | Format, end: K | Format, options?: { keyEncoding?: string }): Promise<number> {
-    if (this.status === 'opening') await this.open({ passive: true } as any)
-    const enc = (this as any).keyEncoding(options?.keyEncoding)
+    if (this.status === 'opening') await this.open({ passive: true })
+    // abstract-level resolves any encoding name it knows; its typings list the names as literals.
+    const enc = (options?.keyEncoding === undefined ? this.keyEncoding() : this.keyEncoding(options.keyEncoding as 'utf8')) as { encode (key: unknown): Format }
     return this.engine.approximateSize(toView(enc.encode(start)), toView(enc.encode(end)))
   }
 
@@ -549,14 +572,14 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
 }
 
 /** The Level options alone: engine options stay with the engine (and out of hooks' view). */
-function withoutEngineOptions (options: Record<string, any> | undefined): Record<string, any> | undefined {
+function withoutEngineOptions (options: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
   if (!options) return options
-  const out: Record<string, any> = {}
+  const out: Record<string, unknown> = {}
   for (const k of Object.keys(options)) if (!(ENGINE_OPTION_KEYS as string[]).includes(k)) out[k] = options[k]
   return out
 }
 
-function pickEngineOptions (options: Record<string, any>): Partial<EngineOptions> {
+function pickEngineOptions (options: Record<string, unknown>): Partial<EngineOptions> {
   const out: Record<string, unknown> = {}
   for (const name of ENGINE_OPTION_KEYS) {
     if (options[name] !== undefined) out[name] = options[name]

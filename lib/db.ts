@@ -35,7 +35,7 @@ import { TableCache } from './sstable/table-cache'
 import { MergingIterator } from './iterators/merging-iterator'
 import { LevelIterator } from './iterators/level-iterator'
 import type { InternalIterator } from './iterators/internal-iterator'
-import { DbIterator, type RangeOptions } from './iterators/db-iterator'
+import { DbIterator, entryKey, FOUND, type RangeOptions } from './iterators/db-iterator'
 import { CommitPipeline } from './commit-pipeline'
 import { CompactionScheduler } from './compaction/scheduler'
 import { recover, removeOrphans, type RecoveryReport } from './recovery'
@@ -208,8 +208,8 @@ export class Engine {
     try {
       while (remaining > 0) {
         const ops: BatchOp[] = []
-        while (ops.length < 1000 && remaining > 0 && it.next()) {
-          ops.push({ kind: KIND_DELETE, key: Buffer.from(it.key) })
+        while (ops.length < 1000 && remaining > 0 && it.step(Infinity) === FOUND) {
+          ops.push({ kind: KIND_DELETE, key: Buffer.from(entryKey(it)) })
           remaining--
         }
         if (ops.length === 0) break

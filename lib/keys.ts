@@ -40,8 +40,11 @@ export function writeTrailer (buf: Buffer, pos: number, seq: number, kind: numbe
   buf[pos + 7] = 0
 }
 
-export function trailerSeq (buf: Buffer, trailerPos: number): number {
-  return buf.readUIntLE(trailerPos + 1, 6)
+/** The seq of the trailer at `trailerPos`: 6 bytes little-endian after the kind byte. */
+export function trailerSeq (buf: Uint8Array, trailerPos: number): number {
+  const p = trailerPos + 1
+  return buf[p] + buf[p + 1] * 0x100 + buf[p + 2] * 0x10000 + buf[p + 3] * 0x1000000 +
+    buf[p + 4] * 0x100000000 + buf[p + 5] * 0x10000000000
 }
 
 export function trailerKind (buf: Uint8Array, trailerPos: number): number {

@@ -55,14 +55,14 @@ import { MAX_SEQ, compareInternal } from './keys'
 import { resolveOptions, NUM_LEVELS, type EngineOptions } from './options'
 import { Table } from './sstable/table'
 import { BlockCache } from './sstable/cache'
-import { BlockIterator } from './sstable/block'
+import { BlockIterator } from './sstable/decoded-block'
 import { LogReader } from './wal/log-reader'
 import { HEADER_SIZE } from './wal/log-format'
 import { decodeBatch, OP_RANGE_DELETE } from './wal/batch'
 import { RangeTombstoneIndex, type RangeTombstone } from './range-tombstones'
 import { MemTable } from './memtable/memtable'
 import { MergingIterator } from './iterators/merging-iterator'
-import type { InternalIterator } from './iterators/internal-iterator'
+import { type InternalIterator, currentUserKey, currentValue } from './iterators/internal-iterator'
 import { writeTables } from './compaction/table-writer'
 import { VersionSet } from './manifest/version-set'
 import { Version } from './manifest/version'
@@ -365,7 +365,7 @@ function scanTable (table: Table, mem: MemTable | undefined): TableScan {
       continue
     }
     for (it.seekToFirst(); it.valid(); it.next()) {
-      const key = it.userKey()
+      const key = currentUserKey(it)
       const seq = it.seq()
       if (prevKey !== undefined && compareInternal(prevKey, prevSeq, key, seq) >= 0) {
         outOfOrder++
@@ -375,7 +375,7 @@ function scanTable (table: Table, mem: MemTable | undefined): TableScan {
       prevKey = Buffer.from(key)
       prevSeq = seq
       first ??= { key: prevKey, seq }
-      mem?.add(seq, it.kind(), prevKey, Buffer.from(it.value()))
+      mem?.add(seq, it.kind(), prevKey, Buffer.from(currentValue(it)))
       scan.entries++
       if (seq > scan.seq) scan.seq = seq
     }

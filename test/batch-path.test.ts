@@ -16,7 +16,7 @@ import { NodeFileSystem, nodeFileSystem } from '../lib/fs/node-fs'
 import type { WritableFile } from '../lib/fs/fs'
 import { Table } from '../lib/sstable/table'
 import { BlockCache } from '../lib/sstable/cache'
-import type { InternalIterator } from '../lib/iterators/internal-iterator'
+import { type InternalIterator, currentUserKey, currentValue } from '../lib/iterators/internal-iterator'
 import { join, tableName } from '../lib/filenames'
 import { Random, seedFromEnv } from './util/random'
 import { tempDir } from './util/temp'
@@ -51,7 +51,7 @@ function entries (it: InternalIterator): string[] {
   const out: string[] = []
   it.seekToFirst()
   while (it.valid()) {
-    out.push(`${it.userKey().toString('hex')}@${it.seq()}:${it.kind()}=${it.value().toString('hex')}`)
+    out.push(`${currentUserKey(it).toString('hex')}@${it.seq()}:${it.kind()}=${currentValue(it).toString('hex')}`)
     it.next()
   }
   it.close()
@@ -147,7 +147,7 @@ test('MemTable.addBatch: the same entries as one add() per operation, range dele
   let wrongGets = 0
   const it = b.iterator()
   for (it.seekToFirst(); it.valid(); it.next()) {
-    const key = Buffer.from(it.userKey())
+    const key = Buffer.from(currentUserKey(it))
     for (const at of [it.seq(), it.seq() - 1, seq]) {
       const x = a.get(key, at)
       const y = b.get(key, at)

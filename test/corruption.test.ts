@@ -31,7 +31,8 @@ import { parseFileName, type FileType } from '../lib/filenames'
 import { nodeFileSystem } from '../lib/fs/node-fs'
 import { Table } from '../lib/sstable/table'
 import { BlockCache } from '../lib/sstable/cache'
-import { BlockIterator } from '../lib/sstable/block'
+import { BlockIterator } from '../lib/sstable/decoded-block'
+import { currentUserKey } from '../lib/iterators/internal-iterator'
 import { LogReader } from '../lib/wal/log-reader'
 import { HEADER_SIZE as LOG_HEADER_SIZE } from '../lib/wal/log-format'
 import { Random, seedFromEnv } from './util/random'
@@ -496,7 +497,7 @@ function blockKeys (file: string): string[][] {
     for (let b = 0; b < table.dataBlockCount; b++) {
       const keys: string[] = []
       const it = new BlockIterator(table.dataBlock(b))
-      for (it.seekToFirst(); it.valid(); it.next()) keys.push(it.userKey().toString())
+      for (it.seekToFirst(); it.valid(); it.next()) keys.push(currentUserKey(it).toString())
       out.push(keys)
     }
     return out

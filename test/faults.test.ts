@@ -20,6 +20,7 @@ import type { Test } from 'tape'
 import { Engine, encodeBatch } from '../lib/db'
 import { MemFileSystem, type FaultSpec, type CrashMode } from '../lib/fs/mem-fs'
 import { KIND_VALUE } from '../lib/keys'
+import { FOUND, entryKey, entryValue } from '../lib/iterators/db-iterator'
 import { Random, seedFromEnv } from './util/random'
 import { WriteLog, checkPrefix, readAll } from './util/crash-model'
 
@@ -473,9 +474,9 @@ test('read faults: table block reads give errors, never wrong values, and do not
       fs.injectFault({ op: 'read', path: /\.sst$/, code, nth: 1 + rnd.int(6) })
       const it = engine.iterator({})
       try {
-        while (it.next()) {
-          const k = it.key.toString()
-          if (model.get(k) !== it.value.toString()) { wrong++; break }
+        while (it.step(Infinity) === FOUND) {
+          const k = entryKey(it).toString()
+          if (model.get(k) !== entryValue(it).toString()) { wrong++; break }
         }
       } catch (err) {
         scanErrors++

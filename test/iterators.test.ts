@@ -3,14 +3,14 @@
 // array-backed stand-ins for tables, and LevelIterators over such arrays.
 import test from 'tape'
 import { MergingIterator } from '../lib/iterators/merging-iterator'
-import { DbIterator, FOUND, PAUSED, type RangeOptions } from '../lib/iterators/db-iterator'
+import { DbIterator, FOUND, PAUSED, type RangeOptions, entryKey, entryValue } from '../lib/iterators/db-iterator'
 import { LevelIterator } from '../lib/iterators/level-iterator'
-import type { InternalIterator } from '../lib/iterators/internal-iterator'
+import { type InternalIterator, currentUserKey, currentValue } from '../lib/iterators/internal-iterator'
 import type { FileMeta } from '../lib/manifest/file-meta'
 import { MemTable } from '../lib/memtable/memtable'
 import { KIND_DELETE, KIND_VALUE, MAX_SEQ, compareInternal } from '../lib/keys'
 import { Random, seedFromEnv } from './util/random'
-import { ArrayIterator, type Entry, compareEntries, lowerBound, upperBound } from './util/array-iterator'
+import { ArrayIterator, type Entry, compareEntries, diffAt, lowerBound, upperBound } from './util/array-iterator'
 
 const seed = seedFromEnv()
 
@@ -59,21 +59,6 @@ function randomTarget (rnd: Random, model: Entry[], keySpace: number): { key: Bu
   return { key, seq }
 }
 
-function describe (it: InternalIterator): string {
-  return `(${it.userKey().toString()}, ${it.seq()}, ${it.kind()}, ${it.value().toString()})`
-}
-
-function diff (it: InternalIterator, model: Entry[], pos: number): string {
-  const expectValid = pos >= 0 && pos < model.length
-  if (it.valid() !== expectValid) return `valid() is ${it.valid()}, model position ${pos}/${model.length}`
-  if (!expectValid) return ''
-  const e = model[pos]
-  if (!it.userKey().equals(e.userKey) || it.seq() !== e.seq || it.kind() !== e.kind || !it.value().equals(e.value)) {
-    return `at ${pos}: got ${describe(it)} want (${e.userKey.toString()}, ${e.seq}, ${e.kind}, ${e.value.toString()})`
-  }
-  return ''
-}
-
 /** Runs checks, reporting the first few failures and one summary line. */
 class Checker {
   failures = 0
@@ -93,7 +78,7 @@ class Checker {
 /** Full scans both ways, then `ops` random seeks and steps with frequent direction changes. */
 function exercise (c: Checker, rnd: Random, it: InternalIterator, model: Entry[], keySpace: number, ops: number, afterEach?: () => string): void {
   const verify = (pos: number): void => {
-    c.check(diff(it, model, pos))
+    c.check(diffAt(it, model, pos))
     if (afterEach !== undefined) c.check(afterEach())
   }
   let pos = 0
@@ -270,17 +255,17 @@ test('merging iterator: equal (userKey, seq) in several children orders by child
   const b = new ArrayIterator([{ userKey: key, seq: 5, kind: KIND_VALUE, value: Buffer.from('child1') }])
   const it = new MergingIterator([a, b])
   it.seekToFirst()
-  t.equal(it.value().toString(), 'child0', 'forward: earlier child first')
+  t.equal(currentValue(it).toString(), 'child0', 'forward: earlier child first')
   it.next()
-  t.equal(it.value().toString(), 'child1', 'forward: then the later child')
+  t.equal(currentValue(it).toString(), 'child1', 'forward: then the later child')
   it.prev()
-  t.equal(it.value().toString(), 'child0', 'prev after next turns around correctly')
+  t.equal(currentValue(it).toString(), 'child0', 'prev after next turns around correctly')
   it.seekToLast()
-  t.equal(it.value().toString(), 'child1', 'reverse: later child first')
+  t.equal(currentValue(it).toString(), 'child1', 'reverse: later child first')
   it.prev()
-  t.equal(it.value().toString(), 'child0', 'reverse: earlier child last')
+  t.equal(currentValue(it).toString(), 'child0', 'reverse: earlier child last')
   it.next()
-  t.equal(it.value().toString(), 'child1', 'next after prev turns around correctly')
+  t.equal(currentValue(it).toString(), 'child1', 'next after prev turns around correctly')
   it.close()
   t.end()
 })
@@ -299,12 +284,12 @@ test('merging iterator: no children, and memtable children receiving adds', (t) 
   const older = new ArrayIterator([{ userKey: Buffer.from('c'), seq: 0, kind: KIND_VALUE, value: Buffer.from('0') }])
   const it = new MergingIterator([mem.iterator(), older])
   it.seekToFirst()
-  t.equal(it.userKey().toString(), 'b')
+  t.equal(currentUserKey(it).toString(), 'b')
   mem.add(2, KIND_VALUE, Buffer.from('bb'), Buffer.from('2'))
   it.next()
-  t.equal(it.userKey().toString(), 'bb', 'an entry added after positioning is merged in')
+  t.equal(currentUserKey(it).toString(), 'bb', 'an entry added after positioning is merged in')
   it.next()
-  t.equal(it.userKey().toString(), 'c')
+  t.equal(currentUserKey(it).toString(), 'c')
   it.next()
   t.notOk(it.valid())
   it.close()
@@ -342,21 +327,21 @@ test('level iterator: opens tables lazily and closes them', (t) => {
 
   it.seek(evenKey(53), MAX_SEQ)
   t.deepEqual(set.opened, [105], 'a seek opens only the table holding the target')
-  t.equal(it.userKey().toString(), evenKey(53).toString())
+  t.equal(currentUserKey(it).toString(), evenKey(53).toString())
   it.seek(evenKey(57), MAX_SEQ)
   it.seekForPrev(evenKey(51), 0)
   t.equal(set.opens, 1, 'seeks within the open table reuse it')
 
   it.seek(oddKey(59), MAX_SEQ) // past the end of table 105: lands on the first key of 106
-  t.equal(it.userKey().toString(), evenKey(60).toString(), 'a seek into the gap after a table lands in the next one')
+  t.equal(currentUserKey(it).toString(), evenKey(60).toString(), 'a seek into the gap after a table lands in the next one')
   t.deepEqual(set.opened, [105, 106], 'no table but the one needed was opened')
   t.equal(set.liveCount, 1, 'the previous table was closed')
 
   it.seekForPrev(oddKey(59), MAX_SEQ) // gap between 105 and 106, backward: last key of 105
-  t.equal(it.userKey().toString(), evenKey(59).toString(), 'seekForPrev into a gap lands at the end of the previous table')
+  t.equal(currentUserKey(it).toString(), evenKey(59).toString(), 'seekForPrev into a gap lands at the end of the previous table')
 
   it.seek(Buffer.from('a'), MAX_SEQ)
-  t.equal(it.userKey().toString(), evenKey(0).toString(), 'seek before the first key')
+  t.equal(currentUserKey(it).toString(), evenKey(0).toString(), 'seek before the first key')
   it.prev()
   t.notOk(it.valid(), 'prev from the first entry ends the iteration')
   t.equal(set.liveCount, 0, 'and closes the table')
@@ -414,7 +399,7 @@ test('level iterator: a key whose versions straddle two tables', (t) => {
   t.equal(it.seq(), 7, 'seekForPrev(key, 6) finds seq 7')
   it.seekForPrev(key, 5)
   t.equal(it.seq(), 5, 'seekForPrev(key, 5) is inclusive')
-  t.ok(compareInternal(it.userKey(), it.seq(), key, 5) === 0)
+  t.ok(compareInternal(currentUserKey(it), it.seq(), key, 5) === 0)
   it.close()
   t.end()
 })
@@ -475,7 +460,7 @@ test('db iterator: the user view over merged children that reuse their key and v
       const r = it.step(budget)
       if (r === PAUSED) continue
       if (r !== FOUND) break
-      got.push(`${it.key.toString()}=${it.value.toString()}`)
+      got.push(`${entryKey(it).toString()}=${entryValue(it).toString()}`)
     }
     it.close()
     cases++

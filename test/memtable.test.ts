@@ -4,9 +4,9 @@
 import test from 'tape'
 import { MemTable } from '../lib/memtable/memtable'
 import { KIND_DELETE, KIND_VALUE, MAX_SEQ, compareInternal } from '../lib/keys'
-import type { InternalIterator } from '../lib/iterators/internal-iterator'
+import { currentUserKey } from '../lib/iterators/internal-iterator'
 import { Random, seedFromEnv } from './util/random'
-import { type Entry, compareEntries, lowerBound, upperBound } from './util/array-iterator'
+import { type Entry, compareEntries, diffAt, lowerBound, upperBound } from './util/array-iterator'
 
 const seed = seedFromEnv()
 const EMPTY = Buffer.alloc(0)
@@ -45,18 +45,6 @@ function randomTarget (rnd: Random, pool: Buffer[], maxSeq: number): { key: Buff
   const r = rnd.int(10)
   const seq = r === 0 ? MAX_SEQ : r === 1 ? 0 : rnd.int(maxSeq + 2)
   return { key, seq }
-}
-
-/** Compares an iterator's position with model[pos]; returns a description of the difference, or ''. */
-function diff (it: InternalIterator, model: Entry[], pos: number): string {
-  const expectValid = pos >= 0 && pos < model.length
-  if (it.valid() !== expectValid) return `valid() is ${it.valid()}, model position ${pos}/${model.length}`
-  if (!expectValid) return ''
-  const e = model[pos]
-  if (!it.userKey().equals(e.userKey) || it.seq() !== e.seq || it.kind() !== e.kind || !it.value().equals(e.value)) {
-    return `at ${pos}: got (${it.userKey().toString('hex')}, ${it.seq()}, ${it.kind()}) want (${e.userKey.toString('hex')}, ${e.seq}, ${e.kind})`
-  }
-  return ''
 }
 
 /** Collects failures without one TAP line per check. */
@@ -121,13 +109,13 @@ test('memtable: 100k random adds vs model (get, iterate, seek)', (t) => {
   const it = mem.iterator()
   t.notOk(it.valid(), 'a new iterator is not positioned')
   let pos = 0
-  for (it.seekToFirst(); it.valid(); it.next()) f.check(diff(it, model, pos++))
+  for (it.seekToFirst(); it.valid(); it.next()) f.check(diffAt(it, model, pos++))
   f.check(pos === model.length ? '' : `saw ${pos} entries, want ${model.length}`)
   f.done(model.length)
 
   f = new Failures(t, 'reverse scan')
   pos = model.length - 1
-  for (it.seekToLast(); it.valid(); it.prev()) f.check(diff(it, model, pos--))
+  for (it.seekToLast(); it.valid(); it.prev()) f.check(diffAt(it, model, pos--))
   f.check(pos === -1 ? '' : `stopped at model position ${pos}`)
   f.done(model.length)
 
@@ -143,7 +131,7 @@ test('memtable: 100k random adds vs model (get, iterate, seek)', (t) => {
       it.seekForPrev(key, seq)
       pos = upperBound(model, key, seq) - 1
     }
-    f.check(diff(it, model, pos))
+    f.check(diffAt(it, model, pos))
     checks++
     for (let steps = rnd.int(8); steps > 0 && it.valid(); steps--) {
       if (rnd.int(2) === 0) {
@@ -153,7 +141,7 @@ test('memtable: 100k random adds vs model (get, iterate, seek)', (t) => {
         it.prev()
         pos--
       }
-      f.check(diff(it, model, pos))
+      f.check(diffAt(it, model, pos))
       checks++
     }
   }
@@ -185,7 +173,7 @@ test('memtable: seqs added out of order, keys added in ascending order', (t) => 
   let f = new Failures(t, 'shuffled seqs: scan')
   const it = mem.iterator()
   let pos = 0
-  for (it.seekToFirst(); it.valid(); it.next()) f.check(diff(it, model, pos++))
+  for (it.seekToFirst(); it.valid(); it.next()) f.check(diffAt(it, model, pos++))
   f.check(pos === model.length ? '' : `saw ${pos} entries`)
   f.done(pos)
 
@@ -202,10 +190,10 @@ test('memtable: seqs added out of order, keys added in ascending order', (t) => 
   f = new Failures(t, 'ascending keys: scan both ways')
   const sit = seqMem.iterator()
   pos = 0
-  for (sit.seekToFirst(); sit.valid(); sit.next()) f.check(diff(sit, seqModel, pos++))
+  for (sit.seekToFirst(); sit.valid(); sit.next()) f.check(diffAt(sit, seqModel, pos++))
   f.check(pos === seqModel.length ? '' : `saw ${pos} entries`)
   pos = seqModel.length - 1
-  for (sit.seekToLast(); sit.valid(); sit.prev()) f.check(diff(sit, seqModel, pos--))
+  for (sit.seekToLast(); sit.valid(); sit.prev()) f.check(diffAt(sit, seqModel, pos--))
   f.check(pos === -1 ? '' : `reverse stopped at ${pos}`)
   for (let i = 0; i < 5000; i++) {
     const key = Buffer.from('k' + String(rnd.int(20000)).padStart(8, '0'))
@@ -237,7 +225,7 @@ test('memtable: empty', (t) => {
   // An iterator created before the first add sees later adds.
   mem.add(7, KIND_VALUE, Buffer.from('b'), Buffer.from('v'))
   it.seekToFirst()
-  t.ok(it.valid() && it.userKey().toString() === 'b' && it.seq() === 7, 'sees an entry added after creation')
+  t.ok(it.valid() && currentUserKey(it).toString() === 'b' && it.seq() === 7, 'sees an entry added after creation')
   t.equal(mem.get(Buffer.from('b'), 6), undefined, 'snapshot before the entry')
   t.equal(mem.get(Buffer.from('b'), 7)?.value.toString(), 'v', 'snapshot at the entry')
   t.end()
@@ -259,7 +247,7 @@ test('memtable: iterators stay valid while adds continue', (t) => {
     let prevSeq = 0
     let steps = 0
     while (it.valid()) {
-      const key = it.userKey()
+      const key = currentUserKey(it)
       if (prevKey !== undefined) {
         const c = compareInternal(key, it.seq(), prevKey, prevSeq)
         if (reverse ? c >= 0 : c <= 0) f.check(`out of order at step ${steps}`)

@@ -10,67 +10,23 @@ import * as path from 'node:path'
 import { LsmLevel } from '../index'
 import { NodeFileSystem } from '../lib/fs/node-fs'
 import { KIND_DELETE, KIND_VALUE, MAX_SEQ } from '../lib/keys'
-import { isLevelError } from '../lib/errors'
-import type { InternalIterator } from '../lib/iterators/internal-iterator'
-import { TableBuilder, type TableBuilderOptions } from '../lib/sstable/table-builder'
+import { currentUserKey } from '../lib/iterators/internal-iterator'
 import { Table } from '../lib/sstable/table'
 import { BlockCache } from '../lib/sstable/cache'
 import { BlockBuilder } from '../lib/sstable/block-builder'
-import { BlockIterator, decodeBlock, parseRawBlock, rawSeekOut, seekRawBlock } from '../lib/sstable/block'
+import { BlockIterator, decodeBlock } from '../lib/sstable/decoded-block'
+import { parseRawBlock, rawSeekOut } from '../lib/sstable/raw-block'
+import { seekRawBlock } from '../lib/sstable/block-reader'
 import { FOOTER_SIZE, FORMAT_VERSION } from '../lib/sstable/format'
 import { ByteWriter, getFixed32, putFixed32 } from '../lib/util/coding'
 import { crc, maskCrc } from '../lib/util/crc'
 import { parseFileName } from '../lib/filenames'
 import { compareEntries, type Entry } from './util/array-iterator'
+import { buildTable, collectEntries, diffEntries, isCorruptionNaming, thrown } from './util/tables'
 import { tempDir } from './util/temp'
 
 const nfs = new NodeFileSystem()
 const tmp = tempDir('lsm-table-format-test-')
-let counter = 0
-
-function thrown (fn: () => void): unknown {
-  try {
-    fn()
-    return undefined
-  } catch (err) {
-    return err
-  }
-}
-
-function isCorruptionNaming (err: unknown, name: string): boolean {
-  return isLevelError(err, 'LEVEL_CORRUPTION') && err.message.includes(name) && !(err instanceof RangeError)
-}
-
-function buildTable (model: Entry[], options: TableBuilderOptions): { path: string, name: string } {
-  const name = `${String(++counter).padStart(6, '0')}.sst`
-  const p = path.join(tmp, name)
-  const w = nfs.openWrite(p)
-  const b = new TableBuilder(w, options)
-  for (const e of model) b.add(e.userKey, e.seq, e.kind, e.value)
-  b.finish()
-  w.sync()
-  w.close()
-  return { path: p, name }
-}
-
-function collect (it: InternalIterator, backward = false): Entry[] {
-  const out: Entry[] = []
-  if (backward) for (it.seekToLast(); it.valid(); it.prev()) out.unshift({ userKey: Buffer.from(it.userKey()), seq: it.seq(), kind: it.kind(), value: Buffer.from(it.value()) })
-  else for (it.seekToFirst(); it.valid(); it.next()) out.push({ userKey: Buffer.from(it.userKey()), seq: it.seq(), kind: it.kind(), value: Buffer.from(it.value()) })
-  return out
-}
-
-function diff (a: Entry[], b: Entry[]): string | null {
-  if (a.length !== b.length) return `length ${a.length} != ${b.length}`
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i]
-    const y = b[i]
-    if (!x.userKey.equals(y.userKey) || x.seq !== y.seq || x.kind !== y.kind || !x.value.equals(y.value)) {
-      return `entry ${i}: ${x.userKey.toString('hex')}@${x.seq}/${x.kind} vs ${y.userKey.toString('hex')}@${y.seq}/${y.kind}`
-    }
-  }
-  return null
-}
 
 /** Footer version of a table file. */
 function fileVersion (p: string): number {
@@ -160,7 +116,7 @@ for (const version of [2, 1]) {
         t.ok(Buffer.from(fast.finish().view()).equals(contents), `interval ${interval}: addV2 writes the same block as add`)
       }
       const block = decodeBlock('rt.sst', contents, version)
-      t.is(diff(collect(new BlockIterator(block)), model), null, `interval ${interval}: block decodes to the model`)
+      t.is(diffEntries(collectEntries(new BlockIterator(block)), model), null, `interval ${interval}: block decodes to the model`)
       const raw = parseRawBlock('rt.sst', contents, version)
       let wrong = 0
       for (const e of model) {
@@ -170,13 +126,13 @@ for (const version of [2, 1]) {
       t.is(wrong, 0, `interval ${interval}: every entry found in place at its own seq`)
     }
     for (const blockSize of [64, 4096]) {
-      const built = buildTable(model, { blockSize, restartInterval: 3, bloomBitsPerKey: 10, formatVersion: version })
+      const built = buildTable(tmp, model, { blockSize, restartInterval: 3, bloomBitsPerKey: 10, formatVersion: version })
       t.is(fileVersion(built.path), version, `blockSize ${blockSize}: footer says version ${version}`)
       const table = Table.open(nfs, built.path, built.name, new BlockCache(1 << 20))
       t.is(table.formatVersion, version, 'Table.formatVersion')
       const it = table.iterator()
-      t.is(diff(collect(it), model), null, `blockSize ${blockSize}: forward iteration equals the model`)
-      t.is(diff(collect(it, true), model), null, `blockSize ${blockSize}: backward iteration equals the model`)
+      t.is(diffEntries(collectEntries(it), model), null, `blockSize ${blockSize}: forward iteration equals the model`)
+      t.is(diffEntries(collectEntries(it, true), model.slice().reverse()), null, `blockSize ${blockSize}: backward iteration equals the model`)
       let wrong = 0
       for (let i = 0; i < model.length; i++) {
         const e = model[i]
@@ -189,7 +145,7 @@ for (const version of [2, 1]) {
           if (older === undefined ? below !== undefined : below?.seq !== older.seq) wrong++
         }
         it.seek(e.userKey, e.seq)
-        if (!it.valid() || it.seq() !== e.seq || !it.userKey().equals(e.userKey)) wrong++
+        if (!it.valid() || it.seq() !== e.seq || !currentUserKey(it).equals(e.userKey)) wrong++
       }
       t.is(wrong, 0, `blockSize ${blockSize}: get and seek find every entry, and only older versions below its seq`)
       it.close()
@@ -209,8 +165,8 @@ test('v2 tables are smaller than v1 tables of the same entries', (t) => {
     k.writeUInt32BE(i * 2654435761 >>> 0, 4)
     model.push({ userKey: k, seq: 1 + i * 37, kind: KIND_VALUE, value: Buffer.alloc(100, i & 0xff) })
   }
-  const v1 = nodeFs.statSync(buildTable(model, { blockSize: 4096, bloomBitsPerKey: 10, formatVersion: 1 }).path).size
-  const v2 = nodeFs.statSync(buildTable(model, { blockSize: 4096, bloomBitsPerKey: 10, formatVersion: 2 }).path).size
+  const v1 = nodeFs.statSync(buildTable(tmp, model, { blockSize: 4096, bloomBitsPerKey: 10, formatVersion: 1 }).path).size
+  const v2 = nodeFs.statSync(buildTable(tmp, model, { blockSize: 4096, bloomBitsPerKey: 10, formatVersion: 2 }).path).size
   // Tags of seqs below 2^20 take at most 3 bytes instead of 8.
   t.ok(v1 - v2 >= 5000 * 5 * 0.95, `v1 ${v1} bytes, v2 ${v2} bytes: ~5 bytes saved per entry`)
   t.end()
@@ -271,7 +227,7 @@ test('v2 damaged entries are LEVEL_CORRUPTION in the decoder and the in-place se
   const model: Entry[] = []
   for (let i = 0; i < 50; i++) model.push({ userKey: Buffer.from(`k${i}`), seq: 1000 + i, kind: KIND_VALUE, value: Buffer.from(`v${i}`) })
   model.sort(compareEntries)
-  const built = buildTable(model, { blockSize: 4096, bloomBitsPerKey: 10 })
+  const built = buildTable(tmp, model, { blockSize: 4096, bloomBitsPerKey: 10 })
   const buf = nodeFs.readFileSync(built.path)
   // Entry 0 at offset 0: shared 0, unshared 2, value length 2, tag (2 bytes for seqs ~1000).
   t.is(buf.subarray(0, 3).toString('hex'), '000202', 'data block 0 starts with the first entry header')
@@ -293,8 +249,8 @@ test('v2 damaged entries are LEVEL_CORRUPTION in the decoder and the in-place se
 
 test('format versions: footer and properties must name a known version, and agree', (t) => {
   const model: Entry[] = [{ userKey: Buffer.from('a'), seq: 1, kind: KIND_VALUE, value: Buffer.from('x') }]
-  const v2 = nodeFs.readFileSync(buildTable(model, { blockSize: 4096, bloomBitsPerKey: 10 }).path)
-  const v1 = nodeFs.readFileSync(buildTable(model, { blockSize: 4096, bloomBitsPerKey: 10, formatVersion: 1 }).path)
+  const v2 = nodeFs.readFileSync(buildTable(tmp, model, { blockSize: 4096, bloomBitsPerKey: 10 }).path)
+  const v1 = nodeFs.readFileSync(buildTable(tmp, model, { blockSize: 4096, bloomBitsPerKey: 10, formatVersion: 1 }).path)
   const name = '000555.sst'
   const p = path.join(tmp, name)
   const open = (buf: Buffer): unknown => {
@@ -343,16 +299,12 @@ function rewriteAsV1 (dir: string): number {
     if (parseFileName(file)?.type !== 'table') continue
     const p = path.join(dir, file)
     const table = Table.open(nfs, p, file, new BlockCache(0))
-    const entries = collect(table.iterator()).map((e) => ({ ...e, userKey: Buffer.from(e.userKey), value: Buffer.from(e.value) }))
+    const it = table.iterator()
+    const entries = collectEntries(it)
+    it.close()
     table.unref()
-    const tmpPath = p + '.v1'
-    const w = nfs.openWrite(tmpPath)
-    const b = new TableBuilder(w, { blockSize: 4096, bloomBitsPerKey: 10, formatVersion: 1 })
-    for (const e of entries) b.add(e.userKey, e.seq, e.kind, e.value)
-    b.finish()
-    w.sync()
-    w.close()
-    nodeFs.renameSync(tmpPath, p)
+    const v1 = buildTable(dir, entries, { blockSize: 4096, bloomBitsPerKey: 10, formatVersion: 1 }, file + '.v1')
+    nodeFs.renameSync(v1.path, p)
     n++
   }
   return n

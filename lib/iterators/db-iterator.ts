@@ -85,16 +85,6 @@ export class DbIterator {
     this.tombstones = tombstones
   }
 
-  /** A view of the current entry's user key (valid as the ranges are). */
-  get key (): Buffer {
-    return this.keySource.subarray(this.keyStart, this.keyEnd)
-  }
-
-  /** A view of the current entry's value (valid as the ranges are). */
-  get value (): Buffer {
-    return this.valueSource.subarray(this.valueStart, this.valueEnd)
-  }
-
   private beforeLower (src: Uint8Array, start: number, end: number): boolean {
     const lower = this.lower
     if (lower === undefined) return false
@@ -121,20 +111,14 @@ export class DbIterator {
   }
 
   /**
-   * Moves to the next user entry in iteration order; false at the end. The
-   * result is in the key and value ranges (or the `key` and `value` views): engine
-   * memory, valid until the next call, which the caller copies before handing
-   * it out.
-   */
-  next (): boolean {
-    return this.step(Infinity) === FOUND
-  }
-
-  /**
-   * Like next(), but gives up after visiting `budget` internal entries (older
-   * versions, tombstones, versions a range tombstone hides) and returns PAUSED;
-   * the next call continues where it stopped. A long run of deleted entries
-   * then never holds the event loop for long (the caller yields in between).
+   * Moves to the next user entry in iteration order: FOUND, with the entry in
+   * the key and value ranges (engine memory, valid until the next step, seek or
+   * close, which the caller copies before handing it out), or END. Gives up
+   * after visiting `budget` internal entries (older versions, tombstones,
+   * versions a range tombstone hides) and returns PAUSED; the next call
+   * continues where it stopped. A long run of deleted entries then never holds
+   * the event loop for long (the caller yields in between). A budget of
+   * Infinity never pauses.
    */
   step (budget: number): number {
     if (this.done) return END
@@ -265,3 +249,13 @@ export class DbIterator {
 }
 
 const EMPTY = Buffer.alloc(0)
+
+/** A view of `it`'s current user key, after a step that returned FOUND (valid as the range is). */
+export function entryKey (it: DbIterator): Buffer {
+  return it.keySource.subarray(it.keyStart, it.keyEnd)
+}
+
+/** A view of `it`'s current value, after a step that returned FOUND (valid as the range is). */
+export function entryValue (it: DbIterator): Buffer {
+  return it.valueSource.subarray(it.valueStart, it.valueEnd)
+}

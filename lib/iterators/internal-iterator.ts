@@ -7,8 +7,9 @@
 // Reading the current entry. Its user key is keySource()[keyStart(), keyEnd())
 // and its value valueSource()[valueStart(), valueEnd()): byte ranges of buffers
 // the iterator holds, so that a consumer of every entry (a scan, a flush, a
-// compaction) makes no object per entry. userKey() and value() are views of the
-// same ranges, for callers that want a Buffer.
+// compaction) makes no object per entry. This is the only way to read them, so
+// that a wrapper forwards one set of accessors; a caller that wants a Buffer
+// makes a view with currentUserKey() or currentValue() below.
 //
 // Lifetime (LevelDB's rule): the bytes of the current entry stay valid until
 // the iterator is next moved (next, prev, any seek) or closed; a table iterator
@@ -36,10 +37,16 @@ export interface InternalIterator {
   valueSource (): Buffer
   valueStart (): number
   valueEnd (): number
-  /** A view of the current user key (valid as the ranges are). */
-  userKey (): Buffer
-  /** A view of the current value (valid as the ranges are). */
-  value (): Buffer
   /** Releases pinned resources (table references, blocks). Idempotent. */
   close (): void
+}
+
+/** A view of `it`'s current user key (valid until `it` moves, as the range is). */
+export function currentUserKey (it: InternalIterator): Buffer {
+  return it.keySource().subarray(it.keyStart(), it.keyEnd())
+}
+
+/** A view of `it`'s current value (valid until `it` moves, as the range is). */
+export function currentValue (it: InternalIterator): Buffer {
+  return it.valueSource().subarray(it.valueStart(), it.valueEnd())
 }

@@ -89,20 +89,12 @@ export class LevelIterator implements InternalIterator {
     this.skipBackward()
   }
 
-  userKey (): Buffer {
-    return this.table!.userKey()
-  }
-
   seq (): number {
     return this.table!.seq()
   }
 
   kind (): number {
     return this.table!.kind()
-  }
-
-  value (): Buffer {
-    return this.table!.value()
   }
 
   keySource (): Buffer {

@@ -31,7 +31,6 @@
 // scheme of LevelDB's MergingIterator; it costs one seek per child, paid only
 // on the step that changes direction.
 import { compareRange } from '../util/coding'
-import { compareInternal } from '../keys'
 import { assert, checks } from '../invariants'
 import type { InternalIterator } from './internal-iterator'
 
@@ -105,21 +104,12 @@ export class MergingIterator implements InternalIterator {
     this.replaceTop(top, child)
   }
 
-  userKey (): Buffer {
-    const top = this.heap[0]
-    return this.keySrcs[top].subarray(this.keyStarts[top], this.keyEnds[top])
-  }
-
   seq (): number {
     return this.seqs[this.heap[0]]
   }
 
   kind (): number {
     return this.children[this.heap[0]].kind()
-  }
-
-  value (): Buffer {
-    return this.children[this.heap[0]].value()
   }
 
   keySource (): Buffer {
@@ -168,7 +158,7 @@ export class MergingIterator implements InternalIterator {
   private turn (direction: number): void {
     const cur = this.heap[0]
     // The current child does not move here, so its key stays valid throughout.
-    const key = this.userKey()
+    const key = this.keySrcs[cur].subarray(this.keyStarts[cur], this.keyEnds[cur])
     const seq = this.seqs[cur]
     const children = this.children
     for (let i = 0; i < children.length; i++) {
@@ -177,11 +167,11 @@ export class MergingIterator implements InternalIterator {
       if (direction === FORWARD) {
         child.seek(key, seq)
         // A tie from an earlier child sorts before the current entry: skip it.
-        if (i < cur && child.valid() && compareInternal(child.userKey(), child.seq(), key, seq) === 0) child.next()
+        if (i < cur && child.valid() && isAt(child, key, seq)) child.next()
       } else {
         child.seekForPrev(key, seq)
         // A tie from a later child sorts after the current entry: skip it.
-        if (i > cur && child.valid() && compareInternal(child.userKey(), child.seq(), key, seq) === 0) child.prev()
+        if (i > cur && child.valid() && isAt(child, key, seq)) child.prev()
       }
     }
     this.rebuild(direction)
@@ -246,4 +236,9 @@ export class MergingIterator implements InternalIterator {
     }
     return this.direction === FORWARD ? c < 0 : c > 0
   }
+}
+
+/** True if `it`'s current entry is (userKey, seq). */
+function isAt (it: InternalIterator, userKey: Uint8Array, seq: number): boolean {
+  return it.seq() === seq && compareRange(it.keySource(), it.keyStart(), it.keyEnd(), userKey, 0, userKey.length) === 0
 }

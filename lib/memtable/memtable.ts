@@ -335,11 +335,6 @@ class MemTableIterator implements InternalIterator {
     this.node = this.list.prevOf(this.node)
   }
 
-  userKey (): Buffer {
-    if (checks.paranoid) assert(this.node !== 0, 'MemTableIterator read while not valid')
-    return this.list.keyAt(this.node)
-  }
-
   seq (): number {
     if (checks.paranoid) assert(this.node !== 0, 'MemTableIterator read while not valid')
     return this.list.seqAt(this.node)
@@ -350,12 +345,8 @@ class MemTableIterator implements InternalIterator {
     return this.list.kindAt(this.node)
   }
 
-  value (): Buffer {
-    if (checks.paranoid) assert(this.node !== 0, 'MemTableIterator read while not valid')
-    return this.list.valueAt(this.node)
-  }
-
   keySource (): Buffer {
+    if (checks.paranoid) assert(this.node !== 0, 'MemTableIterator read while not valid')
     return this.list.chunkOf(this.node)
   }
 
@@ -368,6 +359,7 @@ class MemTableIterator implements InternalIterator {
   }
 
   valueSource (): Buffer {
+    if (checks.paranoid) assert(this.node !== 0, 'MemTableIterator read while not valid')
     return this.list.chunkOf(this.node)
   }
 

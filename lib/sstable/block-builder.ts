@@ -8,7 +8,7 @@
 //   +---------+---------+-----+-------------+-------------+-----+---------------+
 //                               fixed32 each: offset of an entry     fixed32
 //
-// Version 2 entry (written by this code):
+// Version 2 entry (written by this code; read by block-v2.ts):
 //
 //   +-----------------+-------------------+--------------------+--------------+-----------+-------+
 //   | shared (varint) | unshared (varint) | value len (varint) | tag (varint) | key delta | value |
@@ -22,7 +22,7 @@
 //   cost little: seq < 2^6 takes 1 byte, < 2^13 2 bytes, < 2^20 3 bytes,
 //   instead of version 1's fixed 8-byte trailer. A tag above 2^49 - 1 is damage.
 //
-// Version 1 entry (read, and written only when a test asks for it):
+// Version 1 entry (read by block-v1.ts; written only when a test asks for it):
 //
 //   +-----------------+-------------------+--------------------+-------------+-------+
 //   | shared (varint) | unshared (varint) | value len (varint) | key delta   | value |
@@ -41,11 +41,9 @@
 import { assert } from '../invariants'
 import { writeTrailer, TRAILER_SIZE } from '../keys'
 import { ByteWriter, putVarint } from '../util/coding'
+import { FORMAT_VERSION } from './format'
 
 export const DEFAULT_RESTART_INTERVAL = 16
-
-/** The block entry layout written by default (the table format version, format.ts). */
-export const BLOCK_FORMAT_VERSION = 2
 
 export class BlockBuilder {
   private readonly out = new ByteWriter(4096)
@@ -60,7 +58,7 @@ export class BlockBuilder {
 
   constructor (
     private readonly restartInterval = DEFAULT_RESTART_INTERVAL,
-    readonly formatVersion: number = BLOCK_FORMAT_VERSION
+    readonly formatVersion: number = FORMAT_VERSION
   ) {
     assert(Number.isInteger(restartInterval) && restartInterval >= 1, 'restartInterval must be an integer >= 1')
     assert(formatVersion === 1 || formatVersion === 2, 'block format version must be 1 or 2')

@@ -25,6 +25,7 @@
 // (format 1: about 0.8%).
 import { corruption } from '../errors'
 import { assert } from '../invariants'
+import { FORMAT_VERSION } from './format'
 
 const MAX_PROBES = 30
 
@@ -94,7 +95,7 @@ export class BloomBuilder {
   private count = 0
 
   /** `formatVersion`: the table's (1: classic layout, 2: cache-local). */
-  constructor (private readonly bitsPerKey: number, private readonly formatVersion = 2) {
+  constructor (private readonly bitsPerKey: number, private readonly formatVersion = FORMAT_VERSION) {
     assert(bitsPerKey > 0, 'BloomBuilder needs bitsPerKey > 0')
     assert(formatVersion === 1 || formatVersion === 2, `no filter layout for table format ${formatVersion}`)
   }
@@ -185,7 +186,7 @@ export class BloomFilter {
    * Validates the layout of a filter of a table of `formatVersion`; `contents`
    * must stay unchanged while the filter is used.
    */
-  constructor (name: string, private readonly data: Buffer, formatVersion = 2) {
+  constructor (name: string, private readonly data: Buffer, formatVersion = FORMAT_VERSION) {
     if (data.length < 2) throw corruption(name, 'filter block too short')
     const k = data[data.length - 1]
     if (k < 1 || k > MAX_PROBES) throw corruption(name, `filter block has bad probe count ${k}`)

@@ -1,4 +1,4 @@
-// Byte-bounded cache of raw data blocks (block.ts RawBlock), shared by all tables of a
+// Byte-bounded cache of raw data blocks (raw-block.ts), shared by all tables of a
 // database. Each open Table owns a BlockSlots (one slot per data block), so a
 // lookup is an array index, not a hash: blocks of a table that was closed can
 // never be confused with another file's, and eraseTable drops them eagerly.
@@ -21,7 +21,7 @@
 //
 // Block buffers are allocated in multiples of BUFFER_GRAIN bytes so that blocks
 // of slightly different sizes can reuse one another's memory.
-import type { RawBlock } from './block'
+import type { RawBlock } from './raw-block'
 
 interface Entry {
   slots: BlockSlots

@@ -89,7 +89,8 @@ export const FORMAT_VERSION = 2
 /** Oldest table format version this code reads. */
 export const MIN_FORMAT_VERSION = 1
 
-function supportedVersion (v: number): boolean {
+/** True if this code reads tables of format version `v`. */
+export function supportedVersion (v: number): boolean {
   return v >= MIN_FORMAT_VERSION && v <= FORMAT_VERSION
 }
 

@@ -1,8 +1,9 @@
 // An open table file (layout in format.ts). Opening reads only the footer and
 // the index, filter and properties blocks, each with one positional read; data
 // blocks are read on demand, one block per read, through the shared BlockCache,
-// which holds them raw: get() searches a raw block in place, iterators decode
-// the blocks they visit into columns of their own (block.ts BlockColumns).
+// which holds them raw: get() searches a raw block in place (raw-block.ts),
+// iterators decode the blocks they visit into columns of their own
+// (block-columns.ts).
 //
 // Lifetime: a Table starts with one reference (the opener's: usually the
 // TableCache). Iterators take their own reference, so a table evicted from the
@@ -14,7 +15,10 @@ import { assert } from '../invariants'
 import { type InternalKey, MAX_SEQ } from '../keys'
 import type { InternalIterator } from '../iterators/internal-iterator'
 import { BloomFilter } from './bloom'
-import { type BlockColumns, type DecodedBlock, type RawBlock, decodeBlock, parseRawBlock, rawSeekOut, releaseColumns, seekRawBlock, takeColumns } from './block'
+import { type BlockColumns, releaseColumns, takeColumns } from './block-columns'
+import { decodeBlockInto, seekRawBlock } from './block-reader'
+import { type DecodedBlock, decodeBlock } from './decoded-block'
+import { type RawBlock, parseRawBlock, rawSeekOut } from './raw-block'
 import type { BlockCache, BlockSlots } from './cache'
 import { type BlockHandle, BLOCK_TRAILER_SIZE, FOOTER_SIZE, type TableProperties, decodeFooter, decodeHandle, decodeProperties, readBlock } from './format'
 
@@ -49,7 +53,7 @@ export class Table {
   lastUse = 0
 
   private refs = 1
-  // The index, decoded once (the compact form of block.ts, like data blocks):
+  // The index, decoded once (decoded-block.ts):
   // data block i spans [blockOffsets[i], + blockSizes[i]).
   private readonly index: DecodedBlock
   private readonly blockOffsets: Float64Array
@@ -299,21 +303,12 @@ class TableIterator implements InternalIterator {
     this.skipEmptyBackward()
   }
 
-  userKey (): Buffer {
-    const offs = this.cols.keyOffs
-    return this.cols.arena.subarray(offs[this.pos], offs[this.pos + 1])
-  }
-
   seq (): number {
     return this.cols.seqs[this.pos]
   }
 
   kind (): number {
     return this.cols.kinds[this.pos]
-  }
-
-  value (): Buffer {
-    return this.cols.contents.subarray(this.cols.valueStarts[this.pos], this.cols.valueEnds[this.pos])
   }
 
   keySource (): Buffer {
@@ -356,7 +351,7 @@ class TableIterator implements InternalIterator {
     if (i < 0 || i >= this.table.dataBlockCount) return
     const raw = this.table.pinBlock(i)
     try {
-      this.cols.load(this.table.name, raw.contents, this.table.formatVersion)
+      decodeBlockInto(this.table.name, raw.contents, this.table.formatVersion, this.cols)
     } catch (err) {
       this.table.releaseBlock(raw)
       throw err

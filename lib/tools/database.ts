@@ -3,7 +3,7 @@
 import type { FileSystem } from '../fs/fs'
 import { nodeFileSystem } from '../fs/node-fs'
 import { Engine } from '../db'
-import type { RangeOptions } from '../iterators/db-iterator'
+import { entryKey, entryValue, FOUND, type RangeOptions } from '../iterators/db-iterator'
 
 /**
  * Opens the database in `location`, with the default options, only if it
@@ -23,11 +23,8 @@ export async function openExisting (location: string, fs: FileSystem = nodeFileS
 export function* scan (engine: Engine, range: RangeOptions, limit = Infinity): Generator<[Buffer, Buffer]> {
   const it = engine.iterator(range)
   try {
-    for (let n = 0; n < limit && it.next(); n++) {
-      yield [
-        Buffer.from(it.keySource.subarray(it.keyStart, it.keyEnd)),
-        Buffer.from(it.valueSource.subarray(it.valueStart, it.valueEnd))
-      ]
+    for (let n = 0; n < limit && it.step(Infinity) === FOUND; n++) {
+      yield [Buffer.from(entryKey(it)), Buffer.from(entryValue(it))]
     }
   } finally {
     it.close()

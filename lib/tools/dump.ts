@@ -14,6 +14,7 @@ import type { TableProperties } from '../sstable/format'
 import { LogReader, type TailStatus } from '../wal/log-reader'
 import { decodeBatch, type DecodedBatch } from '../wal/batch'
 import { decodeVersionEdit, type VersionEdit } from '../manifest/version-edit'
+import { currentUserKey, currentValue } from '../iterators/internal-iterator'
 
 /** A small block cache of its own: a dump reads each block once, in file order. */
 const DUMP_CACHE_BYTES = 256 * 1024
@@ -79,8 +80,8 @@ function* tableEntries (table: Table): Generator<TableEntry> {
   try {
     for (it.seekToFirst(); it.valid(); it.next()) {
       const kind = it.kind()
-      const entry: TableEntry = { userKey: Buffer.from(it.keySource().subarray(it.keyStart(), it.keyEnd())), seq: it.seq(), kind }
-      if (kind === KIND_VALUE) entry.value = Buffer.from(it.valueSource().subarray(it.valueStart(), it.valueEnd()))
+      const entry: TableEntry = { userKey: Buffer.from(currentUserKey(it)), seq: it.seq(), kind }
+      if (kind === KIND_VALUE) entry.value = Buffer.from(currentValue(it))
       yield entry
     }
   } finally {

@@ -2,7 +2,7 @@
 // iterator tests. It records whether it was closed and refuses use after close,
 // so tests can check that owners open lazily and release what they open.
 import { compareInternal } from '../../lib/keys'
-import type { InternalIterator } from '../../lib/iterators/internal-iterator'
+import { type InternalIterator, currentUserKey, currentValue } from '../../lib/iterators/internal-iterator'
 
 export interface Entry {
   userKey: Buffer
@@ -37,6 +37,23 @@ export function upperBound (entries: readonly Entry[], userKey: Uint8Array, seq:
     else hi = mid
   }
   return lo
+}
+
+/**
+ * Compares `it`'s position with model[pos] (a pos outside the model means `it`
+ * must not be valid): '' if they agree, else a description of the difference.
+ */
+export function diffAt (it: InternalIterator, model: readonly Entry[], pos: number): string {
+  const expectValid = pos >= 0 && pos < model.length
+  if (it.valid() !== expectValid) return `valid() is ${it.valid()}, model position ${pos}/${model.length}`
+  if (!expectValid) return ''
+  const e = model[pos]
+  const key = currentUserKey(it)
+  const value = currentValue(it)
+  if (!key.equals(e.userKey) || it.seq() !== e.seq || it.kind() !== e.kind || !value.equals(e.value)) {
+    return `at ${pos}: got (${key.toString('hex')}, ${it.seq()}, ${it.kind()}, ${value.toString('hex')}) want (${e.userKey.toString('hex')}, ${e.seq}, ${e.kind}, ${e.value.toString('hex')})`
+  }
+  return ''
 }
 
 export class ArrayIterator implements InternalIterator {
@@ -87,10 +104,6 @@ export class ArrayIterator implements InternalIterator {
     this.moved()
   }
 
-  userKey (): Buffer {
-    return this.keySource().subarray(this.keyStart(), this.keyEnd())
-  }
-
   seq (): number {
     this.checkValid()
     return this.entries[this.pos].seq
@@ -99,10 +112,6 @@ export class ArrayIterator implements InternalIterator {
   kind (): number {
     this.checkValid()
     return this.entries[this.pos].kind
-  }
-
-  value (): Buffer {
-    return this.valueSource().subarray(this.valueStart(), this.valueEnd())
   }
 
   // The current entry is copied into `scratch` (key, then value), which every

@@ -3,6 +3,7 @@
 // database holds exactly the state after some prefix of that order.
 import { Engine, encodeBatch, type BatchOp } from '../../lib/db'
 import { KIND_DELETE, KIND_VALUE } from '../../lib/keys'
+import { FOUND, entryKey, entryValue } from '../../lib/iterators/db-iterator'
 import { OP_RANGE_DELETE } from '../../lib/wal/batch'
 import { isCrashError } from '../../lib/fs/mem-fs'
 import type { Random } from './random'
@@ -174,7 +175,7 @@ export function readAll (engine: Engine, rnd?: Random): Map<string, string> {
   const out = new Map<string, string>()
   const it = engine.iterator({})
   try {
-    while (it.next()) out.set(it.key.toString('latin1'), it.value.toString('latin1'))
+    while (it.step(Infinity) === FOUND) out.set(entryKey(it).toString('latin1'), entryValue(it).toString('latin1'))
   } finally {
     it.close()
   }
