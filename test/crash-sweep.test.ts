@@ -1,5 +1,5 @@
 // Crash-point sweep: a seeded workload of puts, deletes, range deletes and batches (some with
-// sync: true) runs on the in-memory file system (lib/fs/mem-fs.ts) with tiny
+// sync: true) runs on the in-memory file system (test/fs/mem-fs.ts) with tiny
 // buffers, so that it crosses log rotation, flushes, compactions and manifest
 // writes. For every state-changing I/O operation k of the workload, the workload
 // is run again and crashed at k (the engine sees CrashError and is abandoned);
@@ -28,7 +28,7 @@
 import test from 'tape'
 import { createHash } from 'node:crypto'
 import { Engine, processCounters } from '../lib/db'
-import { MemFileSystem, isCrashError, type CrashMode } from '../lib/fs/mem-fs'
+import { MemFileSystem, isCrashError, type CrashMode } from './fs/mem-fs'
 import { KIND_VALUE } from '../lib/keys'
 import { Random, seedFromEnv } from './util/random'
 import { WriteLog, checkPrefix, readAll, abandon, type AckState, type LoggedOp } from './util/crash-model'

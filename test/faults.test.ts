@@ -1,5 +1,5 @@
 // Injected I/O errors (EIO, ENOSPC) on the in-memory file system
-// (lib/fs/mem-fs.ts): on log appends, log fsyncs (a sync write's, and the one at
+// (test/fs/mem-fs.ts): on log appends, log fsyncs (a sync write's, and the one at
 // log rotation), new log and table files, table and manifest writes, CURRENT's
 // rename, directory fsyncs, and reads (table blocks, the log and manifest at
 // recovery). For each:
@@ -18,7 +18,7 @@
 import test from 'tape'
 import type { Test } from 'tape'
 import { Engine } from '../lib/db'
-import { MemFileSystem, type FaultSpec, type CrashMode } from '../lib/fs/mem-fs'
+import { MemFileSystem, type FaultSpec, type CrashMode } from './fs/mem-fs'
 import { KIND_VALUE } from '../lib/keys'
 import { Random, seedFromEnv } from './util/random'
 import { WriteLog, checkPrefix, readAll } from './util/crash-model'

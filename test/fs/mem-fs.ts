@@ -56,7 +56,7 @@
 //     first writes part of its data). `times` makes it fail that many matching
 //     calls in a row (Infinity: for good).
 import * as path from 'node:path'
-import type { FileSystem, RandomAccessFile, WritableFile } from './fs'
+import type { FileSystem, RandomAccessFile, WritableFile } from '../../lib/fs/fs'
 
 /** Thrown by every call once the file system has "crashed" (see `crashAt`). */
 export class CrashError extends Error {
