@@ -4,7 +4,7 @@
 import { Engine, type BatchOp } from '../../lib/db'
 import { KIND_DELETE, KIND_VALUE } from '../../lib/keys'
 import { OP_RANGE_DELETE } from '../../lib/wal/batch'
-import { isCrashError } from '../fs/mem-fs'
+import { isCrashError } from '../fs/fault-injection'
 import type { Random } from './random'
 
 /** [key, value] (value undefined: delete), or [start, undefined, end]: a range delete of [start, end). */
