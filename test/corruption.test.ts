@@ -44,14 +44,12 @@ const seed = seedFromEnv()
 // Everything else is the real NodeFileSystem on real files.
 {
   const realFs = nodeFileSystem as unknown as Record<string, (...args: any[]) => any>
-  for (const method of ['openWrite', 'openAppend']) {
-    const open = realFs[method].bind(nodeFileSystem)
-    realFs[method] = (p: string) => {
-      const file = open(p)
-      file.sync = () => {}
-      file.syncAsync = async () => {}
-      return file
-    }
+  const openWrite = realFs.openWrite.bind(nodeFileSystem)
+  realFs.openWrite = (p: string) => {
+    const file = openWrite(p)
+    file.sync = () => {}
+    file.syncAsync = async () => {}
+    return file
   }
   realFs.syncDir = () => {}
   realFs.syncDirAsync = async () => {}

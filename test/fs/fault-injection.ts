@@ -32,14 +32,19 @@ export function isCrashError (err: unknown): boolean {
   return false
 }
 
+/**
+ * The calls of the file system and its handles, plus 'syncDone' / 'syncDirDone'
+ * (a syncAsync / syncDirAsync completing) and 'truncate' (a preallocated file's
+ * trim on close).
+ */
 export type OpKind =
   | 'openRead' | 'read' | 'readSmallFile' | 'exists' | 'list'
-  | 'openWrite' | 'openAppend' | 'append' | 'sync' | 'syncAsync' | 'syncDone'
+  | 'openWrite' | 'append' | 'sync' | 'syncAsync' | 'syncDone'
   | 'createExclusive' | 'rename' | 'remove' | 'removeDirIfEmpty' | 'mkdirp' | 'syncDir' | 'syncDirAsync' | 'syncDirDone' | 'truncate'
 
 /** Operations that change the (current or durable) state: the crash points. */
 const MUTATING_OPS: ReadonlySet<OpKind> = new Set<OpKind>([
-  'openWrite', 'openAppend', 'append', 'sync', 'syncAsync', 'syncDone',
+  'openWrite', 'append', 'sync', 'syncAsync', 'syncDone',
   'createExclusive', 'rename', 'remove', 'removeDirIfEmpty', 'mkdirp', 'syncDir', 'syncDirAsync', 'syncDirDone', 'truncate'
 ])
 

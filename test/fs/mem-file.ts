@@ -103,6 +103,10 @@ export function syncInode (inode: Inode, upTo: number, epoch: number): void {
   inode.pending = rest
 }
 
+/**
+ * Cuts the file to `length` (no more than its length: openWrite over an existing
+ * file, a preallocated file's trim). Remembered until the next sync.
+ */
 export function truncateInode (inode: Inode, length: number): void {
   inode.epoch++
   if (length < inode.len) {
@@ -116,8 +120,6 @@ export function truncateInode (inode: Inode, length: number): void {
       rest.push({ off: a.off, len: Math.min(a.len, length - a.off) })
     }
     inode.pending = rest
-  } else if (length > inode.len) {
-    appendTo(inode, Buffer.alloc(length - inode.len))
   }
 }
 
@@ -152,14 +154,15 @@ export class MemRandomAccessFile implements RandomAccessFile {
 export class MemWritableFile implements WritableFile {
   private open = true
   /** Preallocated: bytes written (the zeros beyond are not counted); else unused. */
-  private length: number
+  private length = 0
   /** Preallocated: end of the zeros written ahead of the data. */
   private allocated = 0
 
-  /** `preallocateStep` > 0: a preallocated file (see the top of this file). */
-  constructor (private readonly faults: FaultInjector, private readonly inode: Inode, private readonly p: string, private readonly preallocateStep = 0) {
-    this.length = inode.len
-  }
+  /**
+   * A handle on `inode`, just created or truncated by openWrite.
+   * `preallocateStep` > 0: a preallocated file (see the top of this file).
+   */
+  constructor (private readonly faults: FaultInjector, private readonly inode: Inode, private readonly p: string, private readonly preallocateStep: number) {}
 
   append (data: Uint8Array): void {
     const fault = this.faults.beforePartial('append', this.p)
@@ -225,7 +228,7 @@ export class MemWritableFile implements WritableFile {
   close (): void {
     if (!this.open) return
     this.open = false
-    // Preallocated: trim the zeros (ftruncate, not synced; a crash point, like truncate).
+    // Preallocated: trim the zeros (ftruncate, not synced; a crash point of its own).
     if (this.preallocateStep > 0 && this.inode.len > this.length) {
       this.faults.before('truncate', this.p)
       truncateInode(this.inode, this.length)

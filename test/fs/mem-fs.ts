@@ -13,11 +13,11 @@
 //     (default 2 KiB) ahead of the data, which then overwrites them in place;
 //     close() trims the zeros (a truncation, and a crash point of its own).
 //   - Directory entries: each directory has its current entries and its durable
-//     entries. Creates (openWrite, openAppend, createExclusive), renames and
-//     removes change the current entries and are remembered as pending
-//     operations; `syncDir` of that directory makes them durable (`syncDirAsync`:
-//     those recorded when it was called, once it completes). An open handle
-//     keeps writing to its file whatever happens to the name (POSIX).
+//     entries. Creates (openWrite, createExclusive), renames and removes change
+//     the current entries and are remembered as pending operations; `syncDir`
+//     of that directory makes them durable (`syncDirAsync`: those recorded when
+//     it was called, once it completes). An open handle keeps writing to its
+//     file whatever happens to the name (POSIX).
 //   - Directories themselves (mkdirp, removeDirIfEmpty) are durable at once: the
 //     engine never fsyncs a database directory's parent, and this model does not
 //     try to catch that.
@@ -110,18 +110,6 @@ export class MemFileSystem implements FileSystem {
     const inode = newInode()
     this.link(dir, name, inode)
     return new MemWritableFile(this.faults, inode, abs, step)
-  }
-
-  openAppend (p: string): WritableFile {
-    const abs = path.resolve(p)
-    this.faults.before('openAppend', abs)
-    const { dir, name } = this.parent(abs, 'open')
-    let inode = dir.entries.get(name)
-    if (!inode) {
-      inode = newInode()
-      this.link(dir, name, inode)
-    }
-    return new MemWritableFile(this.faults, inode, abs)
   }
 
   readSmallFile (p: string): Buffer {
@@ -261,12 +249,6 @@ export class MemFileSystem implements FileSystem {
         }
       })
     })
-  }
-
-  truncate (p: string, length: number): void {
-    const abs = path.resolve(p)
-    this.faults.before('truncate', abs)
-    truncateInode(this.lookup(abs, 'truncate'), length)
   }
 
   // ---------------------------------------------------------------- images
