@@ -19,15 +19,10 @@ export type { EngineOptions, LevelInfo, RecoveryReport, FileMeta, LsmStats }
 type Format = string | Buffer | Uint8Array
 type EncodingName = 'utf8' | 'buffer' | 'view'
 
-/**
- * Options of the constructor and of open(): the Level options plus the engine's
- * (lib/options.ts). K and V are the database's key and value types, as in
- * classic-level's DatabaseOptions<K, V>; no option depends on them yet.
- */
-// eslint-disable-next-line @typescript-eslint/no-unused-vars
+/** Options of the constructor and of open(): the Level options plus the engine's (lib/options.ts). */
 export interface LsmLevelOptions<K = string, V = string> extends Partial<EngineOptions> {
-  keyEncoding?: string | object
-  valueEncoding?: string | object
+  keyEncoding?: AbstractDatabaseOptions<K, V>['keyEncoding']
+  valueEncoding?: AbstractDatabaseOptions<K, V>['valueEncoding']
   passive?: boolean
   [other: string]: unknown
 }

@@ -45,14 +45,12 @@ const seed = seedFromEnv()
 // Everything else is the real NodeFileSystem on real files.
 {
   const realFs = nodeFileSystem as unknown as Record<string, (...args: any[]) => any>
-  for (const method of ['openWrite', 'openAppend']) {
-    const open = realFs[method].bind(nodeFileSystem)
-    realFs[method] = (p: string) => {
-      const file = open(p)
-      file.sync = () => {}
-      file.syncAsync = async () => {}
-      return file
-    }
+  const openWrite = realFs.openWrite.bind(nodeFileSystem)
+  realFs.openWrite = (p: string) => {
+    const file = openWrite(p)
+    file.sync = () => {}
+    file.syncAsync = async () => {}
+    return file
   }
   realFs.syncDir = () => {}
   realFs.syncDirAsync = async () => {}
@@ -305,8 +303,8 @@ async function openAndRead (dir: string, damaged: string, img: Image, opts: Reco
   }
 }
 
-type Damage = { kind: 'flip', offset: number, bit: number } | { kind: 'zero', offset: number, length: number } |
-{ kind: 'truncate', length: number } | { kind: 'delete' }
+type Damage = { kind: 'flip', offset: number, bit: number } | { kind: 'zero', offset: number, length: number }
+| { kind: 'truncate', length: number } | { kind: 'delete' }
 
 /** The damaged contents of a file (undefined: the file is deleted). */
 function damaged (data: Buffer, d: Damage): Buffer | undefined {

@@ -1,5 +1,5 @@
 // Crash-point sweep: a seeded workload of puts, deletes, range deletes and batches (some with
-// sync: true) runs on the in-memory file system (lib/fs/mem-fs.ts) with tiny
+// sync: true) runs on the in-memory file system (test/fs/mem-fs.ts) with tiny
 // buffers, so that it crosses log rotation, flushes, compactions and manifest
 // writes. For every state-changing I/O operation k of the workload, the workload
 // is run again and crashed at k (the engine sees CrashError and is abandoned);
@@ -28,7 +28,9 @@
 import test from 'tape'
 import { createHash } from 'node:crypto'
 import { Engine, encodeBatch, processCounters } from '../lib/db'
-import { MemFileSystem, isCrashError, type CrashMode } from '../lib/fs/mem-fs'
+import { MemFileSystem } from './fs/mem-fs'
+import { isCrashError } from './fs/fault-injection'
+import { CRASH_MODES, killedProcessImage, powerLossImage } from './fs/crash-images'
 import { KIND_VALUE } from '../lib/keys'
 import { Random, seedFromEnv } from './util/random'
 import { WriteLog, checkPrefix, readAll, abandon, type AckState, type LoggedOp } from './util/crash-model'
@@ -86,8 +88,6 @@ const WORKLOADS: WorkloadSpec[] = [
   }
 ]
 
-const POWER_MODES: CrashMode[] = ['drop', 'subset', 'torn', 'zeros', 'garbage', 'mixed']
-
 const LONG_CONFIG = { seedsPerWorkload: 4, stepsFactor: 2, extraPowerImages: 3, recoveryCrashEvery: 2, nested: true }
 const CONFIG = LONG ? LONG_CONFIG : { seedsPerWorkload: 2, stepsFactor: 1, extraPowerImages: 0, recoveryCrashEvery: 3, nested: false }
 
@@ -113,7 +113,7 @@ async function workload (fs: MemFileSystem, spec: WorkloadSpec, wseed: number, s
     const key = (): string => 'k' + String(rnd.int(spec.keys)).padStart(width, '0')
     const value = (w: number, i: number): string => `v${w}.${i}-` + 'x'.repeat(rnd.int(spec.pad + 1))
     const batchShare = spec.batch[0] >= 20 ? 90 : 25
-    for (let step = 0; step < steps && !fs.crashed; step++) {
+    for (let step = 0; step < steps && !fs.faults.crashed; step++) {
       const r = rnd.int(100)
       if (r < 2) {
         // A clean close and reopen: crash points inside close and a normal open.
@@ -194,7 +194,7 @@ async function checkImage (image: MemFileSystem, c: Context): Promise<CheckResul
   let engine: Engine | undefined
   try {
     engine = await Engine.open(LOC, c.spec.options, fs)
-    const openOps = fs.ops
+    const openOps = fs.faults.ops
     if (engine.recovery.droppedTail) stats.droppedTails++
     const got = readAll(engine, c.rnd)
     const verdict = checkPrefix(c.log, got, c.required, c.issued)
@@ -207,7 +207,7 @@ async function checkImage (image: MemFileSystem, c: Context): Promise<CheckResul
     engine = undefined
     return { ok: true, state: got, message: '', openOps }
   } catch (err) {
-    return { ok: false, message: `reopen failed: ${(err as Error).stack ?? String(err)}`, openOps: fs.ops }
+    return { ok: false, message: `reopen failed: ${(err as Error).stack ?? String(err)}`, openOps: fs.faults.ops }
   } finally {
     if (engine) { try { await engine.close() } catch { abandon(engine) } }
   }
@@ -222,7 +222,7 @@ async function crashDuringRecovery (image: MemFileSystem, openOps: number, expec
   if (openOps <= 0) return ''
   const fs = image.clone()
   const k = c.rnd.int(openOps)
-  fs.crashAt = fs.ops + k
+  fs.faults.crashAt = fs.faults.ops + k
   let engine: Engine | undefined
   try {
     engine = await Engine.open(LOC, c.spec.options, fs)
@@ -234,10 +234,10 @@ async function crashDuringRecovery (image: MemFileSystem, openOps: number, expec
     abandon(engine)
     return ''
   }
-  if (!fs.crashed) return `recovery crash at op ${k} did not happen`
+  if (!fs.faults.crashed) return `recovery crash at op ${k} did not happen`
   stats.recoveryCrashes++
-  const mode = POWER_MODES[c.rnd.int(POWER_MODES.length)]
-  const images: Array<[string, MemFileSystem]> = [['kill', fs.killProcess()], [mode, fs.crash(c.rnd, mode)]]
+  const mode = CRASH_MODES[c.rnd.int(CRASH_MODES.length)]
+  const images: Array<[string, MemFileSystem]> = [['kill', killedProcessImage(fs)], [mode, powerLossImage(fs, c.rnd, mode)]]
   for (const [m, img] of images) {
     stats.images++
     const label = m === 'kill' ? 'recovery-kill' : 'recovery-power'
@@ -277,16 +277,16 @@ test('the in-memory file system models power loss as documented', async (t) => {
   g.sync()
   base.rename('/d/a', '/d/renamed')
 
-  t.is(bytes(base.killProcess(), '/d/renamed'), 'synced|unsynced-1|unsynced-2|', 'killed process: everything written survives')
-  t.is(bytes(base.killProcess(), '/d/new'), 'new', 'killed process: unsynced creates survive')
-  const dropped = base.crash(rnd, 'drop')
+  t.is(bytes(killedProcessImage(base), '/d/renamed'), 'synced|unsynced-1|unsynced-2|', 'killed process: everything written survives')
+  t.is(bytes(killedProcessImage(base), '/d/new'), 'new', 'killed process: unsynced creates survive')
+  const dropped = powerLossImage(base, rnd, 'drop')
   t.is(bytes(dropped, '/d/a'), 'synced|', 'drop: only synced data, under the durable name')
   t.is(bytes(dropped, '/d/new'), '(missing)', 'drop: an unsynced create is gone even though the file was synced')
 
   const seen = new Set<string>()
   let hole = false
   for (let i = 0; i < 400; i++) {
-    const img = base.crash(rnd, (['subset', 'torn', 'zeros', 'garbage', 'mixed'] as const)[i % 5])
+    const img = powerLossImage(base, rnd, (['subset', 'torn', 'zeros', 'garbage', 'mixed'] as const)[i % 5])
     const a = img.exists('/d/a')
     const r = img.exists('/d/renamed')
     if (a === r) { t.fail(`image ${i}: the renamed file is under ${a ? 'both names' : 'neither name'}`); break }
@@ -304,15 +304,15 @@ test('the in-memory file system models power loss as documented', async (t) => {
   // Crash points freeze the state; faults fire on the nth matching call.
   const c = new MemFileSystem()
   c.mkdirp('/d')
-  c.crashAt = c.ops + 2
+  c.faults.crashAt = c.faults.ops + 2
   const h = c.openWrite('/d/x')
   h.append(Buffer.from('1'))
   t.throws(() => h.append(Buffer.from('2')), /simulated crash/, 'the operation at the crash point throws CrashError')
   t.throws(() => c.list('/d'), /crash/, 'every later call throws too')
-  t.is(bytes(c.killProcess(), '/d/x'), '1', 'the state is frozen before the crash point')
+  t.is(bytes(killedProcessImage(c), '/d/x'), '1', 'the state is frozen before the crash point')
   const e = new MemFileSystem()
   e.mkdirp('/d')
-  const fault = e.injectFault({ op: 'append', nth: 2, code: 'ENOSPC' })
+  const fault = e.faults.inject({ op: 'append', nth: 2, code: 'ENOSPC' })
   const w = e.openWrite('/d/y')
   w.append(Buffer.from('a'))
   t.throws(() => w.append(Buffer.from('b')), (err: any) => err.code === 'ENOSPC', 'the second append fails with ENOSPC')
@@ -335,10 +335,10 @@ test('the in-memory file system: preallocated files write zeros ahead, overwrite
   f.append(Buffer.from('BBBBBBBB')) // overwrites synced zeros, in place
   f.append(Buffer.from('CCCC')) // crosses the step: 16 more zeros, then the data
   t.is(bytes(fs, '/d/log'), 'AAAAAABBBBBBBBCCCC' + '\0'.repeat(14), 'zeros ahead again after crossing a step')
-  t.is(fs.crash(rnd, 'drop').readSmallFile('/d/log').toString('latin1'), 'AAAAAA' + '\0'.repeat(10), 'drop: the synced zeros stay where the lost data was')
+  t.is(powerLossImage(fs, rnd, 'drop').readSmallFile('/d/log').toString('latin1'), 'AAAAAA' + '\0'.repeat(10), 'drop: the synced zeros stay where the lost data was')
   const seen = new Set<string>()
   for (let i = 0; i < 400; i++) {
-    const content = bytes(fs.crash(rnd, (['subset', 'torn', 'zeros', 'garbage', 'mixed'] as const)[i % 5]), '/d/log')
+    const content = bytes(powerLossImage(fs, rnd, (['subset', 'torn', 'zeros', 'garbage', 'mixed'] as const)[i % 5]), '/d/log')
     if (!content.startsWith('AAAAAA') || content.length < 16) { t.fail(`image ${i}: synced data or synced zeros lost: ${JSON.stringify(content)}`); break }
     const b = content.slice(6, 14)
     if (b === '\0'.repeat(8)) seen.add('overwrite lost: zeros under it')
@@ -349,13 +349,13 @@ test('the in-memory file system: preallocated files write zeros ahead, overwrite
   }
   t.deepEqual([...seen].sort(), ['later overwrite kept, earlier lost', 'overwrite kept', 'overwrite lost: zeros under it', 'second step kept', 'second step lost'],
     'power loss: each zero extension and each overwrite is kept or lost on its own')
-  const before = fs.ops
+  const before = fs.faults.ops
   f.close()
-  t.is(fs.ops, before + 1, 'close() trims: a crash point of its own')
+  t.is(fs.faults.ops, before + 1, 'close() trims: a crash point of its own')
   t.is(bytes(fs, '/d/log'), 'AAAAAABBBBBBBBCCCC', 'close() trims the zeros')
-  t.is(bytes(fs.killProcess(), '/d/log'), 'AAAAAABBBBBBBBCCCC', 'killed process: the trim survives')
+  t.is(bytes(killedProcessImage(fs), '/d/log'), 'AAAAAABBBBBBBBCCCC', 'killed process: the trim survives')
   let reverted = 0
-  for (let i = 0; i < 100; i++) if (bytes(fs.crash(rnd, 'mixed'), '/d/log').endsWith('\0')) reverted++
+  for (let i = 0; i < 100; i++) if (bytes(powerLossImage(fs, rnd, 'mixed'), '/d/log').endsWith('\0')) reverted++
   t.ok(reverted > 0, `power loss: the unsynced trim may not have reached the disk (${reverted} of 100 images end in zeros)`)
   const g = fs.openWrite('/d/other', { preallocate: true })
   g.append(Buffer.from('x'))
@@ -373,9 +373,9 @@ test('the in-memory file system: syncDirAsync makes durable what was recorded wh
   fs.openWrite('/d/before').close()
   const done = fs.syncDirAsync('/d')
   fs.openWrite('/d/after').close()
-  t.is(fs.crash(rnd, 'drop').exists('/d/before'), false, 'not durable before it completes')
+  t.is(powerLossImage(fs, rnd, 'drop').exists('/d/before'), false, 'not durable before it completes')
   await done
-  const img = fs.crash(rnd, 'drop')
+  const img = powerLossImage(fs, rnd, 'drop')
   t.ok(img.exists('/d/before'), 'an entry created before the call is durable once it completes')
   t.notOk(img.exists('/d/after'), 'an entry created after the call is not')
 })
@@ -390,15 +390,15 @@ WORKLOADS.forEach((spec, w) => {
 
       // A reference run without a crash: how many operations there are, and their trace.
       const ref = new MemFileSystem()
-      ref.trace = []
+      ref.faults.trace = []
       const refLog = new WriteLog()
       const before = { ...processCounters }
       const refEngine = (await workload(ref, spec, wseed, steps, refLog))!
       await refEngine.close()
-      const total = ref.ops
+      const total = ref.faults.ops
       const kinds: Record<string, number> = {}
-      for (const op of ref.trace) { const kind = op.split(' ')[0]; kinds[kind] = (kinds[kind] ?? 0) + 1 }
-      const count = (re: RegExp): number => ref.trace!.filter((x) => re.test(x)).length
+      for (const op of ref.faults.trace) { const kind = op.split(' ')[0]; kinds[kind] = (kinds[kind] ?? 0) + 1 }
+      const count = (re: RegExp): number => ref.faults.trace!.filter((x) => re.test(x)).length
       const flushes = processCounters.flushes - before.flushes
       const compactions = processCounters.compactions - before.compactions + processCounters.trivialMoves - before.trivialMoves
       const rotations = count(/^openWrite \d+\.log$/)
@@ -416,26 +416,26 @@ WORKLOADS.forEach((spec, w) => {
       const rnd = new Random(wseed ^ 0x5bd1e995)
       for (let k = 0; k < total && failures < 3; k++) {
         const fs = new MemFileSystem()
-        fs.trace = []
+        fs.faults.trace = []
         const log = new WriteLog()
         let ack: AckState | undefined
-        fs.crashAt = k
-        fs.onCrash = () => { ack = log.ackState() }
+        fs.faults.crashAt = k
+        fs.faults.onCrash = () => { ack = log.ackState() }
         const engine = await workload(fs, spec, wseed, steps, log)
         abandon(engine)
-        if (!fs.crashed || ack === undefined) {
+        if (!fs.faults.crashed || ack === undefined) {
           // The run finished in fewer operations than the reference run (the
           // engine's time-sliced yielding makes runs differ slightly).
           unreached++
           continue
         }
-        if (fs.trace.join('\n') !== ref.trace.slice(0, k).join('\n')) nondeterministic++
+        if (fs.faults.trace.join('\n') !== ref.faults.trace.slice(0, k).join('\n')) nondeterministic++
         stats.crashPoints++
         const a = ack
-        const candidates: Array<[string, MemFileSystem, number]> = [['kill', fs.killProcess(), a.ackedPrefix]]
+        const candidates: Array<[string, MemFileSystem, number]> = [['kill', killedProcessImage(fs), a.ackedPrefix]]
         for (let j = 0; j < powerImages; j++) {
-          const mode = POWER_MODES[(k * powerImages + j) % POWER_MODES.length]
-          candidates.push([mode, fs.crash(rnd, mode), a.syncedPrefix])
+          const mode = CRASH_MODES[(k * powerImages + j) % CRASH_MODES.length]
+          candidates.push([mode, powerLossImage(fs, rnd, mode), a.syncedPrefix])
         }
         const seen = new Set<string>()
         for (let i = 0; i < candidates.length && failures < 3; i++) {
@@ -446,7 +446,7 @@ WORKLOADS.forEach((spec, w) => {
           stats.images++
           images++
           stats.byMode[mode] = (stats.byMode[mode] ?? 0) + 1
-          const where = `${spec.name}: crash point ${k}/${total} (before "${ref.trace[k]}"), ${mode} image, acked ${a.ackedPrefix} synced ${a.syncedPrefix} issued ${a.issued}; replay with SEED=${seed}`
+          const where = `${spec.name}: crash point ${k}/${total} (before "${ref.faults.trace[k]}"), ${mode} image, acked ${a.ackedPrefix} synced ${a.syncedPrefix} issued ${a.issued}; replay with SEED=${seed}`
           const c: Context = { spec, log, required, issued: a.issued, rnd }
           const r = await checkImage(image, c)
           if (!r.ok) {
@@ -485,7 +485,7 @@ test('crash sweep totals', (t) => {
 // nothing (new files never become durable), some power-loss image must fail.
 class NoDirSyncFileSystem extends MemFileSystem {
   override syncDir (p: string): void {
-    this.before('syncDir', p)
+    this.faults.before('syncDir', p)
   }
 }
 
@@ -499,13 +499,13 @@ test('self-check: the sweep notices a file system whose directory fsync is a no-
     const fs = new NoDirSyncFileSystem()
     const log = new WriteLog()
     let ack: AckState | undefined
-    fs.crashAt = k
-    fs.onCrash = () => { ack = log.ackState() }
+    fs.faults.crashAt = k
+    fs.faults.onCrash = () => { ack = log.ackState() }
     abandon(await workload(fs, spec, wseed, spec.steps, log))
     if (!ack) break
     for (const mode of ['drop', 'mixed'] as const) {
       tried++
-      const r = await checkImage(fs.crash(rnd, mode), { spec, log, required: ack.syncedPrefix, issued: ack.issued, rnd })
+      const r = await checkImage(powerLossImage(fs, rnd, mode), { spec, log, required: ack.syncedPrefix, issued: ack.issued, rnd })
       if (!r.ok) caught++
     }
   }

@@ -1,5 +1,5 @@
 // Injected I/O errors (EIO, ENOSPC) on the in-memory file system
-// (lib/fs/mem-fs.ts): on log appends, log fsyncs (a sync write's, and the one at
+// (test/fs/mem-fs.ts): on log appends, log fsyncs (a sync write's, and the one at
 // log rotation), new log and table files, table and manifest writes, CURRENT's
 // rename, directory fsyncs, and reads (table blocks, the log and manifest at
 // recovery). For each:
@@ -18,7 +18,9 @@
 import test from 'tape'
 import type { Test } from 'tape'
 import { Engine, encodeBatch } from '../lib/db'
-import { MemFileSystem, type FaultSpec, type CrashMode } from '../lib/fs/mem-fs'
+import { MemFileSystem } from './fs/mem-fs'
+import type { FaultSpec } from './fs/fault-injection'
+import { killedProcessImage, powerLossImage, type CrashMode } from './fs/crash-images'
 import { KIND_VALUE } from '../lib/keys'
 import { FOUND, entryKey, entryValue } from '../lib/iterators/db-iterator'
 import { Random, seedFromEnv } from './util/random'
@@ -124,8 +126,8 @@ function takeImages (fs: MemFileSystem, log: WriteLog, rnd: Random, what: string
   const a = log.ackState()
   const mode: CrashMode = (['drop', 'subset', 'torn', 'mixed'] as const)[rnd.int(4)]
   return [
-    { what: `${what}, killed-process image`, fs: fs.killProcess(), required: a.ackedPrefix },
-    { what: `${what}, power-loss image (${mode})`, fs: fs.crash(rnd, mode), required: a.syncedPrefix }
+    { what: `${what}, killed-process image`, fs: killedProcessImage(fs), required: a.ackedPrefix },
+    { what: `${what}, power-loss image (${mode})`, fs: powerLossImage(fs, rnd, mode), required: a.syncedPrefix }
   ]
 }
 
@@ -137,7 +139,7 @@ async function checkImages (t: Test, images: PendingImage[], log: WriteLog): Pro
 async function closeAndReopen (t: Test, engine: Engine, fs: MemFileSystem, log: WriteLog, what: string): Promise<void> {
   const closeErr = await rejection(() => engine.close())
   t.is(closeErr, undefined, `${what}: close after the error succeeds${closeErr ? ': ' + describe(closeErr) : ''}`)
-  fs.clearFaults()
+  fs.faults.clear()
   await checkReopen(t, fs, log, log.ackState().ackedPrefix, `${what}, after close`)
 }
 
@@ -319,7 +321,7 @@ for (const code of CODES) {
     const { fs, engine } = await openFresh()
     const log = new WriteLog(false)
     t.ok(await fill(engine, log, rnd, 25), 'good writes before the fault')
-    const fault = fs.injectFault({ op: 'remove', path: /\.log$/, code })
+    const fault = fs.faults.inject({ op: 'remove', path: /\.log$/, code })
     for (let i = 0; i < 50 && fault.hits === 0; i++) {
       await fill(engine, log, rnd, 5)
       await engine.flushMemTable()
@@ -351,7 +353,7 @@ for (const wf of WRITE_FAULTS) {
         await engine.waitForIdle()
       }
       const before = log.ackState()
-      const fault = fs.injectFault(wf.fault(code))
+      const fault = fs.faults.inject(wf.fault(code))
       const err = await wf.trigger(engine, log, rnd)
       t.ok(fault.hits > 0, `the fault fired (${fault.hits} time(s))`)
       checkError(t, err, code, 'the failing operation')
@@ -363,7 +365,7 @@ for (const wf of WRITE_FAULTS) {
       }
 
       // Writes are refused until reopen (the fault is gone: the refusal is the engine's).
-      fs.clearFaults()
+      fs.faults.clear()
       const after = await rejection(engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from('refused'), value: Buffer.from('x') }]), false))
       if (after === undefined) t.fail('a write after the failure was accepted')
       else t.is((after as any).code, 'LEVEL_IO_ERROR', `a later write is refused with LEVEL_IO_ERROR (${describe(after)})`)
@@ -409,9 +411,9 @@ for (const of of OPEN_FAULTS) {
       const log = new WriteLog(false)
       await fill(engine, log, rnd, 60)
       // Kill the process (the log holds unflushed writes), then reopen with the fault.
-      const image = fs.killProcess()
+      const image = killedProcessImage(fs)
       await engine.close()
-      const fault = image.injectFault(of.fault(code))
+      const fault = image.faults.inject(of.fault(code))
       const err = await rejection(Engine.open(LOC, OPTIONS, image))
       if (fault.hits === 0) {
         t.is(err, undefined, 'the operation did not occur in this open; the open succeeded')
@@ -419,10 +421,10 @@ for (const of of OPEN_FAULTS) {
         return
       }
       checkError(t, err, code, 'open')
-      image.clearFaults()
+      image.faults.clear()
       await checkReopen(t, image, log, log.ackState().ackedPrefix, 'reopen without the fault')
       // A power loss right after the failed open must not lose synced writes either.
-      await checkReopen(t, image.crash(rnd, 'mixed'), log, log.ackState().syncedPrefix, 'power-loss image after the failed open')
+      await checkReopen(t, powerLossImage(image, rnd, 'mixed'), log, log.ackState().syncedPrefix, 'power-loss image after the failed open')
     })
   }
 }
@@ -449,7 +451,7 @@ test('read faults: table block reads give errors, never wrong values, and do not
     let right = 0
     for (let i = 0; i < 60; i++) {
       const k = rnd.pick(keys)
-      fs.injectFault({ op: 'read', path: /\.sst$/, code, nth: 1 + rnd.int(2) })
+      fs.faults.inject({ op: 'read', path: /\.sst$/, code, nth: 1 + rnd.int(2) })
       try {
         const v = engine.get(Buffer.from(k))
         if (v?.toString() === model.get(k)) right++
@@ -461,7 +463,7 @@ test('read faults: table block reads give errors, never wrong values, and do not
           readErrors.push([`get, ${code}`, err])
         }
       }
-      fs.clearFaults()
+      fs.faults.clear()
       // The next read, without a fault, works.
       if (engine.get(Buffer.from(k))?.toString() !== model.get(k)) wrong++
     }
@@ -471,7 +473,7 @@ test('read faults: table block reads give errors, never wrong values, and do not
     // Iterators: a failing read mid-scan throws; it never yields a wrong entry.
     let scanErrors = 0
     for (let i = 0; i < 20; i++) {
-      fs.injectFault({ op: 'read', path: /\.sst$/, code, nth: 1 + rnd.int(6) })
+      fs.faults.inject({ op: 'read', path: /\.sst$/, code, nth: 1 + rnd.int(6) })
       const it = engine.iterator({})
       try {
         while (it.step(Infinity) === FOUND) {
@@ -487,7 +489,7 @@ test('read faults: table block reads give errors, never wrong values, and do not
       } finally {
         it.close()
       }
-      fs.clearFaults()
+      fs.faults.clear()
     }
     t.is(wrong, 0, `${code}: iteration yielded no wrong entry (${scanErrors} scans failed)`)
   }
@@ -517,10 +519,10 @@ test('a read fault during compaction is a background error: writes stop, data st
   await fill(engine, log, rnd, 60, false)
   await engine.flushMemTable()
   await engine.waitForIdle()
-  fs.injectFault({ op: 'read', path: /\.sst$/, code: 'EIO', nth: 3 })
+  fs.faults.inject({ op: 'read', path: /\.sst$/, code: 'EIO', nth: 3 })
   const err = await rejection(engine.compactRange())
   checkError(t, err, 'EIO', 'compactRange with a failing table read')
-  fs.clearFaults()
+  fs.faults.clear()
   const after = await rejection(engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from('x'), value: Buffer.from('y') }]), false))
   t.is((after as any)?.code, 'LEVEL_IO_ERROR', 'writes are refused after the background failure')
   checkReads(t, engine, log, 'after the compaction failure')

@@ -7,7 +7,7 @@ import { NodeFileSystem } from '../lib/fs/node-fs'
 import type { WritableFile } from '../lib/fs/fs'
 import { KIND_VALUE } from '../lib/keys'
 import { tempDir } from './util/temp'
-import { MemFileSystem } from '../lib/fs/mem-fs'
+import { MemFileSystem } from './fs/mem-fs'
 
 /** `f` with some of its methods replaced. */
 function wrapFile (f: WritableFile, over: Partial<WritableFile>): WritableFile {

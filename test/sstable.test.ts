@@ -122,7 +122,9 @@ for (const version of [1, 2]) test(`block (format v${version}): build, decode, s
       const pos = lowerBound(model, key, seq)
       const want = pos < model.length && model[pos].userKey.equals(key) ? model[pos] : undefined
       const found = seekRawBlock('x.sst', raw, key, seq)
-      if (want === undefined ? found : (!found || rawSeekOut.seq !== want.seq || rawSeekOut.kind !== want.kind ||
+      if (want === undefined
+        ? found
+        : (!found || rawSeekOut.seq !== want.seq || rawSeekOut.kind !== want.kind ||
         !raw.contents.subarray(rawSeekOut.valueStart, rawSeekOut.valueEnd).equals(want.value))) rawWrong++
     }
     t.is(rawWrong, 0, `interval ${interval}: raw-block point lookups match the model`)

@@ -1,7 +1,12 @@
-// The one file-system interface for all engine I/O. Only lib/fs/node-fs.ts
-// touches node:fs; tests substitute an in-memory implementation that can crash
-// and inject faults. Every call is synchronous (write(2), pread(2), fsync(2))
-// except `syncAsync`, which lets group commit overlap an fsync with new writes.
+// The one file-system interface for all engine I/O; lib/fs/node-fs.ts
+// implements it over node:fs. Outside it, only lib/cli.ts (which lists and
+// reads a database directory to inspect it) and the compaction worker (its
+// thread id, from /proc) use node:fs. Crash and fault tests substitute an
+// in-memory implementation that can crash and inject faults (test/fs/).
+// Calls are synchronous (write(2), pread(2), fsync(2)) but for the `...Async`
+// variants (syncAsync; optionally closeAsync, syncDirAsync, removeAsync), which
+// run off the event loop: group commit overlaps an fsync with new writes, and
+// slow closes, unlinks and directory fsyncs do not stall it.
 //
 // Paths are absolute or relative to the process; the engine always joins them
 // from the database directory.
@@ -20,7 +25,7 @@ export interface WritableFile {
   sync (): void
   /** The same as `sync`, off the event loop. */
   syncAsync (): Promise<void>
-  /** Bytes appended so far (including bytes present when the file was opened for append). */
+  /** Bytes appended so far. */
   size (): number
   close (): void
   /** The same as `close`, off the event loop (optional: `closeAsync()` below falls back to close). */
@@ -38,8 +43,6 @@ export interface FileSystem {
    * A crash can leave a zero-filled tail, which log readers treat as a torn tail.
    */
   openWrite (path: string, options?: { preallocate?: boolean }): WritableFile
-  /** Opens a file for appending, creating it if missing; size() starts at the current length. */
-  openAppend (path: string): WritableFile
   /** Reads a whole small file (CURRENT, LOCK). Never used for tables or logs. */
   readSmallFile (path: string): Buffer
   /** Creates a file exclusively (fails with code EEXIST if it exists), writes `data`, syncs and closes it. */
@@ -57,8 +60,6 @@ export interface FileSystem {
   syncDir (path: string): void
   /** The same as `syncDir`, off the event loop (optional: `syncDirAsync()` below falls back to syncDir). */
   syncDirAsync? (path: string): Promise<void>
-  /** Truncates a file to `length` bytes. */
-  truncate (path: string, length: number): void
   /** The same as `remove`, off the event loop (optional: `removeAsync()` below falls back to remove). */
   removeAsync? (path: string): Promise<void>
 }

@@ -46,15 +46,14 @@ let zeros: Buffer | undefined
 
 class NodeWritableFile implements WritableFile {
   private fd: number
-  private length: number
+  private length = 0
   /** End of the zeros written ahead of the appends (0: no preallocation). */
   private allocated = 0
   private readonly preallocate: boolean
 
-  constructor (path: string, flags: 'w' | 'a', preallocate = false) {
-    this.fd = fs.openSync(path, flags)
-    this.length = flags === 'a' ? fs.fstatSync(this.fd).size : 0
-    this.preallocate = preallocate && flags === 'w'
+  constructor (path: string, preallocate: boolean) {
+    this.fd = fs.openSync(path, 'w')
+    this.preallocate = preallocate
   }
 
   append (data: Uint8Array): void {
@@ -132,11 +131,7 @@ export class NodeFileSystem implements FileSystem {
   }
 
   openWrite (path: string, options?: { preallocate?: boolean }): WritableFile {
-    return new NodeWritableFile(path, 'w', options?.preallocate === true)
-  }
-
-  openAppend (path: string): WritableFile {
-    return new NodeWritableFile(path, 'a')
+    return new NodeWritableFile(path, options?.preallocate === true)
   }
 
   readSmallFile (path: string): Buffer {
@@ -208,10 +203,6 @@ export class NodeFileSystem implements FileSystem {
     } finally {
       await handle.close()
     }
-  }
-
-  truncate (path: string, length: number): void {
-    fs.truncateSync(path, length)
   }
 }
 

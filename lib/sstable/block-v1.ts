@@ -138,7 +138,7 @@ export function seekRawBlockV1 (name: string, block: RawBlock, userKey: Uint8Arr
       unshared = varintOut.value
       pos = varintOut.pos
     }
-    let v = c[pos++]
+    const v = c[pos++]
     if (v >= 128 && !getVarint(c, pos - 1, limit)) throw corruption(name, `bad entry header at block offset ${pos}`)
     if (v >= 128) pos = varintOut.pos
     if (unshared < TRAILER_SIZE || unshared > limit - pos) throw corruption(name, `bad restart entry at block offset ${pos}`)

@@ -5,7 +5,7 @@ import { Engine, encodeBatch, type BatchOp } from '../../lib/db'
 import { KIND_DELETE, KIND_VALUE } from '../../lib/keys'
 import { FOUND, entryKey, entryValue } from '../../lib/iterators/db-iterator'
 import { OP_RANGE_DELETE } from '../../lib/wal/batch'
-import { isCrashError } from '../../lib/fs/mem-fs'
+import { isCrashError } from '../fs/fault-injection'
 import type { Random } from './random'
 
 /** [key, value] (value undefined: delete), or [start, undefined, end]: a range delete of [start, end). */
