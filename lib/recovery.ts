@@ -14,7 +14,7 @@
 // RecoveryReport.droppedTail. Damage in an older log, which was synced before
 // the next one took any record, is corruption and fails the open, as is a gap
 // in the sequence numbers from record to record and from log to log.
-import type { FileSystem } from './fs/fs'
+import { fileSize, type FileSystem } from './fs/fs'
 import type { VersionSet } from './manifest/version-set'
 import type { FileMeta } from './manifest/file-meta'
 import { MemTable } from './memtable/memtable'
@@ -195,15 +195,6 @@ function tailIsZeros (fs: FileSystem, file: string, offset: number): boolean {
       pos += n
     }
     return true
-  } finally {
-    f.close()
-  }
-}
-
-function fileSize (fs: FileSystem, file: string): number {
-  const f = fs.openRead(file)
-  try {
-    return f.size()
   } finally {
     f.close()
   }

@@ -46,7 +46,7 @@
 // the old files are untouched, and the new tables are orphans the next open or
 // repair ignores; after it, the old files are orphans.
 import * as path from 'node:path'
-import type { FileSystem } from './fs/fs'
+import { fileSize, type FileSystem } from './fs/fs'
 import { nodeFileSystem } from './fs/node-fs'
 import { acquireLock } from './lock'
 import { CURRENT, join, logName, manifestName, parseFileName, tableName } from './filenames'
@@ -318,15 +318,6 @@ async function repairLocked (fs: FileSystem, dir: string, opts: EngineOptions): 
   }
   fs.syncDir(dir)
   return report
-}
-
-function fileSize (fs: FileSystem, p: string): number {
-  const f = fs.openRead(p)
-  try {
-    return f.size()
-  } finally {
-    f.close()
-  }
 }
 
 interface TableScan {

@@ -177,9 +177,9 @@ async function buildImage (rnd: Random): Promise<Image> {
   // step miss its window 20 times in a row.
   engine = await Engine.open(live, OPTS)
   await engine.waitForIdle()
-  const held = engine as unknown as { startBackgroundWork: () => void }
-  const startBackgroundWork = held.startBackgroundWork
-  held.startBackgroundWork = () => {}
+  const held = (engine as unknown as { scheduler: { start: () => void } }).scheduler
+  const start = held.start
+  held.start = () => {}
   const dir = tempDir('lsm-corruption-image-')
   try {
     while (engine.frozenMemTables === 0) await put(randomWrite())
@@ -193,7 +193,7 @@ async function buildImage (rnd: Random): Promise<Image> {
     fs.rmSync(dir, { recursive: true })
     copyDir(live, dir)
   } finally {
-    held.startBackgroundWork = startBackgroundWork
+    held.start = start
   }
   await engine.close()
 
@@ -289,7 +289,7 @@ async function openAndRead (dir: string, damaged: string, img: Image, opts: Reco
       }
     }
     // Background work that hit the damage must have failed as corruption, not as a bug.
-    const bg = (db.engine as unknown as { backgroundError?: unknown }).backgroundError
+    const bg = db.engine.backgroundError
     if (bg !== undefined && !namesFile(bg, damaged)) fail(`background error: ${describe(bg)}`)
     if (failures.length > 0) return { failures }
     if (pitr) return { outcome: 'pitr', failures }

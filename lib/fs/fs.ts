@@ -89,3 +89,13 @@ export async function syncDirAsync (fs: FileSystem, path: string): Promise<void>
   if (fs.syncDirAsync) await fs.syncDirAsync(path)
   else fs.syncDir(path)
 }
+
+/** The size of the file at `path` (opened for it, then closed). */
+export function fileSize (fs: FileSystem, path: string): number {
+  const f = fs.openRead(path)
+  try {
+    return f.size()
+  } finally {
+    f.close()
+  }
+}

@@ -20,7 +20,7 @@
 //   was open when the process stopped, or retired but not yet trimmed on disk,
 //   may end in zeros (the node file system extends logs with zeros ahead of their
 //   records, lib/fs/node-fs.ts, and trims them at close). Readers see those zeros
-//   as a torn tail (below); recovery (Engine.replayLogs) takes an all-zero tail
+//   as a torn tail (below); recovery (lib/recovery.ts) takes an all-zero tail
 //   of a log followed by newer ones as its end, not as damage.
 // - Zero-filled or garbage bytes never decode as a valid record. An all-zero
 //   header fails twice over: its type 0 is reserved, and its stored CRC 0 is not
