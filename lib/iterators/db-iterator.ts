@@ -221,8 +221,11 @@ export class DbIterator {
   }
 
   /**
-   * Repositions at the first entry >= target (forward) or <= target (reverse),
-   * staying within the range bounds.
+   * Repositions at the first entry >= target (forward) or <= target (reverse).
+   * A target outside the range ends the iterator (abstract-level's seek(): "if
+   * target does not fall within that range, the iterator will reach its
+   * natural end"), as classic-level and memory-level do; a target past the
+   * far bound ends it anyway.
    */
   seek (target: Buffer): void {
     this.started = true
@@ -231,10 +234,10 @@ export class DbIterator {
     this.skipLen = -1
     this.pausedReverse = false
     if (!this.reverse) {
-      if (this.lower !== undefined && this.beforeLower(target, 0, target.length)) this.it.seek(this.lower, this.lowerInclusive ? MAX_SEQ : 0)
+      if (this.beforeLower(target, 0, target.length)) this.done = true
       else this.it.seek(target, MAX_SEQ)
     } else {
-      if (this.upper !== undefined && this.afterUpper(target, 0, target.length)) this.it.seekForPrev(this.upper, this.upperInclusive ? 0 : MAX_SEQ)
+      if (this.afterUpper(target, 0, target.length)) this.done = true
       else this.it.seekForPrev(target, 0)
     }
   }
