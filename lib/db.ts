@@ -63,7 +63,8 @@ export class Engine {
   readonly location: string
   readonly options: EngineOptions
   readonly fs: FileSystem
-  recovery: RecoveryReport = { logsReplayed: 0, recordsReplayed: 0, orphansRemoved: [] }
+  /** What open() found and did (lib/recovery.ts). */
+  recovery: RecoveryReport
   /** Shared by writes and reads so that a loop of awaited operations lets the event loop turn. */
   readonly turn = new TurnBudget()
 
@@ -86,6 +87,7 @@ export class Engine {
     this.location = location
     this.options = options
     this.fs = fs
+    this.recovery = { walRecovery: options.walRecovery, logsReplayed: 0, recordsReplayed: 0, dropped: [], orphansRemoved: [] }
     this.versions = new VersionSet(fs, location)
     this.blockCache = new BlockCache(options.cacheSize)
     this.tableCache = new TableCache(fs, location, options.maxOpenFiles, this.blockCache)
@@ -157,12 +159,13 @@ export class Engine {
       versions: this.versions,
       createIfMissing: options.createIfMissing,
       errorIfExists: options.errorIfExists,
+      walRecovery: options.walRecovery,
+      createLog: (number) => this.logs.open(number),
       isFull: (mem) => this.memtables.isFull(mem),
       writeLevel0: async (mem, lastSeq) => (await this.scheduler.writeLevel0(mem, lastSeq)).outputs
     })
     this.recovery = recovered.report
     this.pipeline.setLastSequence(recovered.lastSequence)
-    this.logs.open(recovered.logNumber)
     removeOrphans(fs, dir, this.versions, recovered.logNumber, this.recovery)
     this.scheduler.schedule()
   }
@@ -407,7 +410,8 @@ export class Engine {
         running: this.scheduler.running,
         done: c.compactions,
         trivialMoves: c.trivialMoves
-      }
+      },
+      recovery: structuredClone(this.recovery)
     }
   }
 

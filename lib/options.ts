@@ -77,7 +77,31 @@ export interface EngineOptions {
    * window of two or more runs is merged. Default 1 (RocksDB's universal default).
    */
   sizeRatioPercent: number
+  /**
+   * What open() does with damaged write-ahead logs (RocksDB's WAL recovery
+   * modes, under names that say what they do). A crash leaves damage only at
+   * the end of the newest log holding records: an interrupted write, or pages
+   * written back out of order, whose lost bytes read as zeros (then valid
+   * records can follow). Everything dropped is listed in db.stats().recovery.
+   * - 'torn-tail' (default): drops such crash damage and the records after it
+   *   (none of them was synced: a sync makes everything before it durable).
+   *   Damage a crash cannot leave fails the open with LEVEL_CORRUPTION naming
+   *   the log and the offset: a flipped bit with valid records after it, a
+   *   damaged log followed by newer ones, a missing live log, missing sequence
+   *   numbers. The default because it loses nothing a crash did not lose and
+   *   hides no damage: the other modes must be chosen knowingly.
+   * - 'point-in-time': any damage ends the replay there: the database opens as
+   *   it was just before it, and every later record (newer logs too) is dropped.
+   *   Consistent (a prefix of the writes), but silent about synced writes lost.
+   * - 'skip-damaged': replays every valid record of every log, skipping damaged
+   *   stretches. Salvage: the result may be a state that never existed.
+   * - 'absolute': any damage, even a torn last record, fails the open.
+   */
+  walRecovery: WalRecovery
 }
+
+export type WalRecovery = 'torn-tail' | 'point-in-time' | 'skip-damaged' | 'absolute'
+export const WAL_RECOVERY_MODES: readonly WalRecovery[] = ['torn-tail', 'point-in-time', 'skip-damaged', 'absolute']
 
 export const DEFAULT_WRITE_BUFFER_SIZE = 4 * 1024 * 1024
 
@@ -117,7 +141,12 @@ const validators: Record<keyof EngineOptions, Validator> = {
     if (value !== 'leveled' && value !== 'tiered') throw invalidOption(name, `must be 'leveled' or 'tiered', got ${String(value)}`)
   },
   maxSizeAmplificationPercent: positiveInt(1, 100000),
-  sizeRatioPercent: positiveInt(0, 100000)
+  sizeRatioPercent: positiveInt(0, 100000),
+  walRecovery: (name, value) => {
+    if (!(WAL_RECOVERY_MODES as readonly unknown[]).includes(value)) {
+      throw invalidOption(name, `must be one of ${WAL_RECOVERY_MODES.map((m) => `'${m}'`).join(', ')}, got ${String(value)}`)
+    }
+  }
 }
 
 export const ENGINE_OPTION_NAMES = Object.keys(validators) as Array<keyof EngineOptions>
@@ -152,7 +181,8 @@ export function resolveOptions (input: Partial<Record<keyof EngineOptions, unkno
     inlineSync: pick('inlineSync', true),
     compaction,
     maxSizeAmplificationPercent: pick('maxSizeAmplificationPercent', 200),
-    sizeRatioPercent: pick('sizeRatioPercent', 1)
+    sizeRatioPercent: pick('sizeRatioPercent', 1),
+    walRecovery: pick('walRecovery', 'torn-tail')
   }
   if (opts.level0StopWritesTrigger < opts.level0CompactionTrigger) {
     throw invalidOption('level0StopWritesTrigger', `must be >= level0CompactionTrigger (${opts.level0CompactionTrigger})`)

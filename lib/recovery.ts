@@ -1,35 +1,53 @@
 // Recovery: what open() does between taking the lock and taking writes.
 //
-//   1. Read the manifest named by CURRENT (or start a new database), then write
-//      a fresh manifest holding that state.
+//   1. Read the manifest named by CURRENT (or start a new database).
 //   2. Replay the logs not yet in tables (number >= the manifest's logNumber),
 //      in order, into memtables; each full one is written to level-0 tables.
-//   3. One version edit adds those tables, retires the replayed logs and names
-//      the new log (which the engine then creates), so that the tables and
-//      the retirement of the logs they came from become durable together.
+//   3. Create the new log; write a fresh manifest holding the state read in 1;
+//      then one version edit adds the replay's tables, retires the replayed
+//      logs and names the new log, so that the tables and the retirement of
+//      the logs they came from become durable together.
 //   4. Remove orphans: files no version or live log refers to (left by a crash).
 //
-// Point-in-time recovery: replay stops at the first damaged record of the
-// newest log (an interrupted write: a torn tail), reported in
-// RecoveryReport.droppedTail. Damage in an older log, which was synced before
-// the next one took any record, is corruption and fails the open, as is a gap
-// in the sequence numbers from record to record and from log to log.
+// Damaged logs (option walRecovery, lib/options.ts): by default ('torn-tail')
+// replay drops the damage a crash can leave, only at the end of the newest log
+// holding records, and fails the open with LEVEL_CORRUPTION naming the log and
+// the offset for damage a crash cannot leave: a flipped bit with valid records
+// after it, a damaged log followed by newer ones, a missing live log, a gap in
+// the sequence numbers from record to record and from log to log. What was
+// dropped is in the report (db.stats().recovery).
 import { fileSize, type FileSystem } from './fs/fs'
 import type { VersionSet } from './manifest/version-set'
 import type { FileMeta } from './manifest/file-meta'
 import { MemTable } from './memtable/memtable'
-import { LogReader } from './wal/log-reader'
+import { LogReader, tailIsZeros, type TailStatus } from './wal/log-reader'
 import { decodeBatch, OP_RANGE_DELETE } from './wal/batch'
 import type { RangeTombstone } from './range-tombstones'
-import { join, logName, parseFileName } from './filenames'
+import { join, logName, parseFileName, tableName } from './filenames'
 import { corruption, levelError } from './errors'
+import type { WalRecovery } from './options'
 
-/** What recovery found and did, for users (db.recovery) and tests. */
+/** A stretch of a log that recovery did not replay. */
+export interface DroppedLogData {
+  file: string
+  offset: number
+  bytes: number
+  /**
+   * torn: a damaged record with nothing valid after it (an interrupted write);
+   * damaged: a damaged stretch with valid records after it; missing: the live
+   * log is gone; sequence-gap: records continue after missing sequence numbers;
+   * after-damage: a newer log, not replayed because an older one was cut.
+   */
+  reason: 'torn' | 'damaged' | 'missing' | 'sequence-gap' | 'after-damage'
+}
+
+/** What recovery found and did, for users (db.stats().recovery) and tests. */
 export interface RecoveryReport {
+  walRecovery: WalRecovery
   logsReplayed: number
   recordsReplayed: number
-  /** A damaged or torn tail of the last log that was cut off (point-in-time recovery). */
-  droppedTail?: { file: string, offset: number, bytes: number, state: 'torn' | 'corrupt' }
+  /** What of the logs was not replayed, in log order (zeros written ahead of a log's records are not counted). */
+  dropped: DroppedLogData[]
   orphansRemoved: string[]
 }
 
@@ -39,6 +57,9 @@ export interface RecoveryContext {
   versions: VersionSet
   createIfMissing: boolean
   errorIfExists: boolean
+  walRecovery: WalRecovery
+  /** Creates log `number`, durably, as the log new writes go to: before the manifest names it. */
+  createLog (number: number): void
   /** True once a replayed memtable is full and must be written out. */
   isFull (mem: MemTable): boolean
   /** Writes a replayed memtable to level-0 tables (not yet in the manifest); `lastSeq` is the newest sequence number replayed. */
@@ -49,7 +70,7 @@ export interface Recovered {
   report: RecoveryReport
   /** The newest sequence number in the database. */
   lastSequence: number
-  /** The log new writes go to: recorded in the manifest, not created yet. */
+  /** The log new writes go to (created, and named by the manifest). */
   logNumber: number
 }
 
@@ -70,21 +91,31 @@ export async function recover (ctx: RecoveryContext): Promise<Recovered> {
     if (ours.length > 0) throw corruption('CURRENT', `missing, but the directory holds database files (${ours.slice(0, 3).join(', ')})`)
     if (!ctx.createIfMissing) throw levelError('LEVEL_INVALID_OPTION', `Database does not exist and createIfMissing is false: ${dir}`)
   }
+
+  // Nothing is written until the replay succeeded but the tables it fills: a
+  // failed open removes them and leaves the directory as it found it.
+  const report: RecoveryReport = { walRecovery: ctx.walRecovery, logsReplayed: 0, recordsReplayed: 0, dropped: [], orphansRemoved: [] }
+  const replayed: Replayed = { tables: [], tombstones: [], lastSequence: versions.lastSequence }
+  try {
+    await replayLogs(ctx, report, replayed)
+  } catch (err) {
+    for (const t of replayed.tables) fs.remove(join(dir, tableName(t.number)))
+    throw err
+  }
   versions.writeNewManifest()
 
-  const report: RecoveryReport = { logsReplayed: 0, recordsReplayed: 0, orphansRemoved: [] }
-  const replayed = await replayLogs(ctx, report)
-
-  // The edit that retires the replayed logs is made durable BEFORE the new log
-  // exists: a crash in between must not leave a replayed log (possibly with a
-  // torn tail) followed by a newer log, which the next open would take for
-  // mid-history damage. A logNumber naming a log that was never created is
-  // harmless. The tables the replay wrote join the version in this same edit:
-  // were they recorded first, a crash before the logs' retirement would make
-  // the next open replay those logs again into NEWER-numbered level-0 tables
-  // holding OLDER data (and, if a log lost its unsynced tail meanwhile, less of
-  // it), which reads would then wrongly prefer.
+  // The edit that retires the replayed logs is made durable BEFORE new writes
+  // go to the new log: a crash in between must not leave a replayed log
+  // (possibly with a torn tail) followed by a newer log holding records, which
+  // the next open would take for mid-history damage. The new log exists before
+  // the edit names it, so a live log that is missing is always damage. The
+  // tables the replay wrote join the version in this same edit: were they
+  // recorded first, a crash before the logs' retirement would make the next
+  // open replay those logs again into NEWER-numbered level-0 tables holding
+  // OLDER data (and, if a log lost its unsynced tail meanwhile, less of it),
+  // which reads would then wrongly prefer.
   const logNumber = versions.newFileNumber()
+  ctx.createLog(logNumber)
   await versions.logAndApply({
     newFiles: replayed.tables.map((meta) => ({ level: 0, meta })),
     rangeTombstones: replayed.tombstones,
@@ -109,9 +140,8 @@ interface Replayed {
 }
 
 /** Step 2 above. */
-async function replayLogs (ctx: RecoveryContext, report: RecoveryReport): Promise<Replayed> {
-  const { fs, dir, versions } = ctx
-  const out: Replayed = { tables: [], tombstones: [], lastSequence: versions.lastSequence }
+async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Replayed): Promise<void> {
+  const { fs, dir, versions, walRecovery: mode } = ctx
   const flush = async (mem: MemTable): Promise<void> => {
     out.tables.push(...await ctx.writeLevel0(mem, out.lastSequence))
     out.tombstones.push(...mem.rangeTombstones())
@@ -121,81 +151,114 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport): Promis
     .filter((p): p is { type: 'log', number: number } => p !== undefined && p.type === 'log' && p.number >= versions.logNumber)
     .map((p) => p.number)
     .sort((a, b) => a - b)
+  const size = (number: number): number => fileSize(fs, join(dir, logName(number)))
+  // The live log is created before the manifest names it (recover(), and a
+  // rotation long before the flush that names the next log), so its absence is
+  // damage: its writes are gone. (A missing live log followed by newer logs
+  // fails earlier, in VersionSet.recover.)
+  if (versions.logNumber > 0 && logs[0] !== versions.logNumber) {
+    const name = logName(versions.logNumber)
+    if (mode === 'torn-tail' || mode === 'absolute') {
+      throw corruption(name, `missing, but the manifest names it as the live log: the writes it held are lost (walRecovery 'point-in-time' opens the database without them)`)
+    }
+    report.dropped.push({ file: name, offset: 0, bytes: 0, reason: 'missing' })
+  }
   let mem = new MemTable()
   // Sequence numbers run on without a gap from record to record and from log to
   // log (the first record may repeat numbers the manifest already counts): a gap
   // means records were lost, e.g. an older log cut at a record boundary or removed.
   let nextSeq = -1
+  let stopped = false
   for (let i = 0; i < logs.length; i++) {
     const name = logName(logs[i])
+    if (stopped) {
+      // Point-in-time: nothing after the damage is replayed.
+      const bytes = size(logs[i])
+      if (bytes > 0) report.dropped.push({ file: name, offset: 0, bytes, reason: 'after-damage' })
+      continue
+    }
     const reader = new LogReader(fs, join(dir, name), name)
     let first = true
+    let offset = 0
     try {
-      for (let rec = reader.next(); rec !== undefined; rec = reader.next()) {
-        const batch = decodeBatch(rec, name)
-        if (nextSeq < 0 ? batch.firstSeq > versions.lastSequence + 1 : batch.firstSeq !== nextSeq) {
-          const at = first && i > 0 ? logName(logs[i - 1]) : name
-          throw corruption(at, `records are missing: ${name} continues at sequence number ${batch.firstSeq}, expected ${nextSeq < 0 ? `at most ${versions.lastSequence + 1}` : nextSeq}`)
+      for (;;) {
+        for (let rec = reader.next(); rec !== undefined; rec = reader.next()) {
+          const batch = decodeBatch(rec, name)
+          if (mode !== 'skip-damaged' && (nextSeq < 0 ? batch.firstSeq > versions.lastSequence + 1 : batch.firstSeq !== nextSeq)) {
+            const at = first && i > 0 ? logName(logs[i - 1]) : name
+            const expected = nextSeq < 0 ? `at most ${versions.lastSequence + 1}` : String(nextSeq)
+            if (mode !== 'point-in-time') throw corruption(at, `records are missing: ${name} continues at sequence number ${batch.firstSeq}, expected ${expected}`)
+            report.dropped.push({ file: name, offset, bytes: size(logs[i]) - offset, reason: 'sequence-gap' })
+            stopped = true
+            break
+          }
+          nextSeq = batch.firstSeq + batch.ops.length
+          first = false
+          offset = reader.offset
+          let seq = batch.firstSeq
+          // The record's buffer is reused by the reader: range bounds are copied
+          // (add copies keys and values into the memtable's arena).
+          for (const op of batch.ops) {
+            if (op.kind === OP_RANGE_DELETE) mem.addRangeTombstone(seq++, Buffer.from(op.key), op.end && Buffer.from(op.end))
+            else mem.add(seq++, op.kind, op.key, op.value ?? EMPTY)
+          }
+          if (seq - 1 > out.lastSequence) out.lastSequence = seq - 1
+          report.recordsReplayed++
+          if (ctx.isFull(mem)) {
+            await flush(mem)
+            mem = new MemTable()
+          }
         }
-        nextSeq = batch.firstSeq + batch.ops.length
-        first = false
-        let seq = batch.firstSeq
-        // The record's buffer is reused by the reader: range bounds are copied
-        // (add copies keys and values into the memtable's arena).
-        for (const op of batch.ops) {
-          if (op.kind === OP_RANGE_DELETE) mem.addRangeTombstone(seq++, Buffer.from(op.key), op.end && Buffer.from(op.end))
-          else mem.add(seq++, op.kind, op.key, op.value ?? EMPTY)
+        if (stopped) break
+        const tail = reader.tail
+        // A log may end in zeros: the space written ahead of its records
+        // (lib/fs/node-fs.ts, preallocation), still there when the process
+        // stopped or a retired log's trim had not reached the disk. That is no
+        // damage (a write whose size reached the disk and data did not leaves
+        // the same; such a write was never synced).
+        if (tail.state === 'clean' || (tail.state === 'torn' && tailIsZeros(fs, join(dir, name), tail.offset))) break
+        const damage = classify(tail, logs.slice(i + 1).some((n) => size(n) > 0))
+        if (mode === 'skip-damaged' && tail.validRecordAfter) {
+          report.dropped.push({ file: name, offset: tail.offset, bytes: tail.nextValidOffset - tail.offset, reason: 'damaged' })
+          reader.skipDamage()
+          offset = tail.nextValidOffset
+          continue
         }
-        if (seq - 1 > out.lastSequence) out.lastSequence = seq - 1
-        report.recordsReplayed++
-        if (ctx.isFull(mem)) {
-          await flush(mem)
-          mem = new MemTable()
+        if (mode === 'absolute') throw corruption(name, `damaged record at offset ${tail.offset}${damage.crashCannotExplain ?? ''} (walRecovery is 'absolute')`)
+        if (mode === 'torn-tail' && damage.crashCannotExplain !== undefined) {
+          throw corruption(name, `damaged record at offset ${tail.offset}${damage.crashCannotExplain}; a crash cannot leave this (walRecovery 'point-in-time' opens the database as it was before it; repair() keeps the valid records after it too)`)
         }
+        report.dropped.push({ file: name, offset: tail.offset, bytes: tail.droppedBytes, reason: tail.state === 'torn' ? 'torn' : 'damaged' })
+        stopped = mode !== 'skip-damaged'
+        break
       }
     } finally {
-      reader.close?.()
+      reader.close()
     }
     report.logsReplayed++
-    const tail = reader.tail
-    // A retired log may end in zeros: the space written ahead of its records
-    // (lib/fs/node-fs.ts, preallocation), still there when its trim had not
-    // run or had not reached the disk at the crash. Nothing is missing behind
-    // it: a log's records are all synced before the next log takes any
-    // (lib/wal/log-manager.ts), and the next log's first record must continue
-    // its sequence numbers (checked above), so lost records would still be caught.
-    if (tail.state === 'torn' && i < logs.length - 1 && tailIsZeros(fs, join(dir, name), tail.offset)) continue
-    if (tail.state !== 'clean') {
-      // Newer logs that are empty hold nothing that could follow the damage (a log
-      // takes records only once the logs before it are synced: a crash right after
-      // a rotation can leave a torn retired log and an empty new one).
-      if (i < logs.length - 1 && !logs.slice(i + 1).every((n) => fileSize(fs, join(dir, logName(n))) === 0)) {
-        throw corruption(name, `damaged record at offset ${tail.offset} in a log followed by newer logs`)
-      }
-      report.droppedTail = { file: name, offset: tail.offset, bytes: tail.droppedBytes, state: tail.state }
-      break
-    }
   }
   if (!mem.isEmpty()) await flush(mem)
-  return out
+}
+
+/**
+ * Whether a crash can have left a log's damaged tail (see walRecovery in
+ * lib/options.ts): if not, why not, as the rest of an error message.
+ */
+function classify (tail: TailStatus, newerLogsHoldRecords: boolean): { crashCannotExplain?: string } {
+  // A log takes records only once the logs before it are synced (lib/wal/
+  // log-manager.ts): a crash leaves damage in the newest log holding records
+  // only. (A torn retired log with empty newer ones: a crash right after a rotation.)
+  if (newerLogsHoldRecords) return { crashCannotExplain: ' in a log followed by newer logs' }
+  if (tail.state === 'torn') return {}
+  // Valid records follow the damage. A crash can leave that (pages written
+  // back out of order: what was lost reads as zeros), but it only ever loses
+  // bytes: one flipped bit whose byte is not zero now is damage.
+  const flip = tail.bitFlip
+  if (flip !== undefined && flip.byte !== 0) {
+    return { crashCannotExplain: `: one flipped bit (bit ${flip.bit} of the byte at offset ${flip.offset}), and valid records follow it` }
+  }
+  if (!tail.validRecordAfter) return { crashCannotExplain: ': too much damaged data to search for valid records after it' }
+  return {}
 }
 
 const EMPTY = Buffer.alloc(0)
-
-/** True if the file holds only zero bytes from `offset` to its end. */
-function tailIsZeros (fs: FileSystem, file: string, offset: number): boolean {
-  const f = fs.openRead(file)
-  try {
-    const size = f.size()
-    const buf = Buffer.allocUnsafe(64 * 1024)
-    for (let pos = offset; pos < size;) {
-      const n = f.read(buf, 0, Math.min(buf.length, size - pos), pos)
-      if (n <= 0) return false
-      for (let j = 0; j < n; j++) if (buf[j] !== 0) return false
-      pos += n
-    }
-    return true
-  } finally {
-    f.close()
-  }
-}

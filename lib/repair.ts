@@ -10,9 +10,9 @@
 //      damaged data blocks is "salvaged": the entries of every readable block
 //      carry over, those of the damaged blocks are lost. A table that cannot be
 //      opened at all (damaged footer, index or properties) is "dropped".
-//   3. Logs: each log's valid records are replayed, up to its first damaged
-//      record (lib/wal/log-reader.ts stops there; the rest is reported as dropped
-//      bytes).
+//   3. Logs: each log's valid records are replayed, those after a damaged
+//      stretch too (LogReader.skipDamage); the damaged bytes are reported as
+//      dropped.
 //   4. Everything that survived is merged by internal key (user key ascending,
 //      newest sequence number first) into fresh, non-overlapping tables holding
 //      the newest version of each key, less those the logs' range tombstones hide
@@ -56,8 +56,7 @@ import { resolveOptions, NUM_LEVELS, type EngineOptions } from './options'
 import { Table } from './sstable/table'
 import { BlockCache } from './sstable/cache'
 import { BlockIterator } from './sstable/decoded-block'
-import { LogReader } from './wal/log-reader'
-import { HEADER_SIZE } from './wal/log-format'
+import { LogReader, tailIsZeros } from './wal/log-reader'
 import { decodeBatch, OP_RANGE_DELETE } from './wal/batch'
 import { RangeTombstoneIndex, type RangeTombstone } from './range-tombstones'
 import { MemTable } from './memtable/memtable'
@@ -216,37 +215,49 @@ async function repairLocked (fs: FileSystem, dir: string, opts: EngineOptions): 
       const name = logName(number)
       const mem = new MemTable()
       const reader = new LogReader(fs, join(dir, name), name)
-      let offset = 0
       let dropped = 0
-      let why = ''
+      const why: string[] = []
       let records = 0
+      let undecodable = false
       try {
-        for (let rec = reader.next(); rec !== undefined; rec = reader.next()) {
-          let batch
-          try {
-            batch = decodeBatch(rec, name)
-          } catch (err) {
-            if (!isLevelError(err, 'LEVEL_CORRUPTION')) throw err
-            why = message(err)
-            break
+        while (!undecodable) {
+          let at = reader.offset
+          for (let rec = reader.next(); rec !== undefined; at = reader.offset, rec = reader.next()) {
+            let batch
+            try {
+              batch = decodeBatch(rec, name)
+            } catch (err) {
+              if (!isLevelError(err, 'LEVEL_CORRUPTION')) throw err
+              // A record whose checksum holds but whose batch does not decode: the
+              // log's writer was broken, and nothing after it can be trusted.
+              why.push(`record at offset ${at}: ${message(err)}`)
+              dropped += fileSize(fs, join(dir, name)) - at
+              undecodable = true
+              break
+            }
+            let s = batch.firstSeq
+            for (const op of batch.ops) {
+              if (op.kind === OP_RANGE_DELETE) rangeTombstones.push({ start: Buffer.from(op.key), end: op.end === undefined ? undefined : Buffer.from(op.end), seq: s++ })
+              else mem.add(s++, op.kind, Buffer.from(op.key), op.value ? Buffer.from(op.value) : Buffer.alloc(0))
+            }
+            if (s - 1 > maxSeq) maxSeq = s - 1
+            records++
           }
-          let s = batch.firstSeq
-          for (const op of batch.ops) {
-            if (op.kind === OP_RANGE_DELETE) rangeTombstones.push({ start: Buffer.from(op.key), end: op.end === undefined ? undefined : Buffer.from(op.end), seq: s++ })
-            else mem.add(s++, op.kind, Buffer.from(op.key), op.value ? Buffer.from(op.value) : Buffer.alloc(0))
+          if (undecodable) break
+          const tail = reader.tail
+          if (tail.state === 'clean' || (tail.state === 'torn' && tailIsZeros(fs, join(dir, name), tail.offset))) break
+          // Damage with valid records after it: those are kept too.
+          if (reader.skipDamage()) {
+            dropped += tail.nextValidOffset - tail.offset
+            why.push(`${tail.nextValidOffset - tail.offset} damaged bytes at offset ${tail.offset}`)
+            continue
           }
-          if (s - 1 > maxSeq) maxSeq = s - 1
-          offset += HEADER_SIZE + rec.length
-          records++
+          dropped += tail.droppedBytes
+          why.push(`${tail.state} record at offset ${tail.offset}`)
+          break
         }
       } finally {
         reader.close()
-      }
-      if (why !== '') {
-        dropped = fileSize(fs, join(dir, name)) - offset
-      } else if (reader.tail.state !== 'clean') {
-        dropped = reader.tail.droppedBytes
-        why = `${reader.tail.state} record at offset ${reader.tail.offset}`
       }
       report.logs.replayed.push(name)
       report.logs.records += records
@@ -254,7 +265,7 @@ async function repairLocked (fs: FileSystem, dir: string, opts: EngineOptions): 
       if (dropped > 0) {
         report.logs.droppedBytes += dropped
         toArchive.push(name)
-        problem(name, `replayed ${records} records; ${dropped} bytes from offset ${offset} dropped: ${why}`)
+        problem(name, `replayed ${records} records; ${dropped} bytes dropped: ${why.join('; ')}`)
       } else {
         toRemove.push(name)
       }
@@ -289,6 +300,9 @@ async function repairLocked (fs: FileSystem, dir: string, opts: EngineOptions): 
       vs.nextFileNumber = next + 1
       vs.logNumber = next // past every old log: none is replayed again
       vs.lastSequence = maxSeq
+      // The live log exists before the manifest names it (lib/recovery.ts).
+      fs.openWrite(join(dir, logName(next))).close()
+      fs.syncDir(dir)
       vs.writeNewManifest()
       report.manifest = manifestName(vs.manifestNumber)
     } finally {

@@ -2,6 +2,7 @@
 // getProperty('lsm.stats'). Users of LevelDB parse its text stats and complain
 // that they are brittle; here the object is the interface and the text is only
 // a rendering of it.
+import type { RecoveryReport } from './recovery'
 
 export interface LevelStats {
   level: number
@@ -70,6 +71,8 @@ export interface LsmStats {
   slowdowns: number
   flushes: number
   compactions: { running: number, done: number, trivialMoves: number }
+  /** What the last open() replayed from the logs and what it dropped (option walRecovery). */
+  recovery: RecoveryReport
 }
 
 function fmtBytes (n: number): string {
@@ -92,5 +95,8 @@ export function formatStats (s: LsmStats): string {
     `block cache: ${s.blockCache.hits} hits, ${s.blockCache.misses} misses, ${fmtBytes(s.blockCache.bytes)} of ${fmtBytes(s.blockCache.capacity)}`,
     `memtables ${fmtBytes(s.memtableBytes)}, range tombstones ${s.rangeTombstones}, stalls ${s.stallMs} ms (${s.slowdowns} slowdowns, ${s.pendingWrites} writes waiting), flushes ${s.flushes}, compactions ${s.compactions.done} (+${s.compactions.trivialMoves} moves, ${s.compactions.running} running)`
   )
+  const r = s.recovery
+  lines.push(`recovery (walRecovery '${r.walRecovery}'): ${r.logsReplayed} logs, ${r.recordsReplayed} records replayed` +
+    (r.dropped.length === 0 ? ', nothing dropped' : '; dropped: ' + r.dropped.map((d) => `${d.file} from offset ${d.offset} (${fmtBytes(d.bytes)}, ${d.reason})`).join(', ')))
   return lines.join('\n') + '\n'
 }

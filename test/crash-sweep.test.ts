@@ -195,7 +195,7 @@ async function checkImage (image: MemFileSystem, c: Context): Promise<CheckResul
   try {
     engine = await Engine.open(LOC, c.spec.options, fs)
     const openOps = fs.faults.ops
-    if (engine.recovery.droppedTail) stats.droppedTails++
+    if (engine.recovery.dropped.length > 0) stats.droppedTails++
     const got = readAll(engine, c.rnd)
     const verdict = checkPrefix(c.log, got, c.required, c.issued)
     if (!verdict.ok) return { ok: false, message: verdict.message, openOps }

@@ -17,7 +17,12 @@
 //     corrupt  a valid record starts at some later byte offset: bytes in the
 //              middle of the log were damaged, and records were lost with them.
 //   The reader only reports; the caller decides (drop a torn tail quietly, refuse
-//   or report a corrupt log).
+//   or report a corrupt log). For a corrupt log whose damaged stretch is one
+//   record that a single flipped bit explains, `tail.bitFlip` says where
+//   (lib/wal/bit-flip.ts): a crash cannot leave that.
+// - `skipDamage()` moves past a corrupt stretch to the valid record after it,
+//   for callers that salvage (repair, walRecovery 'skip-damaged'); `next()`
+//   then goes on from there.
 // - The search for a later valid record runs only after damage, byte by byte.
 //   Candidates are rejected cheaply first: a reserved type byte, or a length past
 //   EOF. A candidate longer than CHUNK must also be "chained": followed by the end
@@ -39,6 +44,7 @@ import { getFixed32 } from '../util/coding'
 import { crc, maskCrc } from '../util/crc'
 import { HEADER_SIZE, RECORD_FULL, recordChecksum } from './log-format'
 import { assert } from '../invariants'
+import { findBitFlip, MAX_SEARCH } from './bit-flip'
 
 const CHUNK = 64 * 1024
 const SCAN_BUDGET = 256 * 1024 * 1024
@@ -58,6 +64,8 @@ export interface TailStatus {
   validRecordAfter: boolean
   /** Offset of the first valid record found after the damage, or -1. */
   nextValidOffset: number
+  /** A corrupt stretch that one flipped bit explains: the file offset of its byte, the bit, and the byte's value now. */
+  bitFlip?: { offset: number, bit: number, byte: number }
 }
 
 export class LogReader {
@@ -94,13 +102,31 @@ export class LogReader {
     return payload
   }
 
+  /** The offset just past the last record `next()` returned (or where reading resumes after `skipDamage()`). */
+  get offset (): number {
+    return this.pos
+  }
+
   /** Why reading stopped. Only available once `next()` has returned undefined. */
   get tail (): TailStatus {
     assert(this.status !== undefined, 'LogReader.tail read before the end of the log')
     return this.status
   }
 
-  /** Releases the file. Called automatically at the end of the log; idempotent. */
+  /**
+   * After `next()` stopped at a corrupt stretch with a valid record after it,
+   * moves to that record (the next `next()` returns it) and returns true;
+   * otherwise returns false.
+   */
+  skipDamage (): boolean {
+    const status = this.status
+    if (status === undefined || !status.validRecordAfter) return false
+    this.pos = status.nextValidOffset
+    this.status = undefined
+    return true
+  }
+
+  /** Releases the file. Called automatically at the end of the log, unless a valid record follows damage; idempotent. */
   close (): void {
     const file = this.file
     this.file = undefined
@@ -142,13 +168,21 @@ export class LogReader {
     const droppedBytes = this.fileSize - offset
     let state: TailState = 'clean'
     let nextValidOffset = -1
+    let bitFlip: TailStatus['bitFlip']
     if (droppedBytes > 0) {
       const found = this.scan(offset + 1)
       state = found === -1 ? 'torn' : 'corrupt'
       nextValidOffset = Math.max(found, -1)
+      if (found >= 0 && found - offset <= MAX_SEARCH) {
+        const stretch = Buffer.allocUnsafe(found - offset)
+        this.readFully(stretch, offset)
+        const flip = findBitFlip(stretch)
+        if (flip !== undefined) bitFlip = { offset: offset + flip.at, bit: flip.bit, byte: flip.byte }
+      }
     }
     this.status = { state, offset, droppedBytes, validRecordAfter: nextValidOffset >= 0, nextValidOffset }
-    this.close()
+    if (bitFlip !== undefined) this.status.bitFlip = bitFlip
+    if (nextValidOffset < 0) this.close()
   }
 
   // Offset of the first valid record at or after `from`; -1 if there is none;
@@ -222,5 +256,26 @@ export class LogReader {
     if (n !== dst.length) {
       throw ioError(`Cannot read ${this.name}: short read at offset ${position} (the file shrank while being read)`, undefined, this.name)
     }
+  }
+}
+
+/**
+ * True if `file` holds only zero bytes from `offset` to its end: the space a
+ * log is extended with ahead of its records (lib/fs/node-fs.ts), not damage.
+ */
+export function tailIsZeros (fs: FileSystem, file: string, offset: number): boolean {
+  const f = fs.openRead(file)
+  try {
+    const size = f.size()
+    const buf = Buffer.allocUnsafe(CHUNK)
+    for (let pos = offset; pos < size;) {
+      const n = f.read(buf, 0, Math.min(buf.length, size - pos), pos)
+      if (n <= 0) return false
+      for (let j = 0; j < n; j++) if (buf[j] !== 0) return false
+      pos += n
+    }
+    return true
+  } finally {
+    f.close()
   }
 }

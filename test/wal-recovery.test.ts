@@ -1,0 +1,275 @@
+// Damaged write-ahead logs at open (lib/recovery.ts, option walRecovery), end to
+// end through LsmLevel on real files: damage a crash can leave is dropped and
+// reported; damage it cannot leave fails the open with LEVEL_CORRUPTION naming
+// the log and the offset; each mode does what lib/options.ts says; repair()
+// keeps the records after the damage. Also the single-bit search itself
+// (lib/wal/bit-flip.ts). Replay a run with SEED=<n>.
+import test from 'tape'
+import * as fs from 'node:fs'
+import * as path from 'node:path'
+import { LsmLevel } from '../index'
+import { isLevelError } from '../lib/errors'
+import { nodeFileSystem } from '../lib/fs/node-fs'
+import { LogReader } from '../lib/wal/log-reader'
+import { encodeRecord, HEADER_SIZE } from '../lib/wal/log-format'
+import { findBitFlip } from '../lib/wal/bit-flip'
+import { parseFileName } from '../lib/filenames'
+import { Random, seedFromEnv } from './util/random'
+import { tempDir } from './util/temp'
+
+const seed = seedFromEnv()
+const N = 300
+const key = (i: number): string => 'k' + String(i).padStart(4, '0')
+const value = (i: number): string => `value ${i} `.repeat(3)
+
+interface Image {
+  dir: string
+  log: string
+  /** Offset of record i (one put each) in the log, and the end of the last one. */
+  offsets: number[]
+}
+
+let image: Image | undefined
+
+/** A database whose N puts are all in one log, copied while it is open (as a crash leaves it). */
+async function getImage (): Promise<Image> {
+  if (image) return image
+  const live = path.join(tempDir('lsm-walrec-live-'), 'db')
+  const db = new LsmLevel(live)
+  await db.open()
+  for (let i = 0; i < N; i++) await db.put(key(i), value(i))
+  const dir = path.join(tempDir('lsm-walrec-image-'), 'db')
+  fs.mkdirSync(dir)
+  for (const n of fs.readdirSync(live)) if (n !== 'LOCK') fs.copyFileSync(path.join(live, n), path.join(dir, n))
+  await db.close()
+  const logs = fs.readdirSync(dir).filter((n) => parseFileName(n)?.type === 'log')
+  if (logs.length !== 1) throw new Error(`expected one log, found ${logs.join(', ')}`)
+  const log = logs[0]
+  // The copy ends in the log's preallocated zeros: the records end earlier.
+  const reader = new LogReader(nodeFileSystem, path.join(dir, log), log)
+  const offsets = [0]
+  while (reader.next() !== undefined) offsets.push(reader.offset)
+  reader.close()
+  if (offsets.length !== N + 1) throw new Error(`expected ${N} records, read ${offsets.length - 1}`)
+  image = { dir, log, offsets }
+  return image
+}
+
+/** A fresh copy of the image with `damage` applied to its log's bytes (undefined: the log is deleted). */
+async function damagedCopy (damage: (log: Buffer, img: Image) => Buffer | undefined): Promise<{ dir: string, img: Image }> {
+  const img = await getImage()
+  const dir = path.join(tempDir('lsm-walrec-case-'), 'db')
+  fs.mkdirSync(dir)
+  for (const n of fs.readdirSync(img.dir)) fs.copyFileSync(path.join(img.dir, n), path.join(dir, n))
+  const out = damage(fs.readFileSync(path.join(dir, img.log)), img)
+  if (out === undefined) fs.rmSync(path.join(dir, img.log))
+  else fs.writeFileSync(path.join(dir, img.log), out)
+  return { dir, img }
+}
+
+function flipBit (offset: number, bit: number) {
+  return (log: Buffer): Buffer => {
+    log[offset] ^= 1 << bit
+    return log
+  }
+}
+
+/** The keys present, in order, read with get (every key ever written). */
+async function presentKeys (db: LsmLevel): Promise<number[]> {
+  const values = await db.getMany(Array.from({ length: N }, (_, i) => key(i)))
+  const out: number[] = []
+  values.forEach((v, i) => {
+    if (v !== undefined) {
+      if (v !== value(i)) throw new Error(`wrong value for ${key(i)}: ${v}`)
+      out.push(i)
+    }
+  })
+  return out
+}
+
+const range = (from: number, to: number): number[] => Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i)
+
+/** Opens `dir`; returns the open error's cause (LEVEL_CORRUPTION expected) or the open db. */
+async function tryOpen (dir: string, walRecovery?: string): Promise<{ db?: LsmLevel, error?: any }> {
+  const db = new LsmLevel(dir, walRecovery === undefined ? {} : { walRecovery } as any)
+  try {
+    await db.open()
+    return { db }
+  } catch (err: any) {
+    return { error: err.cause ?? err }
+  }
+}
+
+// A payload byte in the middle of record 150, whose flipped bit leaves it non-zero.
+function middleFlip (img: Image, log: Buffer): { offset: number, bit: number } {
+  for (let offset = img.offsets[150] + HEADER_SIZE + 20; ; offset++) {
+    for (let bit = 0; bit < 8; bit++) if ((log[offset] ^ (1 << bit)) !== 0) return { offset, bit }
+  }
+}
+
+test('a flipped bit in the middle of the newest log, valid records after it: the open fails naming the log and the offset', async (t) => {
+  const img = await getImage()
+  const at = middleFlip(img, fs.readFileSync(path.join(img.dir, img.log)))
+  const { dir } = await damagedCopy(flipBit(at.offset, at.bit))
+  const { db, error } = await tryOpen(dir)
+  if (db) await db.close()
+  t.ok(db === undefined, 'the default (torn-tail) refuses to open')
+  t.ok(isLevelError(error, 'LEVEL_CORRUPTION'), `LEVEL_CORRUPTION: ${error?.message}`)
+  t.is(error?.file, img.log, 'the error names the log')
+  t.ok(String(error?.message).includes(`offset ${img.offsets[150]}`), 'the message gives the damaged record\'s offset')
+  t.ok(String(error?.message).includes(`offset ${at.offset}`), 'and the flipped bit\'s offset')
+  t.deepEqual(fs.readdirSync(dir).sort(), fs.readdirSync(img.dir).sort(), 'the failed open left the directory\'s files as they were')
+
+  const pit = await tryOpen(dir, 'point-in-time')
+  t.ok(pit.db, 'point-in-time opens')
+  if (pit.db) {
+    t.deepEqual(await presentKeys(pit.db), range(0, 150), 'point-in-time: exactly the 150 writes before the damage')
+    const r = pit.db.stats().recovery
+    t.is(r.walRecovery, 'point-in-time', 'the report names the mode')
+    t.deepEqual(r.dropped, [{ file: img.log, offset: img.offsets[150], bytes: fs.statSync(path.join(img.dir, img.log)).size - img.offsets[150], reason: 'damaged' }], 'stats().recovery says what was dropped and where')
+    t.is(r.recordsReplayed, 150, '150 records replayed')
+    t.ok(pit.db.getProperty('lsm.stats').includes('damaged'), 'the text stats show it too')
+    await pit.db.close()
+  }
+})
+
+test('walRecovery: skip-damaged keeps every valid record; absolute refuses; an invalid mode is a clear error', async (t) => {
+  const img = await getImage()
+  const at = middleFlip(img, fs.readFileSync(path.join(img.dir, img.log)))
+  const { dir } = await damagedCopy(flipBit(at.offset, at.bit))
+  const abs = await tryOpen(dir, 'absolute')
+  t.ok(abs.db === undefined && isLevelError(abs.error, 'LEVEL_CORRUPTION'), 'absolute refuses')
+  const skip = await tryOpen(dir, 'skip-damaged')
+  t.ok(skip.db, 'skip-damaged opens')
+  if (skip.db) {
+    t.deepEqual(await presentKeys(skip.db), range(0, N).filter((i) => i !== 150), 'every record but the damaged one')
+    t.deepEqual(skip.db.stats().recovery.dropped, [{ file: img.log, offset: img.offsets[150], bytes: img.offsets[151] - img.offsets[150], reason: 'damaged' }], 'the one damaged record is reported')
+    await skip.db.close()
+  }
+  t.throws(() => new LsmLevel(dir, { walRecovery: 'lenient' } as any), (err: any) =>
+    err.code === 'LEVEL_INVALID_OPTION' && /walRecovery/.test(err.message) && /'point-in-time'/.test(err.message), 'an unknown mode: LEVEL_INVALID_OPTION listing the modes')
+})
+
+test('damage a crash can leave: a torn last record, lost pages (zeros) with records after them, a zeroed byte', async (t) => {
+  const img = await getImage()
+  const end = img.offsets[N]
+  // A torn last record: the write was cut.
+  {
+    const { dir } = await damagedCopy((log) => log.subarray(0, end - 7))
+    const abs = await tryOpen(dir, 'absolute')
+    t.ok(abs.db === undefined && isLevelError(abs.error, 'LEVEL_CORRUPTION'), 'absolute refuses even a torn tail')
+    const { db, error } = await tryOpen(dir)
+    t.ok(db, `torn tail: opens (${error?.message ?? ''})`)
+    if (db) {
+      t.deepEqual(await presentKeys(db), range(0, N - 1), 'the last write is lost, nothing else')
+      t.deepEqual(db.stats().recovery.dropped.map((d) => d.reason), ['torn'], 'reported as torn')
+      await db.close()
+    }
+  }
+  // A lost page: unsynced writes written back out of order read as zeros there.
+  {
+    const from = img.offsets[100] + 5
+    const { dir } = await damagedCopy((log) => log.fill(0, from, from + 512))
+    const { db, error } = await tryOpen(dir)
+    t.ok(db, `zeros with valid records after them: opens at the point before them (${error?.message ?? ''})`)
+    if (db) {
+      const lost = img.offsets.findIndex((o) => o > from) - 1
+      t.deepEqual(await presentKeys(db), range(0, lost), `the ${lost} writes before the lost bytes`)
+      t.deepEqual(db.stats().recovery.dropped.map((d) => d.reason), ['damaged'], 'reported')
+      await db.close()
+    }
+  }
+  // A single bit lost to zero (the byte reads 0 now): a crash could leave that too.
+  {
+    const log = fs.readFileSync(path.join(img.dir, img.log))
+    let offset = img.offsets[150] + HEADER_SIZE
+    while ((log[offset] & (log[offset] - 1)) !== 0 || log[offset] === 0) offset++ // a byte with one bit set
+    const bit = 31 - Math.clz32(log[offset])
+    const { dir } = await damagedCopy(flipBit(offset, bit))
+    const { db, error } = await tryOpen(dir)
+    t.ok(db, `a one-bit byte lost to zero: opens (${error?.message ?? ''})`)
+    if (db) {
+      const lost = img.offsets.findIndex((o) => o > offset) - 1
+      t.deepEqual(await presentKeys(db), range(0, lost), 'at the point before it')
+      await db.close()
+    }
+  }
+})
+
+test('a live log that is missing fails the open; point-in-time opens without it', async (t) => {
+  const img = await getImage()
+  const { dir } = await damagedCopy(() => undefined)
+  const { db, error } = await tryOpen(dir)
+  if (db) await db.close()
+  t.ok(db === undefined && isLevelError(error, 'LEVEL_CORRUPTION'), `refused: ${error?.message}`)
+  t.is(error?.file, img.log, 'naming the log')
+  const pit = await tryOpen(dir, 'point-in-time')
+  t.ok(pit.db, 'point-in-time opens')
+  if (pit.db) {
+    t.deepEqual(await presentKeys(pit.db), [], 'without the log\'s writes')
+    t.deepEqual(pit.db.stats().recovery.dropped, [{ file: img.log, offset: 0, bytes: 0, reason: 'missing' }], 'reported missing')
+    await pit.db.close()
+    const again = await tryOpen(dir)
+    t.ok(again.db, 'and opens by default from then on')
+    await again.db?.close()
+  }
+})
+
+test('repair() keeps the records after a damaged stretch', async (t) => {
+  const img = await getImage()
+  const at = middleFlip(img, fs.readFileSync(path.join(img.dir, img.log)))
+  const { dir } = await damagedCopy(flipBit(at.offset, at.bit))
+  const report = await LsmLevel.repair(dir)
+  t.is(report.logs.droppedBytes, img.offsets[151] - img.offsets[150], 'only the damaged record\'s bytes are dropped')
+  const db = new LsmLevel(dir)
+  await db.open()
+  t.deepEqual(await presentKeys(db), range(0, N).filter((i) => i !== 150), 'every write but the damaged one')
+  t.deepEqual(db.stats().recovery.dropped, [], 'the repaired database opens with nothing dropped')
+  await db.close()
+})
+
+test('findBitFlip: every single flipped bit of a record is found where it is; other damage is not taken for one', async (t) => {
+  const rnd = new Random(seed)
+  t.comment(`SEED=${seed}`)
+  let wrong = 0
+  let cases = 0
+  for (const len of [0, 1, 7, 100, 3000]) {
+    const payload = Buffer.alloc(len)
+    for (let i = 0; i < len; i++) payload[i] = rnd.int(256)
+    const record = encodeRecord(payload)
+    t.is(findBitFlip(record), undefined, `an intact record of ${len} bytes: no flip`)
+    for (let at = 0; at < record.length; at++) {
+      for (let bit = 0; bit < 8; bit++) {
+        if (len > 100 && rnd.int(16) !== 0) continue
+        const damaged = Buffer.from(record)
+        damaged[at] ^= 1 << bit
+        const f = findBitFlip(damaged)
+        cases++
+        if (f === undefined || f.at !== at || f.bit !== bit || f.byte !== damaged[at]) {
+          if (wrong++ < 5) t.comment(`len ${len}, byte ${at} bit ${bit}: ${JSON.stringify(f)}`)
+        }
+      }
+    }
+  }
+  t.is(wrong, 0, `${cases} single flips, each found at its byte and bit`)
+  let taken = 0
+  const trials = 2000
+  for (let i = 0; i < trials; i++) {
+    const payload = Buffer.alloc(200 + rnd.int(2000))
+    for (let j = 0; j < payload.length; j++) payload[j] = rnd.int(256)
+    const damaged = encodeRecord(payload)
+    // Two flipped bits, or a stretch of zeros (what a crash leaves).
+    if (rnd.int(2) === 0) {
+      const a = HEADER_SIZE + rnd.int(payload.length)
+      let b = HEADER_SIZE + rnd.int(payload.length)
+      if (b === a) b = a === HEADER_SIZE ? a + 1 : a - 1
+      damaged[a] ^= 1 << rnd.int(8)
+      damaged[b] ^= 1 << rnd.int(8)
+    } else {
+      const from = HEADER_SIZE + rnd.int(payload.length - 64)
+      damaged.fill(0, from, from + 64)
+    }
+    if (findBitFlip(damaged) !== undefined) taken++
+  }
+  t.is(taken, 0, `${trials} records with two flipped bits or 64 zeroed bytes: none taken for a single flip`)
+})
