@@ -381,6 +381,26 @@ async function getImage (): Promise<Image> {
 
 const kinds = ['CURRENT', 'manifest', 'log', 'table'] as const
 
+/**
+ * Log damage a crash cannot leave (lib/recovery.ts), which must fail the open:
+ * any damage to the older log (the newer one holds records; a deleted older
+ * log is the live log the manifest names), and a flipped bit in a record of
+ * the newest log that valid records follow, unless its byte is zero now (a
+ * crash loses bytes as zeros).
+ */
+function mustRefuse (img: Image, name: string, d: Damage, pristine: Buffer): boolean {
+  const logs = listOf(img.dir, 'log')
+  if (!logs.includes(name) || d.kind === 'zero' || d.kind === 'truncate') return false
+  if (name !== logs[logs.length - 1]) return true
+  if (d.kind !== 'flip' || (pristine[d.offset] ^ (1 << d.bit)) === 0) return false
+  const reader = new LogReader(nodeFileSystem, path.join(img.dir, name), name)
+  const ends: number[] = []
+  while (reader.next() !== undefined) ends.push(reader.offset)
+  reader.close()
+  // In a record, and not in the last one.
+  return d.offset < ends[ends.length - 2]
+}
+
 interface CaseSpec { name: string, kind: string, d: Damage }
 
 /** Runs each damage case on a fresh copy of the image; counts outcomes per kind of file. */
@@ -407,6 +427,9 @@ async function runCases (t: test.Test, img: Image, specs: CaseSpec[], opts: Reco
     if (uncaught.length > 0) r.failures.push(...uncaught.map((e) => `uncaught: ${describe(e)}`))
     uncaught = undefined
     tally.cases++
+    if (r.outcome !== undefined && r.outcome !== 'refused' && mustRefuse(img, name, d, pristine.get(name) as Buffer)) {
+      r.failures.push(`opened (${r.outcome}), but a crash cannot leave this damage: the open must fail`)
+    }
     if (r.failures.length > 0 || r.outcome === undefined) {
       tally.failed++
       if (failed++ < 12) t.fail(`${name}, ${damageLabel(d)}: ${r.failures.join('; ')}`)

@@ -40,7 +40,8 @@ export interface FileSystem {
    * logs): the implementation may extend the file with zeros ahead of the
    * appends, so that an fdatasync after an append has no file size to commit;
    * `size()` still counts only appended bytes, and `close()` trims the zeros.
-   * A crash can leave a zero-filled tail, which log readers treat as a torn tail.
+   * A crash can leave a zero-filled tail: log readers report it as torn, and
+   * recovery takes it for the unused space it is (tailIsZeros, lib/wal/log-reader.ts).
    */
   openWrite (path: string, options?: { preallocate?: boolean }): WritableFile
   /** Reads a whole small file (CURRENT, LOCK). Never used for tables or logs. */

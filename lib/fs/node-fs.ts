@@ -97,7 +97,7 @@ class NodeWritableFile implements WritableFile {
       this.fd = -1
       try {
         // Trim the zeros: a closed log ends at its last record. Not synced: a
-        // crash before the size reaches the disk leaves a zero tail, read as torn.
+        // crash before the size reaches the disk leaves a zero tail (not damage: lib/recovery.ts).
         if (this.allocated > this.length) fs.ftruncateSync(fd, this.length)
       } finally {
         fs.closeSync(fd)

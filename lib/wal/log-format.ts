@@ -21,7 +21,7 @@
 //   may end in zeros (the node file system extends logs with zeros ahead of their
 //   records, lib/fs/node-fs.ts, and trims them at close). Readers see those zeros
 //   as a torn tail (below); recovery (lib/recovery.ts) takes an all-zero tail
-//   of a log followed by newer ones as its end, not as damage.
+//   for the log's end, not for damage.
 // - Zero-filled or garbage bytes never decode as a valid record. An all-zero
 //   header fails twice over: its type 0 is reserved, and its stored CRC 0 is not
 //   maskCrc(crc32([0])), the checksum of type 0 with an empty payload (a masked
