@@ -25,8 +25,9 @@ import type { Test } from 'tape'
 import * as nodeFs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
-import { Engine, encodeBatch, processCounters } from '../lib/db'
-import { openEngine } from './util/open-engine'
+import { Engine, encodeBatch } from '../lib/db'
+import { sharedFlushWorker } from '../lib/compaction/worker'
+import { openEngine, workerJobs } from './util/open-engine'
 import { tableName } from '../lib/filenames'
 import { MemFileSystem } from './fs/mem-fs'
 import type { FaultSpec } from './fs/fault-injection'
@@ -371,7 +372,6 @@ function writeFaultCase (wf: WriteFault, code: typeof CODES[number], placeName: 
   test(`fault: ${code} on ${wf.name} (${placeName})`, async (t) => {
     casesRun++
     const rnd = new Random(seed + casesRun)
-    const jobsBefore = processCounters.workerJobs
     const { fs, engine } = await openFresh({ ...(wf.options ?? OPTIONS), ...placeOptions })
     const log = new WriteLog(false)
     t.ok(await fill(engine, log, rnd, 25), 'good writes before the fault')
@@ -387,7 +387,7 @@ function writeFaultCase (wf: WriteFault, code: typeof CODES[number], placeName: 
     t.ok(fault.hits > 0, `the fault fired (${fault.hits} time(s))`)
     checkError(t, err, code, 'the failing operation')
     if (wf.onTable === true) t.match(String((err as any)?.file), /^\d+\.sst$/, `the error names the table (${String((err as any)?.file)})`)
-    if (wf.background === true && placeOptions.compactionWorker === undefined) t.ok(processCounters.workerJobs > jobsBefore, 'the failing job ran on a worker')
+    if (wf.background === true && placeOptions.compactionWorker === undefined) t.ok(workerJobs(fs) > 0, 'the failing job ran on a worker')
     // Nothing issued after the fault armed and failed may be acknowledged.
     const failedAt = log.writes.findIndex((w, i) => i >= before.issued && w.failed)
     if (failedAt >= 0) {
@@ -571,9 +571,9 @@ test('fault: a flush failing on the worker thread (node file system) reaches the
     const rnd = new Random(seed + 4000)
     const log = new WriteLog(false)
     t.ok(await fill(engine, log, rnd, 5, false), 'writes before the flush')
-    const jobsBefore = processCounters.workerJobs
+    const jobsBefore = sharedFlushWorker().jobs
     const err = await rejection(engine.flushMemTable())
-    t.ok(processCounters.workerJobs > jobsBefore, 'the flush ran on the worker thread')
+    t.ok(sharedFlushWorker().jobs > jobsBefore, 'the flush ran on the worker thread')
     checkError(t, err, 'EISDIR', 'flushMemTable with the flush failing on the thread')
     t.match(String((err as any)?.file), /^\d+\.sst$/, `the error names the table (${String((err as any)?.file)})`)
     const after = await rejection(engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from('x'), value: Buffer.from('y') }]), false))

@@ -34,11 +34,8 @@ import { compactionEdit, isTrivialMove, manualTask, mergeRuns, pickCompaction, t
 import { join, logName, tableName } from '../filenames'
 import { ioError, type LevelError } from '../errors'
 
-/**
- * Totals over every engine in this process (tests use them to show background
- * work happened). `workerJobs`: flushes and compactions handed to a worker.
- */
-export const processCounters = { flushes: 0, compactions: 0, trivialMoves: 0, workerJobs: 0 }
+/** Totals over every engine in this process (tests use them to show background work happened). */
+export const processCounters = { flushes: 0, compactions: 0, trivialMoves: 0 }
 
 /** The workers that run flushes and compactions, off the event loop. */
 export interface BackgroundWorkers {
@@ -220,7 +217,6 @@ export class CompactionScheduler {
         floorBase: this.flushTombstones(mem, smallestSnapshot).floorBase,
         fileNumber: versions.newFileNumber()
       }
-      processCounters.workerJobs++
       result = await this.flushWorker.flush(job)
     } else {
       result = await this.writeLevel0(mem, this.env.smallestSnapshot(), () => false)
@@ -292,7 +288,6 @@ export class CompactionScheduler {
     if (!this.worker) return await runCompactionJob(job, this.env.fs, this.env.tableCache, () => this.closing)
     const signal: { cancel?: () => void } = {}
     this.cancelCompaction = () => signal.cancel?.()
-    processCounters.workerJobs++
     try {
       return await this.worker.run(job, signal)
     } finally {

@@ -58,6 +58,8 @@ export class CompactionWorker {
 
   private constructor (private readonly spawn: () => Worker | MessagePort) {}
 
+  /** Jobs handed to this worker so far. */
+  jobs = 0
   private endpoint: Worker | MessagePort | undefined
   private nextId = 1
   private readonly waiting = new Map<number, { resolve: (r: TableWriterResult) => void, reject: (e: Error) => void }>()
@@ -121,6 +123,7 @@ export class CompactionWorker {
 
   private send (req: JobRequest, signal?: { cancel?: () => void }, transfer?: ArrayBuffer[]): Promise<TableWriterResult> {
     if (!this.endpoint) this.endpoint = this.start()
+    this.jobs++
     const id = this.nextId++
     req.id = id
     const w = this.endpoint

@@ -7,6 +7,18 @@ import { Engine } from '../../lib/db'
 import { CompactionWorker } from '../../lib/compaction/worker'
 import type { FileSystem } from '../../lib/fs/fs'
 
+/** The in-process workers of every engine opened over a file system. */
+const workersByFs = new WeakMap<FileSystem, CompactionWorker[]>()
+
 export async function openEngine (location: string, options: Record<string, unknown>, fs: FileSystem): Promise<Engine> {
-  return await Engine.open(location, options, fs, { compaction: CompactionWorker.inProcess(fs), flush: CompactionWorker.inProcess(fs) })
+  const workers = { compaction: CompactionWorker.inProcess(fs), flush: CompactionWorker.inProcess(fs) }
+  const list = workersByFs.get(fs) ?? []
+  list.push(workers.compaction, workers.flush)
+  workersByFs.set(fs, list)
+  return await Engine.open(location, options, fs, workers)
+}
+
+/** Flushes and compactions handed to the in-process workers of engines opened over `fs`. */
+export function workerJobs (fs: FileSystem): number {
+  return (workersByFs.get(fs) ?? []).reduce((sum, w) => sum + w.jobs, 0)
 }
