@@ -150,7 +150,7 @@ export class CompactionScheduler {
     try {
       await job()
     } catch (err) {
-      // Closing aborts compactions (a terminated worker, an abandoned slice): not an error.
+      // Closing aborts compactions (a job cancelled on its worker, an abandoned slice): not an error.
       if (this.closing) return
       const e = (err as LevelError).code === 'LEVEL_CORRUPTION' ? err as LevelError : backgroundError(err)
       if (!this.failure) this.failure = e

@@ -42,10 +42,12 @@ export class CompactionWorker {
   }
 
   /**
-   * Jobs run on this thread over `fs` (tests: the in-memory file system), by the
-   * job host a worker thread runs, one MessageChannel hop away. The channel
-   * lives while a job is in flight (an open port with a listener is never
-   * collected): a database abandoned by a test leaves nothing behind.
+   * Jobs run on this thread over `fileSystem` (tests: the in-memory file
+   * system), by the job host a worker thread runs, one MessageChannel hop away.
+   * The channel lives while a job is in flight (an open port with a listener is
+   * never collected): a database abandoned by a test leaves nothing behind.
+   * Each busy spell gets a new host, whose table cache starts empty, as the
+   * thread's is between jobs (it closes a compaction's inputs before replying).
    */
   static inProcess (fileSystem: FileSystem): CompactionWorker {
     return new CompactionWorker(() => {
@@ -134,17 +136,6 @@ export class CompactionWorker {
       this.waiting.set(id, { resolve, reject })
       w.postMessage(req, transfer)
     })
-  }
-
-  /** Stops the worker; a job in progress fails (its partial outputs are orphans, removed on the next open). */
-  async close (): Promise<void> {
-    const w = this.endpoint
-    this.endpoint = undefined
-    if (w instanceof Worker) await w.terminate()
-    else if (w) {
-      w.close()
-      this.failAll(new Error('compaction worker closed'))
-    }
   }
 }
 
