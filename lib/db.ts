@@ -37,7 +37,7 @@ import { LevelIterator } from './iterators/level-iterator'
 import type { InternalIterator } from './iterators/internal-iterator'
 import { DbIterator, entryKey, FOUND, type RangeOptions } from './iterators/db-iterator'
 import { CommitPipeline } from './commit-pipeline'
-import { CompactionScheduler } from './compaction/scheduler'
+import { CompactionScheduler, type BackgroundWorkers } from './compaction/scheduler'
 import { recover, removeOrphans, type RecoveryReport } from './recovery'
 import { SnapshotList, Snapshot } from './snapshots'
 import { acquireLock, type LockHandle } from './lock'
@@ -83,7 +83,7 @@ export class Engine {
   /** Keys and values written by the user since open. */
   private userBytes = 0
 
-  private constructor (location: string, options: EngineOptions, fs: FileSystem) {
+  private constructor (location: string, options: EngineOptions, fs: FileSystem, workers: BackgroundWorkers | undefined) {
     this.location = location
     this.options = options
     this.fs = fs
@@ -123,14 +123,20 @@ export class Engine {
       lastSequence: () => this.pipeline.visibleSeq,
       currentLogNumber: () => this.logs.number,
       onError: (err) => this.pipeline.stop(err),
-      onJobDone: () => this.pipeline.resume()
+      onJobDone: () => this.pipeline.resume(),
+      workers
     })
   }
 
-  /** Opens (or creates) the database in `location`. Options are validated first. */
-  static async open (location: string, options: Partial<Record<keyof EngineOptions, unknown>> = {}, fs: FileSystem = nodeFileSystem): Promise<Engine> {
+  /**
+   * Opens (or creates) the database in `location`. Options are validated first.
+   * `workers` (internal, for tests): where flushes and compactions run when
+   * options.compactionWorker is on, e.g. CompactionWorker.inProcess over `fs`
+   * (default: the shared worker threads, with the node file system only).
+   */
+  static async open (location: string, options: Partial<Record<keyof EngineOptions, unknown>> = {}, fs: FileSystem = nodeFileSystem, workers?: BackgroundWorkers): Promise<Engine> {
     const resolved = resolveOptions(options)
-    const engine = new Engine(path.resolve(location), resolved, fs)
+    const engine = new Engine(path.resolve(location), resolved, fs, workers)
     try {
       await engine.openFiles()
     } catch (err) {

@@ -17,7 +17,11 @@
 // Three workload shapes (tiny buffers; tiny buffers with one frozen memtable;
 // memtables big enough that a flush spans several event-loop turns, so logs
 // rotate and sync writes land while a flush is in progress), each with a clean
-// close/reopen now and then. The engine yields to the event loop on a clock, so
+// close/reopen now and then. Each shape runs with two seeds: one with flushes
+// and compactions on workers, as by default (the worker thread's job host, run
+// in process over the in-memory file system: jobs structured-cloned, memtable
+// copies transferred, replies and errors revived as from a thread), one on the
+// event loop (compactionWorker: false). The engine yields to the event loop on a clock, so
 // runs are not exactly repeatable: a crash run that diverges from the reference
 // run is still checked on its own terms (its own write log and acknowledgements).
 // Two self-checks keep the checker honest: the file-system model behaves as
@@ -27,7 +31,8 @@
 // more images per crash point and nested recovery crashes (~10 minutes).
 import test from 'tape'
 import { createHash } from 'node:crypto'
-import { Engine, encodeBatch, processCounters } from '../lib/db'
+import { type Engine, encodeBatch, processCounters } from '../lib/db'
+import { openEngine, workerJobs } from './util/open-engine'
 import { MemFileSystem } from './fs/mem-fs'
 import { isCrashError } from './fs/fault-injection'
 import { CRASH_MODES, killedProcessImage, powerLossImage } from './fs/crash-images'
@@ -108,7 +113,7 @@ async function workload (fs: MemFileSystem, spec: WorkloadSpec, wseed: number, s
   const rnd = new Random(wseed)
   let engine: Engine | undefined
   try {
-    engine = await Engine.open(LOC, spec.options, fs)
+    engine = await openEngine(LOC, spec.options, fs)
     const width = String(spec.keys).length
     const key = (): string => 'k' + String(rnd.int(spec.keys)).padStart(width, '0')
     const value = (w: number, i: number): string => `v${w}.${i}-` + 'x'.repeat(rnd.int(spec.pad + 1))
@@ -119,7 +124,7 @@ async function workload (fs: MemFileSystem, spec: WorkloadSpec, wseed: number, s
         // A clean close and reopen: crash points inside close and a normal open.
         await engine.close()
         engine = undefined
-        engine = await Engine.open(LOC, spec.options, fs)
+        engine = await openEngine(LOC, spec.options, fs)
       } else if (r < 4) {
         await engine.flushMemTable()
       } else if (r < 6) {
@@ -193,7 +198,7 @@ async function checkImage (image: MemFileSystem, c: Context): Promise<CheckResul
   const fs = image.clone()
   let engine: Engine | undefined
   try {
-    engine = await Engine.open(LOC, c.spec.options, fs)
+    engine = await openEngine(LOC, c.spec.options, fs)
     const openOps = fs.faults.ops
     if (engine.recovery.dropped.length > 0) stats.droppedTails++
     const got = readAll(engine, c.rnd)
@@ -225,7 +230,7 @@ async function crashDuringRecovery (image: MemFileSystem, openOps: number, expec
   fs.faults.crashAt = fs.faults.ops + k
   let engine: Engine | undefined
   try {
-    engine = await Engine.open(LOC, c.spec.options, fs)
+    engine = await openEngine(LOC, c.spec.options, fs)
   } catch (err) {
     if (!isCrashError(err)) return `reopen crashed at op ${k} failed with a non-crash error: ${(err as Error).stack}`
   }
@@ -380,9 +385,19 @@ test('the in-memory file system: syncDirAsync makes durable what was recorded wh
   t.notOk(img.exists('/d/after'), 'an entry created after the call is not')
 })
 
-WORKLOADS.forEach((spec, w) => {
+/**
+ * Even seed variants run flushes and compactions as by default: on workers (in
+ * process, over the in-memory file system, through the worker's job host; see
+ * test/util/open-engine.ts); odd ones on the event loop (compactionWorker: false).
+ */
+function onWorkers (s: number): boolean {
+  return s % 2 === 0
+}
+
+WORKLOADS.forEach((base, w) => {
   for (let s = 0; s < CONFIG.seedsPerWorkload; s++) {
-    test(`crash sweep: ${spec.name}${CONFIG.seedsPerWorkload > 1 ? ` (seed variant ${s})` : ''}`, async (t) => {
+    const spec = onWorkers(s) ? base : { ...base, options: { ...base.options, compactionWorker: false } }
+    test(`crash sweep: ${spec.name} (seed variant ${s}, ${onWorkers(s) ? 'jobs on workers' : 'jobs on the event loop'})`, async (t) => {
       const wseed = (seed + w * 7919 + s * 104729) >>> 0
       const steps = spec.steps * CONFIG.stepsFactor
       const powerImages = spec.powerImages + CONFIG.extraPowerImages
@@ -401,13 +416,16 @@ WORKLOADS.forEach((spec, w) => {
       const count = (re: RegExp): number => ref.faults.trace!.filter((x) => re.test(x)).length
       const flushes = processCounters.flushes - before.flushes
       const compactions = processCounters.compactions - before.compactions + processCounters.trivialMoves - before.trivialMoves
+      const jobsOnWorkers = workerJobs(ref)
       const rotations = count(/^openWrite \d+\.log$/)
       const manifestEdits = count(/^append MANIFEST/)
       t.comment(`seed ${wseed}: ${refLog.writes.length} writes (${refLog.writes.filter((x) => x.sync).length} sync), ${total} crash points: ${JSON.stringify(kinds)}`)
-      t.comment(`reference run: ${rotations} new logs, ${flushes} flushes, ${compactions} compactions (incl. trivial moves), ${manifestEdits} manifest records, ${count(/^rename /)} renames`)
+      t.comment(`reference run: ${rotations} new logs, ${flushes} flushes, ${compactions} compactions (incl. trivial moves), ${jobsOnWorkers} jobs handed to the workers, ${manifestEdits} manifest records, ${count(/^rename /)} renames`)
       const rangeDeletes = refLog.writes.filter((x) => x.ops.some((o) => o.length === 3)).length
       t.ok(rangeDeletes > 0, `the workload writes range deletes (${rangeDeletes})`)
       t.ok(rotations > 2 && flushes > 0 && compactions > 0 && manifestEdits > 2, 'the workload rotates logs, flushes, compacts and writes the manifest')
+      if (onWorkers(s)) t.ok(jobsOnWorkers > 0, `flushes and compactions went through the worker job host (${jobsOnWorkers} jobs)`)
+      else t.is(jobsOnWorkers, 0, 'flushes and compactions ran on the event loop')
 
       let failures = 0
       let nondeterministic = 0

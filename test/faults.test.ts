@@ -14,10 +14,21 @@
 //     acknowledged write, and so does a killed-process image taken right after the
 //     failure (a power-loss image must hold every acknowledged sync write);
 //   - a failing read gives an error, never a wrong value, and the next read works.
+// Flushes and compactions run as by default, on workers: in process, through the
+// worker thread's job host (test/util/open-engine.ts), so a failure crosses the
+// same messages as from a thread; each write-path case runs again with them on
+// the event loop (compactionWorker: false). One case fails a flush on the real
+// worker thread, over the node file system.
 // Replay with SEED=<n>.
 import test from 'tape'
 import type { Test } from 'tape'
+import * as nodeFs from 'node:fs'
+import * as os from 'node:os'
+import * as path from 'node:path'
 import { Engine, encodeBatch } from '../lib/db'
+import { sharedFlushWorker } from '../lib/compaction/worker'
+import { openEngine, workerJobs } from './util/open-engine'
+import { tableName } from '../lib/filenames'
 import { MemFileSystem } from './fs/mem-fs'
 import type { FaultSpec } from './fs/fault-injection'
 import { killedProcessImage, powerLossImage, type CrashMode } from './fs/crash-images'
@@ -102,7 +113,7 @@ async function checkReopen (t: Test, fs: MemFileSystem, log: WriteLog, required:
   const copy = fs.clone()
   let engine: Engine | undefined
   try {
-    engine = await Engine.open(LOC, OPTIONS, copy)
+    engine = await openEngine(LOC, OPTIONS, copy)
     const v = checkPrefix(log, readAll(engine), required, log.ackState().issued)
     t.ok(v.ok, `${what}: reopened state is a prefix holding the ${required} required writes${v.ok ? ` (it holds ${v.prefix})` : ': ' + v.message}`)
     await engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from('later'), value: Buffer.from('ok') }]), true)
@@ -143,9 +154,9 @@ async function closeAndReopen (t: Test, engine: Engine, fs: MemFileSystem, log: 
   await checkReopen(t, fs, log, log.ackState().ackedPrefix, `${what}, after close`)
 }
 
-async function openFresh (options: object = OPTIONS): Promise<{ fs: MemFileSystem, engine: Engine }> {
+async function openFresh (options: Record<string, unknown> = OPTIONS): Promise<{ fs: MemFileSystem, engine: Engine }> {
   const fs = new MemFileSystem()
-  const engine = await Engine.open(LOC, options, fs)
+  const engine = await openEngine(LOC, options, fs)
   return { fs, engine }
 }
 
@@ -159,7 +170,9 @@ interface WriteFault {
   /** True if the failure comes from background work (flush or compaction). */
   background?: boolean
   /** Engine options for this case (default OPTIONS). */
-  options?: object
+  options?: Record<string, unknown>
+  /** True if the failing operation is on a table file, which the error must name. */
+  onTable?: boolean
 }
 
 /** Issues writes until one fails (or gives up); the failed write's error. */
@@ -183,10 +196,12 @@ async function backgroundUntilFailure (engine: Engine, log: WriteLog, rnd: Rando
 /**
  * Bursts of one sync write and two non-sync writes in the same tick (one commit
  * group), then one more in the next tick (a group committed behind it), until
- * a write fails; the failed write's error.
+ * a write fails; the failed write's error. Up to 400 bursts: an inline fsync
+ * that happens to take over 1 ms (a loaded machine) sends the next 256 to the
+ * thread pool, where a fault on the inline one cannot fire.
  */
 async function syncWithWritesQueued (e: Engine, l: WriteLog, r: Random): Promise<unknown> {
-  for (let i = 0; i < 50; i++) {
+  for (let i = 0; i < 400; i++) {
     const burst = [
       l.write(e, [[keyOf(r), `burst-${i}-a`]], true),
       l.write(e, [[keyOf(r), `burst-${i}-b`]], false),
@@ -276,19 +291,22 @@ const WRITE_FAULTS: WriteFault[] = [
     name: 'new table file (flush)',
     fault: (code) => ({ op: 'openWrite', path: /\.sst$/, code }),
     trigger: backgroundUntilFailure,
-    background: true
+    background: true,
+    onTable: true
   },
   {
     name: 'table append (flush)',
     fault: (code) => ({ op: 'append', path: /\.sst$/, code }),
     trigger: backgroundUntilFailure,
-    background: true
+    background: true,
+    onTable: true
   },
   {
     name: 'table fsync (flush)',
     fault: (code) => ({ op: ['sync', 'syncAsync'], path: /\.sst$/, code }),
     trigger: backgroundUntilFailure,
-    background: true
+    background: true,
+    onTable: true
   },
   {
     name: 'manifest append (flush or compaction edit)',
@@ -307,7 +325,8 @@ const WRITE_FAULTS: WriteFault[] = [
     // The fault is armed only after the data is in level-0 tables (see below).
     fault: (code) => ({ op: ['openWrite', 'append'], path: /\.sst$/, code, nth: 2 }),
     trigger: async (e) => rejection(e.compactRange()),
-    background: true
+    background: true,
+    onTable: true
   }
 ]
 
@@ -331,54 +350,67 @@ for (const code of CODES) {
     await engine.waitForIdle()
     checkReads(t, engine, log, 'after the failed removal')
     await closeAndReopen(t, engine, fs, log, 'after the failed removal')
-    const again = await Engine.open(LOC, OPTIONS, fs)
+    const again = await openEngine(LOC, OPTIONS, fs)
     const logs = fs.list(LOC).filter((n) => n.endsWith('.log'))
     t.is(logs.length, 1, `the next open removed the orphaned log (${logs.join(', ')} left: the live one)`)
     await again.close()
   })
 }
 
-for (const wf of WRITE_FAULTS) {
-  for (const code of CODES) {
-    test(`fault: ${code} on ${wf.name}`, async (t) => {
-      casesRun++
-      const rnd = new Random(seed + casesRun)
-      const { fs, engine } = await openFresh(wf.options)
-      const log = new WriteLog(false)
-      t.ok(await fill(engine, log, rnd, 25), 'good writes before the fault')
-      if (wf.name.startsWith('compaction')) {
-        await engine.flushMemTable()
-        await fill(engine, log, rnd, 10)
-        await engine.flushMemTable()
-        await engine.waitForIdle()
-      }
-      const before = log.ackState()
-      const fault = fs.faults.inject(wf.fault(code))
-      const err = await wf.trigger(engine, log, rnd)
-      t.ok(fault.hits > 0, `the fault fired (${fault.hits} time(s))`)
-      checkError(t, err, code, 'the failing operation')
-      // Nothing issued after the fault armed and failed may be acknowledged.
-      const failedAt = log.writes.findIndex((w, i) => i >= before.issued && w.failed)
-      if (failedAt >= 0) {
-        const ackedAfter = log.writes.slice(failedAt).filter((w) => w.acked).length
-        t.is(ackedAfter, 0, `the failed write and every write after it are unacknowledged (${log.writes.length - failedAt} writes)`)
-      }
+const JOB_PLACES = [
+  { name: 'jobs on workers', options: {} },
+  { name: 'jobs on the event loop', options: { compactionWorker: false } }
+]
 
-      // Writes are refused until reopen (the fault is gone: the refusal is the engine's).
-      fs.faults.clear()
-      const after = await rejection(engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from('refused'), value: Buffer.from('x') }]), false))
-      if (after === undefined) t.fail('a write after the failure was accepted')
-      else t.is((after as any).code, 'LEVEL_IO_ERROR', `a later write is refused with LEVEL_IO_ERROR (${describe(after)})`)
-      if (wf.background) {
-        const idle = await rejection(engine.waitForIdle())
-        t.ok(idle !== undefined && (idle as any).code === 'LEVEL_IO_ERROR', `waitForIdle reports the background failure (${describe(idle)})`)
-      }
-      checkReads(t, engine, log, 'after the failure')
-      const images = takeImages(fs, log, rnd, 'crash right after the failure')
-      await closeAndReopen(t, engine, fs, log, 'after the failure')
-      await checkImages(t, images, log)
-    })
+for (const place of JOB_PLACES) {
+  for (const wf of WRITE_FAULTS) {
+    for (const code of CODES) {
+      writeFaultCase(wf, code, place.name, place.options)
+    }
   }
+}
+
+function writeFaultCase (wf: WriteFault, code: typeof CODES[number], placeName: string, placeOptions: Record<string, unknown>): void {
+  test(`fault: ${code} on ${wf.name} (${placeName})`, async (t) => {
+    casesRun++
+    const rnd = new Random(seed + casesRun)
+    const { fs, engine } = await openFresh({ ...(wf.options ?? OPTIONS), ...placeOptions })
+    const log = new WriteLog(false)
+    t.ok(await fill(engine, log, rnd, 25), 'good writes before the fault')
+    if (wf.name.startsWith('compaction')) {
+      await engine.flushMemTable()
+      await fill(engine, log, rnd, 10)
+      await engine.flushMemTable()
+      await engine.waitForIdle()
+    }
+    const before = log.ackState()
+    const fault = fs.faults.inject(wf.fault(code))
+    const err = await wf.trigger(engine, log, rnd)
+    t.ok(fault.hits > 0, `the fault fired (${fault.hits} time(s))`)
+    checkError(t, err, code, 'the failing operation')
+    if (wf.onTable === true) t.match(String((err as any)?.file), /^\d+\.sst$/, `the error names the table (${String((err as any)?.file)})`)
+    if (wf.background === true && placeOptions.compactionWorker === undefined) t.ok(workerJobs(fs) > 0, 'the failing job ran on a worker')
+    // Nothing issued after the fault armed and failed may be acknowledged.
+    const failedAt = log.writes.findIndex((w, i) => i >= before.issued && w.failed)
+    if (failedAt >= 0) {
+      const ackedAfter = log.writes.slice(failedAt).filter((w) => w.acked).length
+      t.is(ackedAfter, 0, `the failed write and every write after it are unacknowledged (${log.writes.length - failedAt} writes)`)
+    }
+
+    // Writes are refused until reopen (the fault is gone: the refusal is the engine's).
+    fs.faults.clear()
+    const after = await rejection(engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from('refused'), value: Buffer.from('x') }]), false))
+    if (after === undefined) t.fail('a write after the failure was accepted')
+    else t.is((after as any).code, 'LEVEL_IO_ERROR', `a later write is refused with LEVEL_IO_ERROR (${describe(after)})`)
+    if (wf.background) {
+      const idle = await rejection(engine.waitForIdle())
+      t.ok(idle !== undefined && (idle as any).code === 'LEVEL_IO_ERROR', `waitForIdle reports the background failure (${describe(idle)})`)
+    }
+    checkReads(t, engine, log, 'after the failure')
+    const images = takeImages(fs, log, rnd, 'crash right after the failure')
+    await closeAndReopen(t, engine, fs, log, 'after the failure')
+    await checkImages(t, images, log)
+  })
 }
 
 // ------------------------------------------------------------------ open path
@@ -414,7 +446,7 @@ for (const of of OPEN_FAULTS) {
       const image = killedProcessImage(fs)
       await engine.close()
       const fault = image.faults.inject(of.fault(code))
-      const err = await rejection(Engine.open(LOC, OPTIONS, image))
+      const err = await rejection(openEngine(LOC, OPTIONS, image))
       if (fault.hits === 0) {
         t.is(err, undefined, 'the operation did not occur in this open; the open succeeded')
         t.comment(`(${of.name}: not reached)`)
@@ -441,7 +473,7 @@ test('read faults: table block reads give errors, never wrong values, and do not
   await e0.waitForIdle()
   await e0.close()
   // Reopen with no block cache, so every table read goes to the file.
-  const engine = await Engine.open(LOC, { ...OPTIONS, cacheSize: 0 }, fs)
+  const engine = await openEngine(LOC, { ...OPTIONS, cacheSize: 0 }, fs)
   const model = log.stateAfter(log.writes.length)
   const keys = [...model.keys()]
   t.ok(engine.levels().some((l) => l.files > 0), 'the data is in tables')
@@ -529,7 +561,33 @@ test('a read fault during compaction is a background error: writes stop, data st
   await closeAndReopen(t, engine, fs, log, 'after the compaction failure')
 })
 
+// The flush worker thread itself, over the node file system: a directory stands
+// where the flush's table goes, so its open fails (EISDIR) on that thread. The
+// error must cross back whole: LEVEL_IO_ERROR, the errno as its cause, the
+// table named.
+test('fault: a flush failing on the worker thread (node file system) reaches the caller whole', async (t) => {
+  const dir = nodeFs.mkdtempSync(path.join(os.tmpdir(), 'lsm-faults-thread-'))
+  const engine = await Engine.open(dir, { ...OPTIONS, compactionWorker: true })
+  try {
+    for (let n = 1; n <= 64; n++) nodeFs.mkdirSync(path.join(dir, tableName(n)), { recursive: true })
+    const rnd = new Random(seed + 4000)
+    const log = new WriteLog(false)
+    t.ok(await fill(engine, log, rnd, 5, false), 'writes before the flush')
+    const jobsBefore = sharedFlushWorker().jobs
+    const err = await rejection(engine.flushMemTable())
+    t.ok(sharedFlushWorker().jobs > jobsBefore, 'the flush ran on the worker thread')
+    checkError(t, err, 'EISDIR', 'flushMemTable with the flush failing on the thread')
+    t.match(String((err as any)?.file), /^\d+\.sst$/, `the error names the table (${String((err as any)?.file)})`)
+    const after = await rejection(engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from('x'), value: Buffer.from('y') }]), false))
+    t.is((after as any)?.code, 'LEVEL_IO_ERROR', 'writes are refused after the failure')
+    checkReads(t, engine, log, 'after the failure on the thread')
+  } finally {
+    await engine.close().catch(() => {})
+    nodeFs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
 test('fault totals', (t) => {
-  t.comment(`fault cases run: ${casesRun} (${WRITE_FAULTS.length} write-path and ${OPEN_FAULTS.length} open-path faults x ${CODES.length} codes, plus read faults); reopens checked: ${reopensChecked}`)
+  t.comment(`fault cases run: ${casesRun} (${WRITE_FAULTS.length} write-path faults x ${CODES.length} codes x ${JOB_PLACES.length} places for jobs, ${OPEN_FAULTS.length} open-path faults x ${CODES.length} codes, plus read faults); reopens checked: ${reopensChecked}`)
   t.end()
 })

@@ -8,11 +8,15 @@
 //
 // Flushes and compactions each run on a worker thread of their own (node file
 // system; lib/compaction/worker.ts), the flush worker at a higher priority so
-// that a flush that writes may be waiting for gets the CPU first; otherwise on
-// the event loop, in slices of a few thousand entries (lib/compaction/table-writer.ts).
+// that a flush that writes may be waiting for gets the CPU first; or on workers
+// the engine was given (tests: in-process ones over the in-memory file system,
+// which run the same job host); otherwise (compactionWorker: false, or another
+// file system) on the event loop, in slices of a few thousand entries
+// (lib/compaction/table-writer.ts).
 //
 // A failed job stops writes (without flushes the memtables cannot drain) and
 // is reported by every later waitForIdle, flush or compactRange.
+import * as path from 'node:path'
 import type { FileSystem } from '../fs/fs'
 import { removeAsync } from '../fs/fs'
 import { nodeFileSystem } from '../fs/node-fs'
@@ -33,6 +37,12 @@ import { ioError, type LevelError } from '../errors'
 /** Totals over every engine in this process (tests use them to show background work happened). */
 export const processCounters = { flushes: 0, compactions: 0, trivialMoves: 0 }
 
+/** The workers that run flushes and compactions, off the event loop. */
+export interface BackgroundWorkers {
+  compaction: CompactionWorker
+  flush: CompactionWorker
+}
+
 /** What the scheduler needs of the engine. */
 export interface SchedulerEnv {
   fs: FileSystem
@@ -51,6 +61,12 @@ export interface SchedulerEnv {
   onError (err: LevelError): void
   /** A job ended: a write stall may be over. */
   onJobDone (): void
+  /**
+   * Internal (tests): the workers to use when options.compactionWorker is on,
+   * whatever the file system. Default: the shared worker threads, with the node
+   * file system only.
+   */
+  workers?: BackgroundWorkers
 }
 
 export class CompactionScheduler {
@@ -61,18 +77,20 @@ export class CompactionScheduler {
   private compactionJob: Promise<void> | undefined
   private scheduled = false
   private closing = false
-  /** Runs compactions on a worker thread (node file system only); undefined: on the event loop. */
+  /** Runs compactions on a worker; undefined: on the event loop. */
   private readonly worker: CompactionWorker | undefined
-  /** Runs memtable flushes on a worker thread of their own (node file system only). */
+  /** Runs memtable flushes on a worker of their own; undefined: on the event loop. */
   private readonly flushWorker: CompactionWorker | undefined
   private cancelCompaction: (() => void) | undefined
   /** Obsolete files being deleted off the event loop. */
   private readonly pendingRemovals = new Set<Promise<void>>()
 
   constructor (private readonly env: SchedulerEnv) {
-    const onWorkers = env.options.compactionWorker && env.fs === nodeFileSystem
-    this.worker = onWorkers ? sharedCompactionWorker() : undefined
-    this.flushWorker = onWorkers ? sharedFlushWorker() : undefined
+    const workers = !env.options.compactionWorker
+      ? undefined
+      : env.workers ?? (env.fs === nodeFileSystem ? { compaction: sharedCompactionWorker(), flush: sharedFlushWorker() } : undefined)
+    this.worker = workers?.compaction
+    this.flushWorker = workers?.flush
     env.versions.onObsoleteTable = (n) => {
       env.tableCache.evict(n)
       this.removeInBackground(tableName(n))
@@ -132,9 +150,9 @@ export class CompactionScheduler {
     try {
       await job()
     } catch (err) {
-      // Closing aborts compactions (a terminated worker, an abandoned slice): not an error.
+      // Closing aborts compactions (a job cancelled on its worker, an abandoned slice): not an error.
       if (this.closing) return
-      const e = (err as LevelError).code === 'LEVEL_CORRUPTION' ? err as LevelError : ioError('Background flush or compaction failed', err)
+      const e = (err as LevelError).code === 'LEVEL_CORRUPTION' ? err as LevelError : backgroundError(err)
       if (!this.failure) this.failure = e
       this.env.onError(e)
     }
@@ -354,6 +372,13 @@ export class CompactionScheduler {
     }
     await this.settleRemovals()
   }
+}
+
+/** A failed flush or compaction as LEVEL_IO_ERROR, naming the file it failed on when known. */
+function backgroundError (err: unknown): LevelError {
+  const e = err as { file?: unknown, path?: unknown } | undefined
+  const file = typeof e?.file === 'string' ? e.file : typeof e?.path === 'string' ? path.basename(e.path) : undefined
+  return ioError(`Background flush or compaction failed${file === undefined ? '' : ` (${file})`}`, err, file)
 }
 
 function maxSeq (list: readonly RangeTombstone[]): number {

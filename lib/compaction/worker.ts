@@ -3,73 +3,101 @@
 // serving reads and writes. The worker opens the input tables itself (its own
 // file descriptors and a small block cache) and writes the outputs; the main
 // thread then installs them with one manifest edit. Errors come back with their
-// LEVEL_* code and file name.
+// LEVEL_* or errno code, file name and causes. The thread runs the job host of
+// lib/compaction/job-host.ts, which tests also run on the main thread over the
+// in-memory file system (CompactionWorker.inProcess).
 //
 // Memtable flushes run on a second such worker (sharedFlushWorker; lib/compaction/
 // job.ts, FlushJob): the main thread copies the frozen memtable (a memcpy of its
 // arena and index arrays) and transfers it, and spends no time building the
 // level-0 table.
-import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads'
+import { MessageChannel, Worker, isMainThread, parentPort, workerData, type MessagePort } from 'node:worker_threads'
 import * as fs from 'node:fs'
 import * as os from 'node:os'
+import type { FileSystem } from '../fs/fs'
 import { nodeFileSystem } from '../fs/node-fs'
-import { BlockCache } from '../sstable/cache'
-import { TableCache } from '../sstable/table-cache'
-import { runCompactionJob, runFlushJob, reviveJob, reviveFlushJob, reviveMeta, type CompactionJob, type FlushJob } from './job'
+import { reviveMeta, type CompactionJob, type FlushJob } from './job'
+import { errorFromData, serveJobs, type JobReply, type JobRequest } from './job-host'
 import type { TableWriterResult } from './table-writer'
 import { SkipList } from '../memtable/skiplist'
-import { levelError, type LevelErrorCode } from '../errors'
-
-interface Request { id: number, job?: CompactionJob, flush?: FlushJob, cancel?: boolean }
-interface Reply {
-  id: number
-  result?: TableWriterResult
-  error?: { code?: string, message: string, file?: string, stack?: string }
-  /** A flush's memtable copy, transferred back (see lib/memtable/skiplist.ts, "Handing over"); unused. */
-  returned?: ArrayBuffer[]
-}
 
 /**
- * The main thread's handle on the worker thread. One worker serves every
- * database in the process (`sharedCompactionWorker()`); it is unref'd, so it
- * never keeps the process alive.
+ * The main thread's handle on a job host (lib/compaction/job-host.ts): a worker
+ * thread (`CompactionWorker.thread`), or, in tests, a MessageChannel whose other
+ * end is served on this thread (`CompactionWorker.inProcess`). Both get the same
+ * messages, structured-cloned and transferred alike, and their replies go
+ * through the same handling here. One thread serves every database in the
+ * process (`sharedCompactionWorker()`); it is unref'd, so it never keeps the
+ * process alive.
  */
 export class CompactionWorker {
   /**
+   * A worker thread running jobs over the node file system.
    * @param niceness raised scheduling niceness of the thread (Linux; 0: as the
    *   process): a worker that should yield the CPU to the main thread when the
    *   two compete for a core.
    */
-  constructor (private readonly niceness = 0) {}
+  static thread (niceness = 0): CompactionWorker {
+    return new CompactionWorker(() => new Worker(__filename, { workerData: { niceness } }))
+  }
 
-  private worker: Worker | undefined
+  /**
+   * Jobs run on this thread over `fileSystem` (tests: the in-memory file
+   * system), by the job host a worker thread runs, one MessageChannel hop away.
+   * The channel lives while a job is in flight (an open port with a listener is
+   * never collected): a database abandoned by a test leaves nothing behind.
+   * Each busy spell gets a new host, whose table cache starts empty, as the
+   * thread's is between jobs (it closes a compaction's inputs before replying).
+   */
+  static inProcess (fileSystem: FileSystem): CompactionWorker {
+    return new CompactionWorker(() => {
+      const { port1, port2 } = new MessageChannel()
+      serveJobs(port2, fileSystem)
+      port2.unref()
+      return port1
+    })
+  }
+
+  private constructor (private readonly spawn: () => Worker | MessagePort) {}
+
+  /** Jobs handed to this worker so far. */
+  jobs = 0
+  private endpoint: Worker | MessagePort | undefined
   private nextId = 1
   private readonly waiting = new Map<number, { resolve: (r: TableWriterResult) => void, reject: (e: Error) => void }>()
 
-  private start (): Worker {
-    const w = new Worker(__filename, { workerData: { niceness: this.niceness } })
-    w.on('message', (reply: Reply) => {
+  private start (): Worker | MessagePort {
+    const w = this.spawn()
+    w.on('message', (reply: JobReply) => {
       const p = this.waiting.get(reply.id)
       if (!p) return
       this.waiting.delete(reply.id)
-      if (this.waiting.size === 0) w.unref()
+      if (this.waiting.size === 0) this.idle(w)
       if (reply.error) {
-        const e = reply.error.code?.startsWith('LEVEL_')
-          ? levelError(reply.error.code as LevelErrorCode, reply.error.message, undefined, reply.error.file)
-          : new Error(reply.error.message)
-        if (reply.error.stack) e.stack = reply.error.stack
-        p.reject(e)
+        p.reject(errorFromData(reply.error))
       } else {
         const r = reply.result!
         p.resolve({ ...r, outputs: r.outputs.map(reviveMeta) })
       }
     })
-    w.on('error', (err) => this.failAll(err))
-    w.on('exit', (code) => {
-      this.worker = undefined
-      this.failAll(new Error(`compaction worker exited (${code})`))
-    })
+    if (w instanceof Worker) {
+      w.on('error', (err) => this.failAll(err))
+      w.on('exit', (code) => {
+        this.endpoint = undefined
+        this.failAll(new Error(`compaction worker exited (${code})`))
+      })
+    }
     return w
+  }
+
+  /** No job in flight: a thread stops holding the process; a channel closes. */
+  private idle (w: Worker | MessagePort): void {
+    if (w instanceof Worker) {
+      w.unref()
+    } else {
+      w.close()
+      if (this.endpoint === w) this.endpoint = undefined
+    }
   }
 
   private failAll (err: Error): void {
@@ -95,25 +123,19 @@ export class CompactionWorker {
     return this.send({ id: 0, flush: job }, undefined, SkipList.stateTransferList(job.entries))
   }
 
-  private send (req: Request, signal?: { cancel?: () => void }, transfer?: ArrayBuffer[]): Promise<TableWriterResult> {
-    if (!this.worker) this.worker = this.start()
+  private send (req: JobRequest, signal?: { cancel?: () => void }, transfer?: ArrayBuffer[]): Promise<TableWriterResult> {
+    if (!this.endpoint) this.endpoint = this.start()
+    this.jobs++
     const id = this.nextId++
     req.id = id
-    const w = this.worker
-    if (signal) signal.cancel = () => w.postMessage({ id, cancel: true } satisfies Request)
+    const w = this.endpoint
+    if (signal) signal.cancel = () => w.postMessage({ id, cancel: true } satisfies JobRequest)
     return new Promise((resolve, reject) => {
       // Referenced only while a job is in flight: an idle worker never keeps the process alive.
       if (this.waiting.size === 0) w.ref()
       this.waiting.set(id, { resolve, reject })
       w.postMessage(req, transfer)
     })
-  }
-
-  /** Stops the worker; a job in progress fails (its partial outputs are orphans, removed on the next open). */
-  async close (): Promise<void> {
-    const w = this.worker
-    this.worker = undefined
-    if (w) await w.terminate()
   }
 }
 
@@ -131,7 +153,7 @@ let sharedFlush: CompactionWorker | undefined
  * against compaction at the event loop's priority.
  */
 export function sharedCompactionWorker (): CompactionWorker {
-  if (!shared) shared = new CompactionWorker(10)
+  if (!shared) shared = CompactionWorker.thread(10)
   return shared
 }
 
@@ -143,7 +165,7 @@ export function sharedFlushWorker (): CompactionWorker {
   // Nice 5: when all cores are busy, the event loop gets the CPU first (a flush
   // that moved off the main thread must not delay it more than the time slices
   // it ran in there); with a core to spare the flush runs at full speed.
-  if (!sharedFlush) sharedFlush = new CompactionWorker(5)
+  if (!sharedFlush) sharedFlush = CompactionWorker.thread(5)
   return sharedFlush
 }
 
@@ -158,53 +180,7 @@ function renice (niceness: number): void {
 
 // ---------------------------------------------------------------- worker side
 
-/** An error as plain data for the reply (a LevelError's code and file kept). */
-function errorReply (err: unknown): NonNullable<Reply['error']> {
-  const e = err as { code?: string, message?: string, file?: string, stack?: string } | undefined
-  return { code: e?.code, message: String(e?.message ?? err), file: e?.file, stack: e?.stack }
-}
-
 if (!isMainThread && parentPort) {
-  const port = parentPort
   renice(Number((workerData as { niceness?: number } | undefined)?.niceness ?? 0))
-  const tableCaches = new Map<string, TableCache>()
-  const cancelled = new Set<number>()
-  port.on('message', (req: Request) => {
-    if (req.cancel) { cancelled.add(req.id); return }
-    if (req.flush) {
-      const entries = req.flush.entries
-      runFlushJob(reviveFlushJob(req.flush), nodeFileSystem).then((result): Reply => ({ id: req.id, result }),
-        (err: unknown): Reply => ({ id: req.id, error: errorReply(err) }))
-        .then((reply) => {
-          // The memtable copy goes back with the reply: this thread collects
-          // garbage only when it allocates, which an idle worker never does.
-          reply.returned = SkipList.stateTransferList(entries)
-          port.postMessage(reply, reply.returned)
-        })
-      return
-    }
-    const job = reviveJob(req.job!)
-    let tables = tableCaches.get(job.dir)
-    if (!tables) {
-      // Compaction reads each block once: a small cache is enough.
-      tables = new TableCache(nodeFileSystem, job.dir, 64, new BlockCache(1024 * 1024))
-      tableCaches.set(job.dir, tables)
-    }
-    const used = new Set<number>(job.runs.flat().map((f) => f.number))
-    runCompactionJob(job, nodeFileSystem, tables, () => cancelled.has(req.id)).then((result): Reply => {
-      return { id: req.id, result }
-    }, (err: unknown): Reply => {
-      return { id: req.id, error: errorReply(err) }
-    }).then((reply) => {
-      // The inputs are about to be deleted: close them, BEFORE replying, so that
-      // once the job is over (and a close() waiting for it has returned) no file
-      // of the database is still open here.
-      try {
-        for (const n of used) tables!.evict(n)
-        cancelled.delete(req.id)
-      } finally {
-        port.postMessage(reply)
-      }
-    })
-  })
+  serveJobs(parentPort, nodeFileSystem)
 }

@@ -1,0 +1,129 @@
+// The worker side of background jobs: serves the requests that arrive on a
+// message port, runs them over a file system and replies on the same port.
+// A worker thread (lib/compaction/worker.ts) serves its parent port over the node
+// file system; tests serve one end of a MessageChannel on the main thread over
+// the in-memory file system (CompactionWorker.inProcess), so that the crash and
+// fault tests drive this very code, with the same messages.
+//
+//   request  { id, job }      a compaction (CompactionJob, plain data)
+//            { id, flush }    a memtable flush (FlushJob); its memtable copy is transferred
+//            { id, cancel }   abandon compaction `id` at its next slice
+//   reply    { id, result }   the TableWriterResult (keys arrive as Uint8Arrays)
+//            { id, error }    the error as plain data (ErrorData), its causes included
+//            + returned       a flush's memtable copy, transferred back
+import type { MessagePort } from 'node:worker_threads'
+import type { FileSystem } from '../fs/fs'
+import { BlockCache } from '../sstable/cache'
+import { TableCache } from '../sstable/table-cache'
+import { SkipList } from '../memtable/skiplist'
+import { levelError, type LevelErrorCode } from '../errors'
+import { runCompactionJob, runFlushJob, reviveFlushJob, reviveJob, type CompactionJob, type FlushJob } from './job'
+import type { TableWriterResult } from './table-writer'
+
+export interface JobRequest { id: number, job?: CompactionJob, flush?: FlushJob, cancel?: boolean }
+
+export interface JobReply {
+  id: number
+  result?: TableWriterResult
+  error?: ErrorData
+  /** A flush's memtable copy, transferred back (see lib/memtable/skiplist.ts, "Handing over"); unused. */
+  returned?: ArrayBuffer[]
+}
+
+/**
+ * An error as plain data (a structured clone keeps only an Error's message and
+ * stack): a LevelError's code and file, an errno error's code, syscall and
+ * path, and the causes behind it.
+ */
+export interface ErrorData {
+  code?: string
+  message: string
+  file?: string
+  syscall?: string
+  path?: string
+  stack?: string
+  cause?: ErrorData
+}
+
+/** Causes kept in an ErrorData, at most. */
+const MAX_CAUSES = 8
+
+export function errorToData (err: unknown, depth = 0): ErrorData {
+  const e = err as { code?: unknown, message?: unknown, file?: unknown, syscall?: unknown, path?: unknown, stack?: unknown, cause?: unknown } | undefined
+  const str = (v: unknown): string | undefined => typeof v === 'string' ? v : undefined
+  return {
+    code: str(e?.code),
+    message: String(e?.message ?? err),
+    file: str(e?.file),
+    syscall: str(e?.syscall),
+    path: str(e?.path),
+    stack: str(e?.stack),
+    cause: e?.cause !== undefined && depth < MAX_CAUSES ? errorToData(e.cause, depth + 1) : undefined
+  }
+}
+
+/** The error an ErrorData describes: a LevelError for LEVEL_* codes, else an Error shaped like node:fs's. */
+export function errorFromData (d: ErrorData): Error {
+  const cause = d.cause === undefined ? undefined : errorFromData(d.cause)
+  let err: Error
+  if (d.code?.startsWith('LEVEL_') === true) {
+    err = levelError(d.code as LevelErrorCode, d.message, cause, d.file)
+  } else {
+    const e = new Error(d.message, cause === undefined ? undefined : { cause }) as NodeJS.ErrnoException
+    if (d.code !== undefined) e.code = d.code
+    if (d.syscall !== undefined) e.syscall = d.syscall
+    if (d.path !== undefined) e.path = d.path
+    err = e
+  }
+  if (d.stack !== undefined) err.stack = d.stack
+  return err
+}
+
+/** Serves job requests arriving on `port`, over `fs`, until the port closes. */
+export function serveJobs (port: MessagePort, fs: FileSystem): void {
+  const tableCaches = new Map<string, TableCache>()
+  const cancelled = new Set<number>()
+
+  const runFlush = (id: number, flush: FlushJob): void => {
+    const entries = flush.entries
+    runFlushJob(reviveFlushJob(flush), fs).then((result): JobReply => ({ id, result }),
+      (err: unknown): JobReply => ({ id, error: errorToData(err) }))
+      .then((reply) => {
+        // The memtable copy goes back with the reply: a worker thread collects
+        // garbage only when it allocates, which an idle worker never does.
+        reply.returned = SkipList.stateTransferList(entries)
+        port.postMessage(reply, reply.returned)
+      })
+  }
+
+  const runCompaction = (id: number, plain: CompactionJob): void => {
+    const job = reviveJob(plain)
+    let tables = tableCaches.get(job.dir)
+    if (!tables) {
+      // Compaction reads each block once: a small cache is enough.
+      tables = new TableCache(fs, job.dir, 64, new BlockCache(1024 * 1024))
+      tableCaches.set(job.dir, tables)
+    }
+    const cache = tables
+    const used = new Set<number>(job.runs.flat().map((f) => f.number))
+    runCompactionJob(job, fs, cache, () => cancelled.has(id)).then((result): JobReply => ({ id, result }),
+      (err: unknown): JobReply => ({ id, error: errorToData(err) }))
+      .then((reply) => {
+        // The inputs are about to be deleted: close them, BEFORE replying, so that
+        // once the job is over (and a close() waiting for it has returned) no file
+        // of the database is still open here.
+        try {
+          for (const n of used) cache.evict(n)
+          cancelled.delete(id)
+        } finally {
+          port.postMessage(reply)
+        }
+      })
+  }
+
+  port.on('message', (req: JobRequest) => {
+    if (req.cancel === true) cancelled.add(req.id)
+    else if (req.flush !== undefined) runFlush(req.id, req.flush)
+    else runCompaction(req.id, req.job!)
+  })
+}
