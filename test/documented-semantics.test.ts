@@ -417,7 +417,13 @@ agree('passive: true in the constructor options is ignored: the database opens i
   'open() when closed: ok, open'
 ], async (engine) => {
   const db = engine.make(undefined, { passive: true })
-  await new Promise((resolve) => db.once('open', resolve))
+  // Bounded, so that a database that never opens fails here rather than hangs.
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([
+    new Promise((resolve) => db.once('open', resolve)),
+    new Promise((resolve) => { timer = setTimeout(resolve, 5000) })
+  ])
+  clearTimeout(timer)
   const log = [`opened by itself: ${db.status}`]
   log.push(`open(): ${await outcome(db.open())}`)
   log.push(`open({ passive: true }) when open: ${await outcome(db.open({ passive: true }))}`)
