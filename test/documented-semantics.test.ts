@@ -3,7 +3,8 @@
 // docs/TESTING.md has the list). Each scenario records what it observes as a
 // list of lines and compares it with the documented behaviour, on lsm-level,
 // classic-level and memory-level in the same test, so a pass shows the three
-// agree:
+// agree (those about iterators, chained batches and snapshots also on a
+// sublevel of each, as the suite runs its tests on sublevels too):
 //
 // - iterators, keys() and values() with a signal that is not aborted read as
 //   usual; once it is aborted, further reads fail with LEVEL_ABORTED, the
@@ -76,6 +77,24 @@ const ENGINES: Engine[] = [
   { name: 'memory-level', persistent: false, make: (_location, options) => asDb(new MemoryLevel(options)) }
 ]
 
+/**
+ * The same engine, with the scenario's database a sublevel of a new database
+ * (the compliance suite runs each of its tests on a sublevel too). Closing the
+ * sublevel closes its database: scenarios run on sublevels close it once, at the end.
+ */
+function onSublevel (base: Engine): Engine {
+  return {
+    name: `${base.name}, sublevel`,
+    persistent: base.persistent,
+    make (location, options) {
+      const root = base.make(location) as Db & { sublevel (name: string, options?: object): unknown }
+      const sub = asDb(root.sublevel('s', options))
+      const closeSublevel = sub.close.bind(sub)
+      return Object.assign(sub, { close: async () => { await closeSublevel(); await root.close() } })
+    }
+  }
+}
+
 // Node 20.4+ has the symbol; TypeScript's ES2022 library does not declare it.
 const asyncDispose = (Symbol as unknown as { asyncDispose?: symbol }).asyncDispose
 type Disposable = Record<symbol, () => Promise<void>>
@@ -97,12 +116,13 @@ async function entries (db: Db): Promise<string> {
 }
 
 /**
- * Runs `scenario` on each engine and checks it observes `expected` (documented
- * behaviour). A scenario that does not apply to an engine returns undefined.
+ * Runs `scenario` on each engine (and on a sublevel of each, with `sublevels`)
+ * and checks it observes `expected` (documented behaviour). A scenario that
+ * does not apply to an engine returns undefined.
  */
-function agree (name: string, expected: string[], scenario: (engine: Engine) => Promise<string[] | undefined>): void {
+function agree (name: string, expected: string[], scenario: (engine: Engine) => Promise<string[] | undefined>, sublevels = false): void {
   test(name, async (t) => {
-    for (const engine of ENGINES) {
+    for (const engine of sublevels ? [...ENGINES, ...ENGINES.map(onSublevel)] : ENGINES) {
       const observed = await scenario(engine)
       if (observed === undefined) t.comment(`${engine.name}: not applicable`)
       else t.same(observed, expected, engine.name)
@@ -153,7 +173,7 @@ for (const mode of MODES) {
       log.push(`db reads: ${await outcome(db.get('b'))}`)
       await db.close()
       return log
-    })
+    }, true)
   }
 
   agree(`${mode}().all() with a signal not aborted reads everything and closes the iterator`, [
@@ -172,7 +192,7 @@ for (const mode of MODES) {
     log.push(`abort listeners left: ${getEventListeners(ac.signal, 'abort').length}`)
     await db.close()
     return log
-  })
+  }, true)
 }
 
 agree('a signal shared by iterators created before open: reads work, no abort listener is left', [
@@ -222,7 +242,7 @@ agree('a long nextv() or all() aborted from a later turn fails with LEVEL_ABORTE
   }
   await db.close()
   return log
-})
+}, true)
 
 // ------------------------------------------------------------ close() and open()
 
@@ -380,7 +400,7 @@ agree('an empty chained batch: write() (with and without options) and clear() re
   log.push(`entries: ${await entries(db)}`)
   await db.close()
   return log
-})
+}, true)
 
 // ------------------------------------------------------------ options
 
@@ -489,7 +509,7 @@ if (asyncDispose === undefined) {
     }
     log.push(`db.close(): ${await outcome(db.close())}`)
     return log
-  })
+  }, true)
 
   agree('Symbol.asyncDispose closes a chained batch without writing it', [
     'disposed: put(): LEVEL_BATCH_NOT_OPEN, write(): LEVEL_BATCH_NOT_OPEN',
@@ -506,7 +526,7 @@ if (asyncDispose === undefined) {
     ]
     await db.close()
     return log
-  })
+  }, true)
 
   agree('Symbol.asyncDispose closes a snapshot', [
     'read at the snapshot before: ok "1"',
@@ -522,5 +542,5 @@ if (asyncDispose === undefined) {
     log.push(`latest: ${await outcome(db.get('a'))}`)
     await db.close()
     return log
-  })
+  }, true)
 }
