@@ -148,6 +148,9 @@ class LsmSnapshot extends SnapshotBase {
   }
 }
 
+/** nextv() and all() yield to the event loop after every 4,096 items (see Cursor.breathe). */
+const LONG_READ_YIELD_MASK = 4095
+
 /** What a Cursor yields: [key, value] entries, keys or values. */
 const ENTRIES = 0
 const KEYS = 1
@@ -244,6 +247,7 @@ class Cursor {
       if (r !== FOUND) break
       this.remaining--
       out.push(this.item())
+      if ((out.length & LONG_READ_YIELD_MASK) === 0) await this.breathe()
     }
     return out
   }
@@ -257,13 +261,19 @@ class Cursor {
       if (r !== FOUND) break
       this.remaining--
       out.push(this.item())
-      // Yield now and then so a long all() neither starves the event loop nor ignores its signal.
-      if ((out.length & 4095) === 0) {
-        await new Promise((resolve) => setImmediate(resolve))
-        if (this.signal?.aborted) throw abortError(this.signal.reason)
-      }
+      if ((out.length & LONG_READ_YIELD_MASK) === 0) await this.breathe()
     }
     return out
+  }
+
+  /**
+   * Yields to the event loop (setImmediate, so I/O callbacks and timers run) and
+   * then checks the signal: a long nextv() or all() neither starves the loop nor
+   * ignores an abort that comes from a later turn.
+   */
+  private async breathe (): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve))
+    if (this.signal?.aborted) throw abortError(this.signal.reason)
   }
 
   seek (target: Format): void {

@@ -1,6 +1,8 @@
 // Runs every test file (dist/test/*.test.js) in its own process, one after the
 // other, and prints a summary line: "N passed, N failed". Exits non-zero on any
 // failure. `node dist/test/run.js wal memtable` runs only files matching a name.
+// Each process preloads util/assertion-guard.js, which fails a test that makes
+// no assertion.
 import { spawnSync } from 'node:child_process'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
@@ -19,7 +21,7 @@ const started = Date.now()
 
 for (const file of files) {
   const t0 = Date.now()
-  const r = spawnSync(process.execPath, ['--expose-gc', path.join(dir, file)], {
+  const r = spawnSync(process.execPath, ['--expose-gc', '--require', path.join(dir, 'util', 'assertion-guard.js'), path.join(dir, file)], {
     stdio: ['ignore', 'pipe', 'inherit'],
     encoding: 'utf8',
     maxBuffer: 256 * 1024 * 1024,
