@@ -116,7 +116,7 @@ export function movedTables (task: CompactionTask): FileMeta[] {
 
 /**
  * The version edit that installs a finished task: its inputs deleted, `outputs`
- * added at the output level (for a trivial move, the input table itself), and
+ * added at the output level (for a trivial move, the input tables themselves), and
  * for leveled and manual tasks the level's round-robin compact pointer moved
  * past the inputs (the leveled picker's next choice in that level).
  */
