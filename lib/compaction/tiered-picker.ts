@@ -36,6 +36,8 @@
 //   4. a move: the run just above the deepest empty level moves into it, a
 //      manifest edit that writes nothing; or, with every level full,
 //   5. room: the two adjacent deeper runs of the fewest bytes merge into one.
+// Room is made when rule 2's window, or rule 3's (which then applies at the
+// trigger itself), holds only level-0 tables and cannot be placed.
 import type { FileMeta } from '../manifest/file-meta'
 import { NUM_LEVELS } from '../options'
 import type { LsmShape } from './leveled-picker'
