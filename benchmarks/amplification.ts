@@ -5,10 +5,14 @@
 // filters. Then a 1,000,000-key random fill under the same four configurations
 // and classic-level: write amplification (table bytes; LevelDB's own compaction
 // statistics for classic-level), bytes on disk sampled during the fill, tables
-// read per get, and the bytes the process wrote (/proc/self/io).
+// read per get, and the bytes the process wrote (/proc/self/io). Last, single
+// awaited puts with a small write buffer (256 KiB): 1,000,000 random puts over
+// 1,000,000 keys (so with overwrites), leveled, tiered and classic-level: write
+// amplification, bytes on disk per live byte (sampled) and puts/s.
 //
-//   node dist/benchmarks/amplification.js            both parts
-//   AMP_FILL_KEYS=200000 node dist/benchmarks/amplification.js
+//   node dist/benchmarks/amplification.js            all three parts
+//   AMP_FILL_KEYS=200000 AMP_PUT_KEYS=200000 node dist/benchmarks/amplification.js
+//   AMP_FILL_KEYS=0 (or AMP_PUT_KEYS=0) skips that part
 import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
@@ -21,6 +25,7 @@ const KEYS = 20_000
 const OPS = 100_000
 const DELETES = 0.1
 const FILL = Number(process.env.AMP_FILL_KEYS ?? 1_000_000)
+const PUTS = Number(process.env.AMP_PUT_KEYS ?? 1_000_000)
 
 const key = (i: number): string => 'k' + String(i).padStart(6, '0')
 
@@ -107,6 +112,26 @@ async function leveldbTableWrites (db: any): Promise<number> {
   return mb * 1048576
 }
 
+/** Bytes written to tables (flushes and compactions) once background work has settled. */
+async function tableBytesWhenSettled (db: LsmLevel<Buffer, Buffer> | ClassicLevel<Buffer, Buffer>): Promise<number> {
+  if (db instanceof LsmLevel) {
+    await db.engine.waitForIdle()
+    const s = db.stats()
+    return s.bytes.flushed + s.bytes.compacted
+  }
+  // LevelDB has no "wait for compactions", and its statistics move only when a
+  // compaction ends: wait until the process has written nothing for 2 s (a
+  // running compaction writes steadily), at most 60 s.
+  let last = processIo().wchar
+  for (let quiet = 0, k = 0; quiet < 4 && k < 120; k++) {
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const now = processIo().wchar
+    quiet = now === last ? quiet + 1 : 0
+    last = now
+  }
+  return await leveldbTableWrites(db)
+}
+
 interface FillEngine { name: string, compaction?: 'leveled' | 'tiered', bloomBitsPerKey?: number }
 
 async function fillOne (root: string, engine: FillEngine, keys: Buffer[]): Promise<Record<string, string>> {
@@ -132,24 +157,7 @@ async function fillOne (root: string, engine: FillEngine, keys: Buffer[]): Promi
     // without waiting for compaction (a merge's inputs and outputs coexist).
     if ((i + 1000) % 20_000 === 0) space.push(dirBytes(dir) / ((i + 1000) * (keys[0].length + VALUE)))
   }
-  let tableBytes: number
-  if (lsm) {
-    await (db as LsmLevel<Buffer, Buffer>).engine.waitForIdle()
-    const s = (db as LsmLevel<Buffer, Buffer>).stats()
-    tableBytes = s.bytes.flushed + s.bytes.compacted
-  } else {
-    // LevelDB has no "wait for compactions", and its statistics move only when a
-    // compaction ends: wait until the process has written nothing for 2 s (a
-    // running compaction writes steadily), at most 60 s.
-    let last = processIo().wchar
-    for (let quiet = 0, k = 0; quiet < 4 && k < 120; k++) {
-      await new Promise((resolve) => setTimeout(resolve, 500))
-      const now = processIo().wchar
-      quiet = now === last ? quiet + 1 : 0
-      last = now
-    }
-    tableBytes = await leveldbTableWrites(db)
-  }
+  const tableBytes = await tableBytesWhenSettled(db)
   const seconds = (Date.now() - t0) / 1000
   const row: Record<string, string> = {
     seconds: seconds.toFixed(1),
@@ -201,6 +209,67 @@ async function fill (root: string): Promise<void> {
   for (const k of rows) console.log(`| ${k} | ${cols.map((c) => c[k] ?? 'n/a').join(' | ')} |`)
 }
 
+/**
+ * Single awaited puts of random keys (16 B) and values (100 B), `PUTS` of them
+ * over `PUTS` keys, with a 256 KiB write buffer: many small flushes, and
+ * overwrites that shrink older runs when merged.
+ */
+async function singlePutsOne (root: string, engine: FillEngine): Promise<Record<string, string>> {
+  const VALUE = 100
+  const ENTRY = 16 + VALUE
+  const dir = path.join(root, `puts-${engine.name}-${engine.compaction ?? ''}`)
+  const lsm = engine.name === 'lsm-level'
+  const writeBufferSize = 256 * 1024
+  const db = lsm
+    ? new LsmLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer', compaction: engine.compaction, writeBufferSize })
+    : new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer', writeBufferSize })
+  await db.open()
+  const keys = new Random(3)
+  const values = new Random(4)
+  const seen = new Uint8Array(PUTS)
+  let live = 0
+  const space: number[] = []
+  const t0 = Date.now()
+  for (let i = 0; i < PUTS; i++) {
+    const k = keys.int(PUTS)
+    if (seen[k] === 0) { seen[k] = 1; live++ }
+    await db.put(Buffer.from(String(k).padStart(16, '0')), values.bytes(VALUE))
+    // Bytes on disk (tables, logs, merges in progress) per live byte, every 2% of the puts.
+    if ((i + 1) % Math.max(1, Math.floor(PUTS / 50)) === 0) space.push(dirBytes(dir) / (live * ENTRY))
+  }
+  const seconds = (Date.now() - t0) / 1000
+  const tableBytes = await tableBytesWhenSettled(db)
+  const row: Record<string, string> = {
+    'puts/s (until the last put resolves)': (PUTS / seconds).toFixed(0),
+    'write amplification (bytes to tables / user bytes)': (tableBytes / (PUTS * ENTRY)).toFixed(2) + (lsm ? '' : ' (its leveldb.stats)'),
+    'space amplification, mean (bytes on disk / live bytes)': (space.reduce((a, b) => a + b, 0) / space.length).toFixed(2),
+    'space amplification, worst': Math.max(...space).toFixed(2)
+  }
+  if (lsm) {
+    const stats = (db as LsmLevel<Buffer, Buffer>).stats()
+    row['writes delayed (level-0 slowdowns) / time writes waited (stalls)'] = `${stats.slowdowns} / ${(stats.stallMs / 1000).toFixed(1)} s`
+    row['read amplification (sorted runs) at the end'] = String(stats.readAmplification)
+    row['tree at the end'] = stats.levels.filter((l) => l.files > 0).map((l) => `L${l.level}:${l.files}`).join(' ')
+  }
+  await db.close()
+  return row
+}
+
+async function singlePuts (root: string): Promise<void> {
+  console.log(`\n## ${PUTS.toLocaleString('en-US')} single awaited puts over ${PUTS.toLocaleString('en-US')} random keys (16 B keys, 100 B values, writeBufferSize 256 KiB)\n`)
+  const engines: FillEngine[] = [
+    { name: 'lsm-level', compaction: 'leveled' },
+    { name: 'lsm-level', compaction: 'tiered' },
+    { name: 'classic-level' }
+  ]
+  const cols: Array<Record<string, string>> = []
+  for (const e of engines) cols.push(await singlePutsOne(root, e))
+  console.log('| measure | leveled | tiered | classic-level |')
+  console.log('|---|---:|---:|---:|')
+  const rows = [...new Set(cols.flatMap((c) => Object.keys(c)))]
+  for (const k of rows) console.log(`| ${k} | ${cols.map((c) => c[k] ?? 'n/a').join(' | ')} |`)
+}
+
 async function main (): Promise<void> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-amp-'))
   try {
@@ -215,6 +284,7 @@ async function main (): Promise<void> {
     console.log('|---|---:|---:|---:|---:|')
     for (const k of Object.keys(cols[0])) console.log(`| ${k} | ${cols.map((c) => c[k]).join(' | ')} |`)
     if (FILL > 0) await fill(root)
+    if (PUTS > 0) await singlePuts(root)
   } finally {
     fs.rmSync(root, { recursive: true, force: true })
   }

@@ -30,9 +30,15 @@ import type { RangeTombstone, RangeTombstoneIndex } from '../range-tombstones'
 import { writeTables, type TableWriterParams, type TableWriterResult } from './table-writer'
 import { runCompactionJob, type CompactionJob, type FlushJob } from './job'
 import { sharedCompactionWorker, sharedFlushWorker, type CompactionWorker } from './worker'
-import { compactionEdit, isTrivialMove, manualTask, mergeRuns, pickCompaction, type CompactionTask } from './task'
+import { compactionEdit, describeTask, isTrivialMove, manualTask, mergeRuns, movedTables, pickCompaction, type CompactionTask } from './task'
 import { join, logName, tableName } from '../filenames'
 import { ioError, type LevelError } from '../errors'
+
+/**
+ * LSM_TRACE_COMPACTIONS=1: one line on stderr per finished compaction (its input
+ * runs' bytes, newest first, and the bytes it wrote): a picker's choices, to tune it.
+ */
+const traceCompactions = process.env.LSM_TRACE_COMPACTIONS === '1'
 
 /** Totals over every engine in this process (tests use them to show background work happened). */
 export const processCounters = { flushes: 0, compactions: 0, trivialMoves: 0 }
@@ -237,9 +243,10 @@ export class CompactionScheduler {
   private async compact (task: CompactionTask): Promise<void> {
     const { versions } = this.env
     if (isTrivialMove(task)) {
-      await versions.logAndApply(compactionEdit(task, [task.inputs[0]]))
+      await versions.logAndApply(compactionEdit(task, movedTables(task)))
       this.counters.trivialMoves++
       processCounters.trivialMoves++
+      if (traceCompactions) process.stderr.write(`compaction ${describeTask(task)}: moved\n`)
       return
     }
     const base = versions.current
@@ -254,6 +261,7 @@ export class CompactionScheduler {
       this.counters.compactions++
       processCounters.compactions++
       this.counters.bytesCompacted += result.bytesWritten
+      if (traceCompactions) process.stderr.write(`compaction ${describeTask(task)}: ${result.bytesWritten} bytes written\n`)
     } finally {
       base.unref()
     }

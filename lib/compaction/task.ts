@@ -89,19 +89,34 @@ export function inputLevels (task: CompactionTask): Array<{ level: number, files
   return out
 }
 
+/** One line for a trace: kind (and reason), input runs as level:bytes newest first, the output level. */
+export function describeTask (task: CompactionTask): string {
+  const runs = inputLevels(task).flatMap((r) => r.level === 0 ? r.files.map((f) => ({ level: 0, files: [f] })) : [r])
+  const inputs = runs.map((r) => `L${r.level}:${r.files.reduce((s, f) => s + f.size, 0)}`).join(' ')
+  return `${task.kind}${task.kind === 'tiered' ? ' ' + task.reason : ''} ${inputs} -> L${task.outputLevel}`
+}
+
 /** The sorted runs a merge reads, newest first: each level-0 table alone, each deeper level whole. */
 export function mergeRuns (task: CompactionTask): FileMeta[][] {
   return inputLevels(task).flatMap((r) => r.level === 0 ? r.files.map((f) => [f]) : [r.files])
 }
 
-/** True if the task only moves its one input table down a level. */
-export function isTrivialMove (task: CompactionTask): task is LeveledTask {
-  return task.kind === 'leveled' && task.trivialMove
+/**
+ * True if the task only moves its input tables to the output level (a manifest
+ * edit, no bytes written): a leveled trivial move, or a tiered run moved down.
+ */
+export function isTrivialMove (task: CompactionTask): boolean {
+  return (task.kind === 'leveled' && task.trivialMove) || (task.kind === 'tiered' && task.reason === 'move')
+}
+
+/** The tables a trivial move carries to its output level. */
+export function movedTables (task: CompactionTask): FileMeta[] {
+  return inputLevels(task).flatMap((r) => r.files)
 }
 
 /**
  * The version edit that installs a finished task: its inputs deleted, `outputs`
- * added at the output level (for a trivial move, the input table itself), and
+ * added at the output level (for a trivial move, the input tables themselves), and
  * for leveled and manual tasks the level's round-robin compact pointer moved
  * past the inputs (the leveled picker's next choice in that level).
  */

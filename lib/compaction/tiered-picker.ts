@@ -27,6 +27,17 @@
 // the oldest run in the window, or, when the window holds only level-0 tables,
 // to the deepest empty level above the next older run. A window that includes
 // a level-0 table always includes every older level-0 table too.
+//
+// Six levels are six places for merged runs. When a window of level-0 tables
+// has none (level 1 holds a run), room is made first, never by merging the
+// tables into that run (which, with small frequent flushes, rewrote an ever
+// larger level-1 run every few flushes: 25 bytes written per user byte where
+// leveled wrote 9):
+//   4. a move: the run just above the deepest empty level moves into it, a
+//      manifest edit that writes nothing; or, with every level full,
+//   5. room: the two adjacent deeper runs of the fewest bytes merge into one.
+// Room is made when rule 2's window, or rule 3's (which then applies at the
+// trigger itself), holds only level-0 tables and cannot be placed.
 import type { FileMeta } from '../manifest/file-meta'
 import { NUM_LEVELS } from '../options'
 import type { LsmShape } from './leveled-picker'
@@ -51,7 +62,7 @@ export interface TieredTask {
   /** Runs merged, newest first. */
   runs: SortedRun[]
   outputLevel: number
-  reason: 'space-amplification' | 'size-ratio' | 'run-count'
+  reason: 'space-amplification' | 'size-ratio' | 'run-count' | 'move' | 'room'
 }
 
 export function sortedRuns (shape: LsmShape): SortedRun[] {
@@ -64,28 +75,47 @@ export function sortedRuns (shape: LsmShape): SortedRun[] {
   return runs
 }
 
-/**
- * Where a merge of runs[i..j] may go, or -1 if nowhere (the caller widens the
- * window). REQUIRES: runs[j] is not a level-0 run unless every older run is in a level >= 1.
- */
-function placement (runs: SortedRun[], j: number): number {
-  if (runs[j].level > 0) return runs[j].level
-  const olderLevel = j + 1 < runs.length ? runs[j + 1].level : NUM_LEVELS
-  return olderLevel - 1 >= 1 ? olderLevel - 1 : -1
-}
-
 /** Extends a window end so that it never leaves an older level-0 table behind. */
 function closeOverL0 (runs: SortedRun[], j: number): number {
   while (j + 1 < runs.length && runs[j + 1].level === 0) j++
   return j
 }
 
-function task (runs: SortedRun[], i: number, j: number, reason: TieredTask['reason']): TieredTask | undefined {
+/**
+ * Where a merge of runs[i..j] goes: the level of its oldest run, or, for a
+ * window of level-0 tables only (every one of them), the deepest empty level
+ * above the next older run; -1 if that run is in level 1 (no room).
+ */
+function placement (runs: SortedRun[], j: number): number {
+  if (runs[j].level > 0) return runs[j].level
+  const olderLevel = j + 1 < runs.length ? runs[j + 1].level : NUM_LEVELS
+  return olderLevel - 1
+}
+
+function merge (runs: SortedRun[], i: number, j: number, reason: TieredTask['reason']): TieredTask | undefined {
   j = closeOverL0(runs, j)
-  let out = placement(runs, j)
-  while (out < 0 && j + 1 < runs.length) { j++; out = placement(runs, j) }
-  if (out < 0 || j - i + 1 < 2) return undefined
+  const out = placement(runs, j)
+  if (out < 1 || j - i + 1 < 2) return undefined
   return { kind: 'tiered', runs: runs.slice(i, j + 1), outputLevel: out, reason }
+}
+
+/**
+ * Room for a run of level-0 tables when level 1 holds a run: the run just above
+ * the deepest empty level moves into it (a manifest edit, no bytes written), or,
+ * with no level empty, the two adjacent deeper runs of the fewest bytes merge.
+ */
+function makeRoom (shape: LsmShape, runs: SortedRun[]): TieredTask {
+  const deeper = runs.filter((r) => r.level > 0)
+  for (let level = NUM_LEVELS - 1; level >= 2; level--) {
+    if (shape.levels[level].length > 0) continue
+    const above = deeper.filter((r) => r.level < level).pop()
+    if (above !== undefined) return { kind: 'tiered', runs: [above], outputLevel: level, reason: 'move' }
+  }
+  let best = 0
+  for (let k = 1; k + 1 < deeper.length; k++) {
+    if (deeper[k].bytes + deeper[k + 1].bytes < deeper[best].bytes + deeper[best + 1].bytes) best = k
+  }
+  return { kind: 'tiered', runs: deeper.slice(best, best + 2), outputLevel: deeper[best + 1].level, reason: 'room' }
 }
 
 export function pickTieredCompaction (shape: LsmShape, opts: TieredOptions): TieredTask | undefined {
@@ -95,9 +125,10 @@ export function pickTieredCompaction (shape: LsmShape, opts: TieredOptions): Tie
   let newer = 0
   for (let k = 0; k < runs.length - 1; k++) newer += runs[k].bytes
   if (last.bytes > 0 && newer * 100 > last.bytes * opts.maxSizeAmplificationPercent) {
-    const t = task(runs, 0, runs.length - 1, 'space-amplification')
+    const t = merge(runs, 0, runs.length - 1, 'space-amplification')
     if (t) return t
   }
+  let blocked = false
   for (let i = 0; i < runs.length - 1; i++) {
     let total = runs[i].bytes
     let j = i
@@ -106,11 +137,14 @@ export function pickTieredCompaction (shape: LsmShape, opts: TieredOptions): Tie
       total += runs[j].bytes
     }
     if (j > i) {
-      const t = task(runs, i, j, 'size-ratio')
+      const t = merge(runs, i, j, 'size-ratio')
       if (t) return t
+      blocked = true
     }
   }
-  if (runs.length <= opts.level0CompactionTrigger) return undefined
-  const width = runs.length - opts.level0CompactionTrigger + 1
-  return task(runs, 0, width - 1, 'run-count')
+  if (runs.length <= opts.level0CompactionTrigger && !blocked) return undefined
+  const width = Math.max(2, runs.length - opts.level0CompactionTrigger + 1)
+  const t = merge(runs, 0, width - 1, 'run-count')
+  if (t) return t
+  return makeRoom(shape, runs)
 }
