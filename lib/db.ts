@@ -122,6 +122,7 @@ export class Engine {
       smallestSnapshot: () => this.smallestSnapshot(),
       lastSequence: () => this.pipeline.visibleSeq,
       currentLogNumber: () => this.logs.number,
+      logEntryDurable: (number) => this.logs.entryDurable(number),
       onError: (err) => this.pipeline.stop(err),
       onJobDone: () => this.pipeline.resume(),
       workers

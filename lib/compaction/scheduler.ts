@@ -63,6 +63,8 @@ export interface SchedulerEnv {
   lastSequence (): number
   /** The log the active memtable's writes go to. */
   currentLogNumber (): number
+  /** Resolves once log `number`'s directory entry is durable (LogManager.entryDurable). */
+  logEntryDurable (number: number): Promise<void>
   /** A job failed: writes must stop. */
   onError (err: LevelError): void
   /** A job ended: a write stall may be over. */
@@ -227,10 +229,14 @@ export class CompactionScheduler {
     } else {
       result = await this.writeLevel0(mem, this.env.smallestSnapshot(), () => false)
     }
+    // The edit names the next live log: its directory entry must be durable
+    // first (a flush with no output table has synced no directory).
+    const logNumber = memtables.logAfterOldest(this.env.currentLogNumber())
+    await this.env.logEntryDurable(logNumber)
     await versions.logAndApply({
       newFiles: result.outputs.map((meta) => ({ level: 0, meta })),
       rangeTombstones: mem.rangeTombstones().slice(),
-      logNumber: memtables.logAfterOldest(this.env.currentLogNumber()),
+      logNumber,
       lastSequence: this.env.lastSequence()
     })
     memtables.dropOldest()
