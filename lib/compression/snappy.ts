@@ -51,6 +51,7 @@ export function snappyMaxCompressedLength (n: number): number {
 /** Result of readHeader: the declared length and the position after it. */
 const headerOut = { length: 0, pos: 0 }
 
+/** Reads the header into headerOut; throws if it is malformed or declares more than the rest of `src` can produce. */
 function readHeader (src: Uint8Array): void {
   let length = 0
   let mul = 1
@@ -59,6 +60,9 @@ function readHeader (src: Uint8Array): void {
     length += (b & 127) * mul
     if (b < 128) {
       if (length > 0xffffffff) throw fail('uncompressed length does not fit in 32 bits')
+      if (length > (src.length - pos - 1) * MAX_EXPANSION) {
+        throw fail(`declares ${length} bytes, more than a block of ${src.length} bytes can hold`)
+      }
       headerOut.length = length
       headerOut.pos = pos + 1
       return
@@ -68,7 +72,11 @@ function readHeader (src: Uint8Array): void {
   throw fail(src.length < 5 ? 'truncated length header' : 'length header longer than 5 bytes')
 }
 
-/** The uncompressed length a Snappy block declares; throws (plain Error with a clear message) if the header is malformed. */
+/**
+ * The uncompressed length a Snappy block declares; throws (plain Error with a
+ * clear message) if the header is malformed or declares more than the block
+ * could produce (so the length is safe to allocate).
+ */
 export function snappyUncompressedLength (src: Uint8Array): number {
   readHeader(src)
   return headerOut.length
@@ -83,9 +91,6 @@ export function snappyUncompressedLength (src: Uint8Array): number {
 export function snappyDecompress (src: Uint8Array, dst?: Uint8Array): Uint8Array {
   readHeader(src)
   const length = headerOut.length
-  if (length > (src.length - headerOut.pos) * MAX_EXPANSION) {
-    throw fail(`declares ${length} bytes, more than a block of ${src.length} bytes can hold`)
-  }
   const out = dst !== undefined && dst.length === length ? dst : allocate(length)
   const written = decodeElements(src, headerOut.pos, out)
   if (written !== length) throw fail(`produced ${written} bytes, the header declares ${length}`)
