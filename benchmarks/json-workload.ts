@@ -1,10 +1,13 @@
 // The compressible workload of `npm run bench` (benchmarks/run.ts): seeded JSON
 // order documents of a few hundred bytes (json-docs.ts) under ids as keys, in
-// random order. Per engine, interleaved: half the documents filled in batches of
-// 1,000, the other half by awaited single puts; a full compaction; the directory
-// measured once closed; a reopen; then random gets of every document and full
-// scans. lsm-level runs twice, with compression on (the default) and off, beside
-// classic-level (Snappy on, its default) and memory-level.
+// random order. Per engine, after an untimed warmup: half the documents filled
+// in batches of 1,000, the other half by awaited single puts; a full compaction;
+// the directory measured once closed; a reopen; then random gets of every
+// document and full scans, in READ_ROUNDS rounds that alternate the engines
+// (each round a third of the gets, or one scan; the median round is reported),
+// so that a change in the machine's load lands on every engine alike. lsm-level
+// runs twice, with compression on (the default) and off, beside classic-level
+// (Snappy on, its default) and memory-level.
 import * as path from 'node:path'
 import { LsmLevel } from '../index'
 import { Random } from '../test/util/random'
@@ -20,6 +23,8 @@ type JsonEngine = typeof JSON_ENGINES[number]
 
 const BUF = { keyEncoding: 'buffer', valueEncoding: 'buffer' }
 const BATCH = 1000
+const READ_ROUNDS = 3
+const WARMUP_DOCS = 5000
 
 function make (name: JsonEngine, dir: string, lsmOptions: object): any {
   if (name === 'lsm-level') return new LsmLevel(dir, { ...BUF, ...lsmOptions })
@@ -84,6 +89,7 @@ export async function runJsonWorkload (root: string, n: number, seed: number, ls
   const half = Math.floor(n / 2)
   const dbs = new Map<JsonEngine, any>()
   try {
+    for (const e of JSON_ENGINES) await warmup(e, path.join(root, 'json-warmup-' + e.replace(/\W+/g, '-')), data, lsmOptions)
     for (const e of JSON_ENGINES) {
       const dir = path.join(root, 'json-' + e.replace(/\W+/g, '-'))
       const db = make(e, dir, lsmOptions)
@@ -100,18 +106,45 @@ export async function runJsonWorkload (root: string, n: number, seed: number, ls
       dbs.set(e, await settle(e, db, dir, result, lsmOptions))
     }
     for (const e of JSON_ENGINES) await check(e, dbs.get(e), data)
-    for (const e of JSON_ENGINES) {
-      record('json readrandom', e, await tinyOps(n, (i) => dbs.get(e).get(data.keys[data.getOrder[i]]), true))
+    const gets = new Map<JsonEngine, Row[]>(JSON_ENGINES.map((e) => [e, []]))
+    const scans = new Map<JsonEngine, Row[]>(JSON_ENGINES.map((e) => [e, []]))
+    const share = Math.ceil(n / READ_ROUNDS)
+    for (let r = 0; r < READ_ROUNDS; r++) {
+      const from = r * share
+      const count = Math.min(share, n - from)
+      for (const e of JSON_ENGINES) gets.get(e)!.push(await tinyOps(count, (i) => dbs.get(e).get(data.keys[data.getOrder[from + i]]), true))
     }
-    for (const e of JSON_ENGINES) {
-      // Three full scans, the median reported.
-      const scans = [await timed(() => scan(dbs.get(e), n)), await timed(() => scan(dbs.get(e), n)), await timed(() => scan(dbs.get(e), n))]
-      record('json readseq', e, scans.sort((a, b) => a.ops - b.ops)[1])
+    for (let r = 0; r < READ_ROUNDS; r++) {
+      for (const e of JSON_ENGINES) scans.get(e)!.push(await timed(() => scan(dbs.get(e), n)))
     }
+    for (const e of JSON_ENGINES) record('json readrandom', e, median(gets.get(e)!))
+    for (const e of JSON_ENGINES) record('json readseq', e, median(scans.get(e)!))
   } finally {
     for (const db of dbs.values()) await db.close().catch(() => {})
   }
   return result
+}
+
+function median (rows: Row[]): Row {
+  return rows.slice().sort((a, b) => a.ops - b.ops)[Math.floor(rows.length / 2)]
+}
+
+/** Untimed: the engine's write, read and scan paths (lsm-level: compressed tables too) run before anything is timed. */
+async function warmup (e: JsonEngine, dir: string, data: Data, lsmOptions: object): Promise<void> {
+  const count = Math.min(WARMUP_DOCS, data.keys.length)
+  const db = make(e, dir, lsmOptions)
+  await db.open()
+  for (let i = 0; i < count; i += BATCH) {
+    const ops = []
+    for (let j = i; j < Math.min(count, i + BATCH); j++) ops.push({ type: 'put', key: data.keys[j], value: data.docs[j] })
+    await db.batch(ops)
+  }
+  for (let i = 0; i < count; i++) await db.put(data.keys[i], data.docs[i])
+  await db.close()
+  await db.open()
+  for (let i = 0; i < count; i++) await db.get(data.keys[data.getOrder[i] % count])
+  for (let r = 0; r < 5; r++) await scan(db, count)
+  await db.close()
 }
 
 /** A full compaction, the closed directory's size, and a reopen (lsm-level: with its background work done). */
@@ -159,7 +192,7 @@ async function scan (db: any, n: number): Promise<number> {
 const NOTES: Record<string, string> = {
   'json fillbatch': 'half the documents, batches of 1,000 puts; puts/s',
   'json fillrandom': 'the other half, awaited puts, random keys',
-  'json readrandom': 'awaited get of every document, random order',
+  'json readrandom': 'awaited get of every document, random order; median of 3 rounds of a third each',
   'json readseq': 'full scan, `nextv(1000)`, median of 3; entries/s'
 }
 
