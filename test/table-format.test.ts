@@ -4,7 +4,7 @@
 // versions (3 with compressed blocks), damaged version 2 entries, the footer and
 // properties version checks, and tables of versions 1 (lsm-level <= 0.2) and 2
 // (lsm-level 0.3) read through the Table API, through an engine reopen, and from
-// a database written by lsm-level 0.2.0 itself (test/fixtures/table-v1-db).
+// databases written by lsm-level 0.2.0 and 0.3.0 themselves (test/fixtures/table-v1-db, table-v2-db).
 import test from 'tape'
 import * as nodeFs from 'node:fs'
 import * as path from 'node:path'
@@ -371,7 +371,8 @@ for (const old of [1, 2]) {
   })
 }
 
-// test/fixtures/table-v1-db was written by lsm-level 0.2.0 (table format 1):
+// test/fixtures/table-v1-db was written by lsm-level 0.2.0 (table format 1),
+// and test/fixtures/table-v2-db by lsm-level 0.3.0 (table format 2), each with:
 //
 //   const db = new LsmLevel(dir); await db.open()
 //   for (let i = 0; i < 300; i++) await db.put(k(i), 'value' + i)   // k(i) = 'key' + 3-digit i
@@ -379,9 +380,9 @@ for (const old of [1, 2]) {
 //   for (let i = 0; i < 300; i += 5) await db.put(k(i), 'new' + i)
 //   for (let i = 0; i < 300; i += 7) await db.del(k(i))
 //   await db.flush(); await db.close()
-const V1_FIXTURE = path.join(__dirname, '..', '..', 'test', 'fixtures', 'table-v1-db')
+const FIXTURES = path.join(__dirname, '..', '..', 'test', 'fixtures')
 
-function v1FixtureModel (): Map<string, string> {
+function fixtureModel (): Map<string, string> {
   const model = new Map<string, string>()
   const k = (i: number): string => 'key' + String(i).padStart(3, '0')
   for (let i = 0; i < 300; i++) model.set(k(i), 'value' + i)
@@ -391,19 +392,21 @@ function v1FixtureModel (): Map<string, string> {
   return model
 }
 
-test('engine: a database written by lsm-level 0.2.0 opens and reads', async (t) => {
-  const dir = path.join(tempDir('lsm-table-format-fixture-'), 'db')
-  nodeFs.cpSync(V1_FIXTURE, dir, { recursive: true })
-  t.ok(tableVersions(dir).length === 2 && tableVersions(dir).every((v) => v === 1), 'the fixture holds two version 1 tables')
-  const model = v1FixtureModel()
-  let db = new LsmLevel<string, string>(dir)
-  await db.open()
-  await expectContents(t, db, model, 'lsm-level 0.2.0 database')
-  await db.compactRange()
-  await db.close()
-  t.ok(tableVersions(dir).every((v) => v === FORMAT_VERSION), `compaction rewrote it as version ${FORMAT_VERSION}`)
-  db = new LsmLevel<string, string>(dir)
-  await db.open()
-  await expectContents(t, db, model, 'after compaction')
-  await db.close()
-})
+for (const [version, release] of [[1, '0.2.0'], [2, '0.3.0']] as const) {
+  test(`engine: a database written by lsm-level ${release} opens and reads`, async (t) => {
+    const dir = path.join(tempDir('lsm-table-format-fixture-'), 'db')
+    nodeFs.cpSync(path.join(FIXTURES, `table-v${version}-db`), dir, { recursive: true })
+    t.ok(tableVersions(dir).length === 2 && tableVersions(dir).every((v) => v === version), `the fixture holds two version ${version} tables`)
+    const model = fixtureModel()
+    let db = new LsmLevel<string, string>(dir)
+    await db.open()
+    await expectContents(t, db, model, `lsm-level ${release} database`)
+    await db.compactRange()
+    await db.close()
+    t.ok(tableVersions(dir).every((v) => v === FORMAT_VERSION), `compaction rewrote it as version ${FORMAT_VERSION}`)
+    db = new LsmLevel<string, string>(dir)
+    await db.open()
+    await expectContents(t, db, model, 'after compaction')
+    await db.close()
+  })
+}
