@@ -14,7 +14,7 @@ import { assert, checks } from '../invariants'
 import { type InternalKey, MAX_SEQ, KIND_DELETE, KIND_VALUE, TRAILER_SIZE, compareInternal } from '../keys'
 import type { WritableFile } from '../fs/fs'
 import { ByteWriter } from '../util/coding'
-import { snappyCompress, snappyMaxCompressedLength } from '../compression/snappy'
+import { snappyCompress, snappyDecompress, snappyMaxCompressedLength } from '../compression/snappy'
 import { BloomBuilder } from './bloom'
 import { BlockBuilder, DEFAULT_RESTART_INTERVAL } from './block-builder'
 import {
@@ -237,6 +237,7 @@ export class TableBuilder {
     if (this.compressed.length < max) this.compressed = Buffer.allocUnsafe(Math.max(max, this.compressed.length * 2))
     const packed = snappyCompress(contents, this.compressed)
     if (packed.length > contents.length - contents.length / 8) return this.writeRaw(contents)
+    if (checks.paranoid) assert(Buffer.from(snappyDecompress(packed)).equals(contents), 'a compressed block does not decompress to its contents')
     return this.writeRaw(packed, BLOCK_TYPE_SNAPPY)
   }
 
