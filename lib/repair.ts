@@ -67,7 +67,7 @@ import { VersionSet } from './manifest/version-set'
 import { Version } from './manifest/version'
 
 /** Table-building options of the rebuilt tables (defaults as for open). */
-export type RepairOptions = Partial<Pick<EngineOptions, 'blockSize' | 'blockRestartInterval' | 'bloomBitsPerKey' | 'targetFileSize' | 'writeBufferSize'>>
+export type RepairOptions = Partial<Pick<EngineOptions, 'blockSize' | 'blockRestartInterval' | 'bloomBitsPerKey' | 'compression' | 'targetFileSize' | 'writeBufferSize'>>
 
 export interface RepairProblem {
   /** The damaged file (basename). */
@@ -280,6 +280,7 @@ async function repairLocked (fs: FileSystem, dir: string, opts: EngineOptions): 
       blockSize: opts.blockSize,
       blockRestartInterval: opts.blockRestartInterval,
       bloomBitsPerKey: opts.bloomBitsPerKey,
+      compression: opts.compression,
       targetFileSize: opts.targetFileSize,
       smallestSnapshot: MAX_SEQ,
       isBaseLevelForKey: () => true,
