@@ -35,7 +35,7 @@ import { unmaskCrc } from '../util/crc'
 import { MAX_SEQ } from '../keys'
 import type { InternalIterator } from '../iterators/internal-iterator'
 import { crc32c } from './crc32c'
-import { decompressBlock } from './compression'
+import { snappyDecompress } from '../compression/snappy'
 
 export const FOOTER_SIZE = 48
 export const BLOCK_TRAILER_SIZE = 5
@@ -123,12 +123,13 @@ export class LevelDBTable {
     if (crc32c(raw, 0, size + 1) !== unmaskCrc(getFixed32(raw, size + 1))) throw corruption(this.name, `checksum mismatch in the ${what} at offset ${offset}`)
     if (type === TYPE_NONE) return raw.subarray(0, size)
     if (type === TYPE_SNAPPY) {
+      let out: Uint8Array
       try {
-        return decompressBlock(raw.subarray(0, size))
+        out = snappyDecompress(raw.subarray(0, size))
       } catch (err) {
-        if ((err as { code?: unknown }).code === 'LEVEL_NOT_SUPPORTED') throw levelError('LEVEL_NOT_SUPPORTED', `${this.name}: ${(err as Error).message}`, err, this.name)
         throw corruption(this.name, `the ${what} at offset ${offset} does not decompress: ${(err as Error).message}`, err)
       }
+      return Buffer.from(out.buffer, out.byteOffset, out.length)
     }
     throw corruption(this.name, `the ${what} at offset ${offset} has unknown compression type ${type}`)
   }
