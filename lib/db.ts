@@ -41,6 +41,7 @@ import { CompactionScheduler } from './compaction/scheduler'
 import { recover, removeOrphans, type RecoveryReport } from './recovery'
 import { SnapshotList, Snapshot } from './snapshots'
 import { acquireLock, type LockHandle } from './lock'
+import { levelDBSigns } from './leveldb/detect'
 import { KIND_DELETE, KIND_VALUE } from './keys'
 import { compareBytes } from './util/coding'
 import { ioError, levelError, type LevelError } from './errors'
@@ -152,6 +153,11 @@ export class Engine {
       if (!options.createIfMissing) throw levelError('LEVEL_INVALID_OPTION', `Database does not exist and createIfMissing is false: ${dir}`)
       fs.mkdirp(dir)
     }
+    // Another engine's data is refused before the lock is taken: nothing in the directory changes.
+    const signs = levelDBSigns(fs, dir)
+    if (signs !== undefined) {
+      throw levelError('LEVEL_NOT_SUPPORTED', `${dir} holds a LevelDB database, as classic-level writes it (${signs}): lsm-level cannot open it in place. Import it into a new directory with \`npx lsm-level import ${dir} <new-dir>\` (or LsmLevel.importLevelDB) and open that; the LevelDB directory is left as it is`)
+    }
     this.lock = acquireLock(fs, dir)
     const recovered = await recover({
       fs,
@@ -176,7 +182,8 @@ export class Engine {
     try { this.versions.close() } catch {}
     try { this.tableCache.close() } catch {}
     // The error that failed the open matters more than one releasing the lock.
-    try { this.lock?.release() } catch {}
+    // A stale LOCK the open took over is put back: the directory is left as found.
+    try { this.lock?.restore() } catch {}
     this.lock = undefined
   }
 
