@@ -61,6 +61,8 @@ export interface ImportReport {
   entries: number
   /** Bytes of a record cut off at the end of a log (an interrupted write LevelDB also drops). */
   logBytesDropped: number
+  /** Tables the log replay spilled to stay within `writeBufferSize` (removed once merged). */
+  spilledTables: number
   /** Live keys in the new database. */
   keys: number
   /** Source bytes read (manifest, tables, logs). */
@@ -129,7 +131,7 @@ function liveLogs (fs: FileSystem, src: string, state: LevelDBState): SourceLog[
 }
 
 async function importInto (fs: FileSystem, src: string, dir: string, opts: EngineOptions, state: LevelDBState, logs: SourceLog[], counter: ReadCounter): Promise<ImportReport> {
-  const report: ImportReport = { tables: 0, logs: logs.length, entries: 0, logBytesDropped: 0, keys: 0, bytesRead: 0, newTables: [], lastSequence: 0, ms: 0 }
+  const report: ImportReport = { tables: 0, logs: logs.length, entries: 0, logBytesDropped: 0, spilledTables: 0, keys: 0, bytesRead: 0, newTables: [], lastSequence: 0, ms: 0 }
   let nextNumber = 1
   const newFileNumber = (): number => nextNumber++
 
@@ -151,6 +153,7 @@ async function importInto (fs: FileSystem, src: string, dir: string, opts: Engin
       newFileNumber,
       shouldAbort: () => false
     })
+    report.spilledTables += written.outputs.length
     for (const meta of written.outputs) spills.push(Table.open(fs, join(dir, tableName(meta.number)), tableName(meta.number), cache))
     mem = new MemTable()
   }
