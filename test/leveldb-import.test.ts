@@ -12,6 +12,8 @@ import { ClassicLevel } from 'classic-level'
 import { LsmLevel } from '../index'
 import { main } from '../cli/main'
 import { crc32c } from '../lib/leveldb/crc32c'
+import { readLevelDBState } from '../lib/leveldb/manifest'
+import { nodeFileSystem } from '../lib/fs/node-fs'
 import { Random, seedFromEnv } from './util/random'
 import { tempDir } from './util/temp'
 
@@ -220,13 +222,18 @@ test('import: tables named .sst (LevelDB before 1.14), a torn last log record, t
 for (const target of ['table', 'log', 'manifest'] as const) {
   test(`import: a damaged source ${target} is LEVEL_CORRUPTION naming it; nothing is left behind`, async (t) => {
     const src = await writeSource(new Random(seed + 3), false, 600)
-    const names = fs.readdirSync(src.dir).sort()
+    // A live table (a table LevelDB was writing as it closed can be left unnamed
+    // by the manifest: no import reads it), the newest log, the live manifest.
+    const state = readLevelDBState(nodeFileSystem, src.dir)
+    const live = state.levels.flat()[0]
     const name = target === 'table'
-      ? names.filter((n) => n.endsWith('.ldb')).pop() as string
-      : target === 'log' ? logs(src.dir).pop() as string : names.find((n) => n.startsWith('MANIFEST-')) as string
+      ? `${String(live.number).padStart(6, '0')}.ldb`
+      : target === 'log' ? logs(src.dir).pop() as string : state.manifest
     const file = path.join(src.dir, name)
     const bytes = fs.readFileSync(file)
-    bytes[Math.floor(bytes.length / 3)] ^= 0x10
+    // A byte of the first block's or record's contents (a damaged length field
+    // near the end of a file reads as a record cut off by the end, which is no damage).
+    bytes[12] ^= 0x10
     fs.writeFileSync(file, bytes)
     const parent = tempDir('lsm-leveldb-import-dest-')
     const dest = path.join(parent, 'db')
