@@ -35,7 +35,7 @@ import { unmaskCrc } from '../util/crc'
 import { MAX_SEQ } from '../keys'
 import type { InternalIterator } from '../iterators/internal-iterator'
 import { crc32c } from './crc32c'
-import { snappyDecompress } from '../compression/snappy'
+import { snappyDecompress, snappyUncompressedLength } from '../compression/snappy'
 
 export const FOOTER_SIZE = 48
 export const BLOCK_TRAILER_SIZE = 5
@@ -49,10 +49,20 @@ export interface ReadCounter {
   bytes: number
 }
 
-/** One LevelDB table, open for reading. */
+/** Bytes read ahead at a time: blocks are read front to back, a few KiB each. */
+const READ_AHEAD_BYTES = 256 * 1024
+
+/** One LevelDB table, open for reading, front to back (its reads go through a read-ahead window). */
 export class LevelDBTable {
   readonly name: string
   private readonly file: RandomAccessFile
+  private readonly fileSize: number
+  /** The read-ahead window: file bytes [windowStart, windowStart + windowLength). */
+  private window: Buffer = Buffer.alloc(0)
+  private windowStart = 0
+  private windowLength = 0
+  /** Where Snappy blocks are uncompressed (a data block is valid until the next is read). */
+  private scratch: Buffer = Buffer.alloc(0)
   /** Offsets and sizes of the data blocks, in key order. */
   private readonly blockOffsets: number[] = []
   private readonly blockSizes: number[] = []
@@ -68,6 +78,7 @@ export class LevelDBTable {
       throw ioError(`Cannot read ${name}: ${(err as Error).message}`, err, name)
     }
     try {
+      this.fileSize = this.file.size()
       this.readIndex(expectedSize)
     } catch (err) {
       this.file.close()
@@ -79,9 +90,12 @@ export class LevelDBTable {
     return this.blockOffsets.length
   }
 
-  /** The contents of data block `i`, checksum verified and uncompressed. */
+  /**
+   * The contents of data block `i`, checksum verified and uncompressed: valid
+   * until the next call (it lives in the table's read-ahead window or scratch).
+   */
   dataBlock (i: number): Buffer {
-    return this.readBlock(this.blockOffsets[i], this.blockSizes[i], `data block ${i}`)
+    return this.readBlock(this.blockOffsets[i], this.blockSizes[i], `data block ${i}`, true)
   }
 
   close (): void {
@@ -89,10 +103,10 @@ export class LevelDBTable {
   }
 
   private readIndex (expectedSize: number): void {
-    const size = this.file.size()
+    const size = this.fileSize
     if (size !== expectedSize) throw corruption(this.name, `is ${size} bytes, the manifest says ${expectedSize}`)
     if (size < FOOTER_SIZE) throw corruption(this.name, `too short for a table (${size} bytes)`)
-    const footer = this.read(size - FOOTER_SIZE, FOOTER_SIZE)
+    const footer = Buffer.from(this.read(size - FOOTER_SIZE, FOOTER_SIZE))
     if (getFixed32(footer, 40) !== MAGIC_LO || getFixed32(footer, 44) !== MAGIC_HI) throw corruption(this.name, 'bad magic number in the footer: not a LevelDB table')
     let pos = 0
     const handle = (what: string): { offset: number, size: number } => {
@@ -105,7 +119,7 @@ export class LevelDBTable {
     handle('metaindex')
     const index = handle('index')
     if (index.offset + index.size + BLOCK_TRAILER_SIZE > size - FOOTER_SIZE) throw corruption(this.name, 'index block handle points past the end of the file')
-    const block = this.readBlock(index.offset, index.size, 'index block')
+    const block = Buffer.from(this.readBlock(index.offset, index.size, 'index block', false))
     for (const entry = new BlockCursor(block, this.name, 'index block'); entry.next();) {
       const v = entry.valueStart
       if (!getVarint(block, v, entry.valueEnd)) throw corruption(this.name, 'malformed block handle in the index block')
@@ -117,7 +131,8 @@ export class LevelDBTable {
     }
   }
 
-  private readBlock (offset: number, size: number, what: string): Buffer {
+  /** A block's contents, verified and uncompressed; a view of the window or (`reuse`) of the scratch buffer. */
+  private readBlock (offset: number, size: number, what: string, reuse: boolean): Buffer {
     const raw = this.read(offset, size + BLOCK_TRAILER_SIZE)
     const type = raw[size]
     if (crc32c(raw, 0, size + 1) !== unmaskCrc(getFixed32(raw, size + 1))) throw corruption(this.name, `checksum mismatch in the ${what} at offset ${offset}`)
@@ -125,7 +140,10 @@ export class LevelDBTable {
     if (type === TYPE_SNAPPY) {
       let out: Uint8Array
       try {
-        out = snappyDecompress(raw.subarray(0, size))
+        const src = raw.subarray(0, size)
+        const length = snappyUncompressedLength(src)
+        if (reuse && length > this.scratch.length) this.scratch = Buffer.allocUnsafe(Math.max(length, 2 * this.scratch.length))
+        out = snappyDecompress(src, reuse ? this.scratch.subarray(0, length) : undefined)
       } catch (err) {
         throw corruption(this.name, `the ${what} at offset ${offset} does not decompress: ${(err as Error).message}`, err)
       }
@@ -134,17 +152,24 @@ export class LevelDBTable {
     throw corruption(this.name, `the ${what} at offset ${offset} has unknown compression type ${type}`)
   }
 
+  /** File bytes [offset, offset + length): a view of the read-ahead window, valid until the next read. */
   private read (offset: number, length: number): Buffer {
-    const buf = Buffer.allocUnsafe(length)
-    let got: number
-    try {
-      got = this.file.read(buf, 0, length, offset)
-    } catch (err) {
-      throw ioError(`Cannot read ${this.name}: ${(err as Error).message}`, err, this.name)
+    if (offset + length > this.fileSize) throw corruption(this.name, `truncated: ${length} bytes at offset ${offset} are past the end of the file`)
+    if (offset < this.windowStart || offset + length > this.windowStart + this.windowLength) {
+      const want = Math.min(Math.max(length, READ_AHEAD_BYTES), this.fileSize - offset)
+      if (want > this.window.length) this.window = Buffer.allocUnsafe(Math.max(want, READ_AHEAD_BYTES))
+      let got: number
+      try {
+        got = this.file.read(this.window, 0, want, offset)
+      } catch (err) {
+        throw ioError(`Cannot read ${this.name}: ${(err as Error).message}`, err, this.name)
+      }
+      if (got !== want) throw ioError(`Cannot read ${this.name}: short read at offset ${offset}`, undefined, this.name)
+      this.counter.bytes += want
+      this.windowStart = offset
+      this.windowLength = want
     }
-    if (got !== length) throw corruption(this.name, `truncated: ${length} bytes at offset ${offset} are past the end of the file`)
-    this.counter.bytes += length
-    return buf
+    return this.window.subarray(offset - this.windowStart, offset - this.windowStart + length)
   }
 }
 
