@@ -41,7 +41,7 @@ import { CompactionScheduler } from './compaction/scheduler'
 import { recover, removeOrphans, type RecoveryReport } from './recovery'
 import { SnapshotList, Snapshot } from './snapshots'
 import { acquireLock, type LockHandle } from './lock'
-import { levelDBSigns } from './leveldb/detect'
+import { refuseLevelDB } from './leveldb/detect'
 import { KIND_DELETE, KIND_VALUE } from './keys'
 import { compareBytes } from './util/coding'
 import { ioError, levelError, type LevelError } from './errors'
@@ -154,10 +154,7 @@ export class Engine {
       fs.mkdirp(dir)
     }
     // Another engine's data is refused before the lock is taken: nothing in the directory changes.
-    const signs = levelDBSigns(fs, dir)
-    if (signs !== undefined) {
-      throw levelError('LEVEL_NOT_SUPPORTED', `${dir} holds a LevelDB database, as classic-level writes it (${signs}): lsm-level cannot open it in place. Import it into a new directory with \`npx lsm-level import ${dir} <new-dir>\` (or LsmLevel.importLevelDB) and open that; the LevelDB directory is left as it is`)
-    }
+    refuseLevelDB(fs, dir, 'open')
     this.lock = acquireLock(fs, dir)
     const recovered = await recover({
       fs,

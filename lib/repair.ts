@@ -63,6 +63,7 @@ import { MemTable } from './memtable/memtable'
 import { MergingIterator } from './iterators/merging-iterator'
 import { type InternalIterator, currentUserKey, currentValue } from './iterators/internal-iterator'
 import { bulkLoad } from './bulk-load'
+import { refuseLevelDB } from './leveldb/detect'
 
 /** Table-building options of the rebuilt tables (defaults as for open). */
 export type RepairOptions = Partial<Pick<EngineOptions, 'blockSize' | 'blockRestartInterval' | 'bloomBitsPerKey' | 'targetFileSize' | 'writeBufferSize'>>
@@ -120,12 +121,14 @@ function message (err: unknown): string {
 /**
  * Rebuilds the database in `location` as described at the top of this file.
  * Fails with LEVEL_LOCKED if the database is open, and changes nothing unless
- * the rebuilt state could be written. Table-building options as for open.
+ * the rebuilt state could be written; LEVEL_NOT_SUPPORTED, changing nothing, if
+ * the directory holds a LevelDB database. Table-building options as for open.
  */
 export async function repair (location: string, options: RepairOptions = {}, fs: FileSystem = nodeFileSystem): Promise<RepairReport> {
   const opts = resolveOptions(options as Partial<Record<keyof EngineOptions, unknown>>)
   const dir = path.resolve(location)
   if (!fs.exists(dir)) throw levelError('LEVEL_INVALID_OPTION', `Cannot repair: the database directory does not exist: ${dir}`)
+  refuseLevelDB(fs, dir, 'repair') // it would take LevelDB's files for damaged ones of its own
   const lock = acquireLock(fs, dir)
   try {
     return await repairLocked(fs, dir, opts)
@@ -379,11 +382,13 @@ function scanTable (table: Table, mem: MemTable | undefined): TableScan {
  * Deletes the database in `location`: its own files (CURRENT, LOCK, MANIFEST-*,
  * *.log, *.sst, *.tmp), then the directory if nothing else is left in it. Other
  * files (and `lost/` from a repair) are left alone. Fails with LEVEL_LOCKED if
- * the database is open. A missing directory is not an error.
+ * the database is open, LEVEL_NOT_SUPPORTED if it is a LevelDB database. A
+ * missing directory is not an error.
  */
 export async function destroy (location: string, fs: FileSystem = nodeFileSystem): Promise<void> {
   const dir = path.resolve(location)
   if (!fs.exists(dir)) return
+  refuseLevelDB(fs, dir, 'destroy') // it would remove some of LevelDB's files, not its tables
   const lock = acquireLock(fs, dir)
   try {
     // CURRENT first: should this be interrupted, what is left is not a database

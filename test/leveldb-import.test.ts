@@ -125,6 +125,21 @@ async function rejection (t: test.Test, p: Promise<unknown>): Promise<{ message:
   return { message: 'resolved' }
 }
 
+/** Runs the command line in this process, capturing what it prints. */
+async function runCli (args: string[]): Promise<{ code: number, stdout: string, stderr: string }> {
+  const out = { stdout: '', stderr: '' }
+  const writes = { stdout: process.stdout.write, stderr: process.stderr.write }
+  process.stdout.write = ((s: string) => { out.stdout += s; return true }) as typeof process.stdout.write
+  process.stderr.write = ((s: string) => { out.stderr += s; return true }) as typeof process.stderr.write
+  try {
+    return { code: await main(args), ...out }
+  } finally {
+    process.stdout.write = writes.stdout
+    process.stderr.write = writes.stderr
+    process.exitCode = 0
+  }
+}
+
 function sizeOfTables (dir: string): number {
   return fs.readdirSync(dir).filter((n) => n.endsWith('.ldb')).reduce((n, f) => n + fs.statSync(path.join(dir, f)).size, 0)
 }
@@ -199,16 +214,7 @@ test('import: tables named .sst (LevelDB before 1.14), a torn last log record, t
   const log = path.join(src.dir, logs(src.dir).pop() as string)
   fs.truncateSync(log, fs.statSync(log).size - 3)
   const dest = path.join(tempDir('lsm-leveldb-import-dest-'), 'db')
-  const write = process.stdout.write
-  let out = ''
-  process.stdout.write = ((s: string) => { out += s; return true }) as typeof process.stdout.write
-  let code: number
-  try {
-    code = await main(['import', src.dir, dest])
-  } finally {
-    process.stdout.write = write
-    process.exitCode = 0
-  }
+  const { code, stdout: out } = await runCli(['import', src.dir, dest])
   t.equal(code, 0, 'lsm-level import exits 0')
   t.match(out, /read: \d+ tables, \d+ logs, \d+ entries, \d+ bytes/, 'and prints what it read')
   t.match(out, /dropped: \d+ bytes of a log record cut off/, 'and the cut-off record')
@@ -245,6 +251,9 @@ for (const target of ['table', 'log', 'manifest'] as const) {
       t.ok((err as Error).message.includes(name), `the message names ${name}`)
     }
     t.deepEqual(fs.readdirSync(parent), [], 'no destination and no temporary directory left')
+    const cli = await runCli(['import', src.dir, dest])
+    t.equal(cli.code, 1, 'lsm-level import exits 1')
+    t.match(cli.stderr, new RegExp(`the source is damaged: Corruption in ${name}.*nothing was written`), 'and says which file is damaged')
   })
 }
 
@@ -284,6 +293,11 @@ test('opening a LevelDB directory: a clear error naming the import, and the dire
       t.match(cause?.message ?? '', /LevelDB database.*npx lsm-level import /, `${shape}: and names the command`)
     }
     sameDir(t, dir, before, `${shape}: the LevelDB directory after the failed open`)
+    for (const [action, run] of [['repair', LsmLevel.repair], ['destroy', LsmLevel.destroy]] as const) {
+      const err = await rejection(t, run(dir))
+      t.equal(err.code, 'LEVEL_NOT_SUPPORTED', `${shape}: ${action} is refused: ${err.message.slice(0, 60)}...`)
+      sameDir(t, dir, before, `${shape}: the LevelDB directory after the refused ${action}`)
+    }
   }
 })
 

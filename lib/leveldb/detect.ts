@@ -12,6 +12,7 @@
 //     header, zlib's CRC-32) passes that checksum only by a 2^-32 chance.
 import type { FileSystem } from '../fs/fs'
 import { join } from '../filenames'
+import { levelError } from '../errors'
 import { getFixed32 } from '../util/coding'
 import { unmaskCrc } from '../util/crc'
 import { crc32c } from './crc32c'
@@ -41,6 +42,16 @@ export function levelDBSigns (fs: FileSystem, dir: string): string | undefined {
     return undefined
   }
   return firstRecordIsLevelDBEdit(fs, join(dir, manifest)) ? `its ${manifest} is a LevelDB manifest` : undefined
+}
+
+/**
+ * Throws LEVEL_NOT_SUPPORTED if `dir` holds a LevelDB database: `action` (open,
+ * repair, destroy) is refused before anything in it changes, with the way across.
+ */
+export function refuseLevelDB (fs: FileSystem, dir: string, action: string): void {
+  const signs = levelDBSigns(fs, dir)
+  if (signs === undefined) return
+  throw levelError('LEVEL_NOT_SUPPORTED', `${dir} holds a LevelDB database, as classic-level writes it (${signs}): lsm-level cannot ${action} it. Import it into a new directory with \`npx lsm-level import ${dir} <new-dir>\` (or LsmLevel.importLevelDB) and open that; the LevelDB directory is left as it is`)
 }
 
 function firstRecordIsLevelDBEdit (fs: FileSystem, path: string): boolean {
