@@ -84,7 +84,7 @@ export async function importLevelDB (source: string, location: string, options: 
   const dest = path.resolve(location)
   if (!fs.exists(src)) throw levelError('LEVEL_INVALID_OPTION', `Cannot import: the source directory does not exist: ${src}`)
   if (levelDBSigns(fs, src) === undefined) throw levelError('LEVEL_INVALID_OPTION', `Cannot import: ${src} does not hold a LevelDB database (no LevelDB manifest or tables)`)
-  if (fs.exists(dest) && fs.list(dest).length > 0) throw levelError('LEVEL_INVALID_OPTION', `Cannot import: the destination exists and is not empty: ${dest}`)
+  if (fs.exists(dest) && !isEmptyDir(fs, dest)) throw levelError('LEVEL_INVALID_OPTION', `Cannot import: the destination exists and is not an empty directory: ${dest}`)
   const tmp = path.join(path.dirname(dest), `.${path.basename(dest)}.import-${randomBytes(6).toString('hex')}`)
   fs.mkdirp(tmp)
   const counter: ReadCounter = { bytes: 0 }
@@ -217,6 +217,14 @@ function tableFileName (fs: FileSystem, src: string, number: number): string {
   const ldb = `${String(number).padStart(6, '0')}.ldb`
   if (fs.exists(join(src, ldb))) return ldb
   return `${String(number).padStart(6, '0')}.sst`
+}
+
+function isEmptyDir (fs: FileSystem, dir: string): boolean {
+  try {
+    return fs.list(dir).length === 0
+  } catch {
+    return false // not a directory
+  }
 }
 
 /** Removes a directory this import created, and the files in it. */
