@@ -22,26 +22,20 @@ import { decodeLevelDBEdit } from './manifest'
 const FULL = 1
 const FIRST = 2
 
-/** Why `dir` holds a LevelDB database (for an error message), or undefined if it does not look like one. */
+/**
+ * Why `dir` holds a LevelDB database (for an error message), or undefined if it
+ * does not look like one. A missing file is no sign; other errors reading the
+ * directory, CURRENT or the manifest are thrown (an open would fail on them too).
+ */
 export function levelDBSigns (fs: FileSystem, dir: string): string | undefined {
-  let names: string[]
-  try {
-    names = fs.list(dir)
-  } catch {
-    return undefined
-  }
+  const names = fs.list(dir)
   const ldb = names.find((n) => /^\d+\.ldb$/.test(n))
   if (ldb !== undefined) return `it holds LevelDB tables (${ldb})`
   if (!names.includes('CURRENT')) return undefined
-  let manifest: string
-  try {
-    const m = /^(MANIFEST-\d+)\n$/.exec(fs.readSmallFile(join(dir, 'CURRENT')).toString('latin1'))
-    if (m === null) return undefined
-    manifest = m[1]
-  } catch {
-    return undefined
-  }
-  return firstRecordIsLevelDBEdit(fs, join(dir, manifest)) ? `its ${manifest} is a LevelDB manifest` : undefined
+  const current = ifExists(() => fs.readSmallFile(join(dir, 'CURRENT')))
+  const m = current === undefined ? null : /^(MANIFEST-\d+)\n$/.exec(current.toString('latin1'))
+  if (m === null) return undefined
+  return firstRecordIsLevelDBEdit(fs, join(dir, m[1])) ? `its ${m[1]} is a LevelDB manifest` : undefined
 }
 
 /**
@@ -54,20 +48,28 @@ export function refuseLevelDB (fs: FileSystem, dir: string, action: string): voi
   throw levelError('LEVEL_NOT_SUPPORTED', `${dir} holds a LevelDB database, as classic-level writes it (${signs}): lsm-level cannot ${action} it. Import it into a new directory with \`npx lsm-level import ${dir} <new-dir>\` (or LsmLevel.importLevelDB) and open that; the LevelDB directory is left as it is`)
 }
 
-function firstRecordIsLevelDBEdit (fs: FileSystem, path: string): boolean {
-  let buf: Buffer
-  let got: number
+/** `read()`, or undefined if the file does not exist. */
+function ifExists<T> (read: () => T): T | undefined {
   try {
+    return read()
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw err
+  }
+}
+
+function firstRecordIsLevelDBEdit (fs: FileSystem, path: string): boolean {
+  const buf = ifExists(() => {
     const file = fs.openRead(path)
     try {
-      buf = Buffer.allocUnsafe(Math.min(BLOCK_SIZE, file.size()))
-      got = file.read(buf, 0, buf.length, 0)
+      const head = Buffer.allocUnsafe(Math.min(BLOCK_SIZE, file.size()))
+      return head.subarray(0, file.read(head, 0, head.length, 0))
     } finally {
       file.close()
     }
-  } catch {
-    return false
-  }
+  })
+  if (buf === undefined) return false
+  const got = buf.length
   if (got < HEADER_SIZE) return false
   const length = buf[4] | (buf[5] << 8)
   const type = buf[6]
