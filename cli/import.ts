@@ -6,7 +6,7 @@ import { CliError, checkFlags, needArgs, type Parsed } from './args'
 import { openFailure } from './open'
 import { Progress } from './terminal'
 
-const MB = 1024 * 1024
+const MB = 1e6
 
 export async function cmdImport (p: Parsed): Promise<number> {
   checkFlags(p, 'import', ['json'])

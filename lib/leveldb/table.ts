@@ -44,7 +44,11 @@ const MAGIC_HI = 0xdb477524
 const TYPE_NONE = 0
 const TYPE_SNAPPY = 1
 
-/** Bytes read, shared by the readers of one import (for its report and progress). */
+/**
+ * Source bytes read, shared by the readers of one import (for its report and
+ * progress): a table counts its data blocks as they are read, and the rest of
+ * its file when closed, so a table read through counts its size exactly.
+ */
 export interface ReadCounter {
   bytes: number
 }
@@ -61,6 +65,8 @@ export class LevelDBTable {
   private window: Buffer = Buffer.alloc(0)
   private windowStart = 0
   private windowLength = 0
+  /** Bytes of this table added to the counter so far. */
+  private counted = 0
   /** Where Snappy blocks are uncompressed (a data block is valid until the next is read). */
   private scratch: Buffer = Buffer.alloc(0)
   /** Offsets and sizes of the data blocks, in key order. */
@@ -95,11 +101,16 @@ export class LevelDBTable {
    * until the next call (it lives in the table's read-ahead window or scratch).
    */
   dataBlock (i: number): Buffer {
-    return this.readBlock(this.blockOffsets[i], this.blockSizes[i], `data block ${i}`, true)
+    const block = this.readBlock(this.blockOffsets[i], this.blockSizes[i], `data block ${i}`, true)
+    this.counted += this.blockSizes[i] + BLOCK_TRAILER_SIZE
+    this.counter.bytes += this.blockSizes[i] + BLOCK_TRAILER_SIZE
+    return block
   }
 
   close (): void {
     this.file.close()
+    this.counter.bytes += this.fileSize - this.counted
+    this.counted = this.fileSize
   }
 
   private readIndex (expectedSize: number): void {
@@ -165,7 +176,6 @@ export class LevelDBTable {
         throw ioError(`Cannot read ${this.name}: ${(err as Error).message}`, err, this.name)
       }
       if (got !== want) throw ioError(`Cannot read ${this.name}: short read at offset ${offset}`, undefined, this.name)
-      this.counter.bytes += want
       this.windowStart = offset
       this.windowLength = want
     }
