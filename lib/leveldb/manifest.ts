@@ -69,7 +69,6 @@ export interface LevelDBState {
   comparator: string | undefined
   logNumber: number
   prevLogNumber: number
-  nextFileNumber: number
   lastSequence: number
   /** Live tables per level: level 0 by file number, the others by key range. */
   levels: LevelDBFile[][]
@@ -145,7 +144,6 @@ export function readLevelDBState (fs: FileSystem, dir: string): LevelDBState {
     comparator: undefined,
     logNumber: 0,
     prevLogNumber: 0,
-    nextFileNumber: 0,
     lastSequence: 0,
     levels: Array.from({ length: LEVELDB_LEVELS }, () => [])
   }
@@ -159,7 +157,6 @@ export function readLevelDBState (fs: FileSystem, dir: string): LevelDBState {
       if (edit.comparator !== undefined) state.comparator = edit.comparator
       if (edit.logNumber !== undefined) state.logNumber = edit.logNumber
       if (edit.prevLogNumber !== undefined) state.prevLogNumber = edit.prevLogNumber
-      if (edit.nextFileNumber !== undefined) state.nextFileNumber = edit.nextFileNumber
       if (edit.lastSequence !== undefined) state.lastSequence = edit.lastSequence
       for (const d of edit.deletedFiles) live[d.level].delete(d.number)
       for (const f of edit.newFiles) live[f.level].set(f.number, f)
