@@ -47,7 +47,11 @@ import { LevelDBLogReader } from '../leveldb/log-reader'
 import { decodeLevelDBBatch } from '../leveldb/write-batch'
 import { LevelDBTable, LevelDBTablesIterator, type ReadCounter } from '../leveldb/table'
 
-/** Table-building options of the new database, and the memory bound of the log replay (`writeBufferSize`). */
+/**
+ * Table-building options of the new database (defaults as for open), and the
+ * memory bound of the log replay, `writeBufferSize` (default 4 MiB; unlike at
+ * open, it does not change the default `targetFileSize`).
+ */
 export interface ImportOptions extends Partial<Pick<EngineOptions, 'blockSize' | 'blockRestartInterval' | 'bloomBitsPerKey' | 'targetFileSize' | 'writeBufferSize'>> {
   /** Called about every PROGRESS_MS while the import runs: source bytes read so far, and in all. */
   onProgress?: (bytesRead: number, bytesTotal: number) => void
@@ -79,7 +83,7 @@ const PROGRESS_MS = 200
 export async function importLevelDB (source: string, location: string, options: ImportOptions = {}, fs: FileSystem = nodeFileSystem): Promise<ImportReport> {
   const started = Date.now()
   const { onProgress, ...tableOptions } = options
-  const opts = resolveOptions(tableOptions as Partial<Record<keyof EngineOptions, unknown>>)
+  const opts = resolveOptions({ targetFileSize: resolveOptions().targetFileSize, ...tableOptions } as Partial<Record<keyof EngineOptions, unknown>>)
   const src = path.resolve(source)
   const dest = path.resolve(location)
   if (!fs.exists(src)) throw levelError('LEVEL_INVALID_OPTION', `Cannot import: the source directory does not exist: ${src}`)
