@@ -28,7 +28,7 @@ export interface BulkLoadParams {
   fs: FileSystem
   dir: string
   /** How tables are built. */
-  options: Pick<EngineOptions, 'blockSize' | 'blockRestartInterval' | 'bloomBitsPerKey' | 'targetFileSize'>
+  options: Pick<EngineOptions, 'blockSize' | 'blockRestartInterval' | 'bloomBitsPerKey' | 'compression' | 'targetFileSize'>
   /** The entries, in internal order; closed when done. */
   input: InternalIterator
   /** The first file number no file in `dir` uses, nor ever used. */
@@ -58,6 +58,7 @@ export async function bulkLoad (p: BulkLoadParams): Promise<BulkLoadResult> {
     blockSize: options.blockSize,
     blockRestartInterval: options.blockRestartInterval,
     bloomBitsPerKey: options.bloomBitsPerKey,
+    compression: options.compression,
     targetFileSize: options.targetFileSize,
     smallestSnapshot: MAX_SEQ,
     isBaseLevelForKey: () => true,

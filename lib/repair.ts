@@ -66,7 +66,7 @@ import { bulkLoad } from './bulk-load'
 import { refuseLevelDB } from './leveldb/detect'
 
 /** Table-building options of the rebuilt tables (defaults as for open). */
-export type RepairOptions = Partial<Pick<EngineOptions, 'blockSize' | 'blockRestartInterval' | 'bloomBitsPerKey' | 'targetFileSize' | 'writeBufferSize'>>
+export type RepairOptions = Partial<Pick<EngineOptions, 'blockSize' | 'blockRestartInterval' | 'bloomBitsPerKey' | 'compression' | 'targetFileSize' | 'writeBufferSize'>>
 
 export interface RepairProblem {
   /** The damaged file (basename). */

@@ -51,6 +51,7 @@ export function snappyMaxCompressedLength (n: number): number {
 /** Result of readHeader: the declared length and the position after it. */
 const headerOut = { length: 0, pos: 0 }
 
+/** Reads the header into headerOut; throws if it is malformed or declares more than the rest of `src` can produce. */
 function readHeader (src: Uint8Array): void {
   let length = 0
   let mul = 1
@@ -59,6 +60,9 @@ function readHeader (src: Uint8Array): void {
     length += (b & 127) * mul
     if (b < 128) {
       if (length > 0xffffffff) throw fail('uncompressed length does not fit in 32 bits')
+      if (length > (src.length - pos - 1) * MAX_EXPANSION) {
+        throw fail(`declares ${length} bytes, more than a block of ${src.length} bytes can hold`)
+      }
       headerOut.length = length
       headerOut.pos = pos + 1
       return
@@ -68,7 +72,11 @@ function readHeader (src: Uint8Array): void {
   throw fail(src.length < 5 ? 'truncated length header' : 'length header longer than 5 bytes')
 }
 
-/** The uncompressed length a Snappy block declares; throws (plain Error with a clear message) if the header is malformed. */
+/**
+ * The uncompressed length a Snappy block declares; throws (plain Error with a
+ * clear message) if the header is malformed or declares more than the block
+ * could produce (so the length is safe to allocate).
+ */
 export function snappyUncompressedLength (src: Uint8Array): number {
   readHeader(src)
   return headerOut.length
@@ -83,9 +91,6 @@ export function snappyUncompressedLength (src: Uint8Array): number {
 export function snappyDecompress (src: Uint8Array, dst?: Uint8Array): Uint8Array {
   readHeader(src)
   const length = headerOut.length
-  if (length > (src.length - headerOut.pos) * MAX_EXPANSION) {
-    throw fail(`declares ${length} bytes, more than a block of ${src.length} bytes can hold`)
-  }
   const out = dst !== undefined && dst.length === length ? dst : allocate(length)
   const written = decodeElements(src, headerOut.pos, out)
   if (written !== length) throw fail(`produced ${written} bytes, the header declares ${length}`)
@@ -108,12 +113,25 @@ function allocate (length: number): Uint8Array {
 function decodeElements (src: Uint8Array, ip: number, out: Uint8Array): number {
   const srcEnd = src.length
   const outEnd = out.length
+  const srcView = new DataView(src.buffer, src.byteOffset, src.length)
+  const outView = new DataView(out.buffer, out.byteOffset, out.length)
   let op = 0
   while (ip < srcEnd) {
     const tag = src[ip++]
     const type = tag & 3
     if (type === 0) {
       let len = (tag >>> 2) + 1
+      if (len <= 16 && outEnd - op >= 16 && srcEnd - ip >= 16) {
+        // A short literal with room around it (the common case): 16 bytes in
+        // four words, the bytes past the literal overwritten by what follows.
+        outView.setInt32(op, srcView.getInt32(ip, true), true)
+        outView.setInt32(op + 4, srcView.getInt32(ip + 4, true), true)
+        outView.setInt32(op + 8, srcView.getInt32(ip + 8, true), true)
+        outView.setInt32(op + 12, srcView.getInt32(ip + 12, true), true)
+        ip += len
+        op += len
+        continue
+      }
       if (len > 60) {
         const extra = len - 60
         if (ip + extra > srcEnd) throw fail('truncated literal length')
@@ -125,10 +143,14 @@ function decodeElements (src: Uint8Array, ip: number, out: Uint8Array): number {
       }
       if (len > srcEnd - ip) throw fail('literal runs past the end of the block')
       if (len > outEnd - op) throw fail('literal runs past the declared length')
-      if (len < 32) {
-        for (let i = 0; i < len; i++) out[op + i] = src[ip + i]
-      } else {
+      if (len > 64) {
         out.set(src.subarray(ip, ip + len), op)
+      } else if (len + 3 <= outEnd - op && len + 3 <= srcEnd - ip) {
+        // Whole words, rounded up: the bytes written past the literal lie inside
+        // the output and are overwritten by what follows.
+        for (let i = 0; i < len; i += 4) outView.setInt32(op + i, srcView.getInt32(ip + i, true), true)
+      } else {
+        for (let i = 0; i < len; i++) out[op + i] = src[ip + i]
       }
       ip += len
       op += len
@@ -154,20 +176,26 @@ function decodeElements (src: Uint8Array, ip: number, out: Uint8Array): number {
     if (offset === 0 || offset > op) throw fail(`copy offset ${offset} at output position ${op} is invalid`)
     if (len > outEnd - op) throw fail('copy runs past the declared length')
     let from = op - offset
-    if (offset >= len && len >= 16) {
-      out.copyWithin(op, from, from + len)
-      op += len
+    const end = op + len
+    if (len <= 16 && offset >= 16 && outEnd - op >= 16) {
+      // A short copy from at least 16 bytes back, with room: four words, as for literals.
+      outView.setInt32(op, outView.getInt32(from, true), true)
+      outView.setInt32(op + 4, outView.getInt32(from + 4, true), true)
+      outView.setInt32(op + 8, outView.getInt32(from + 8, true), true)
+      outView.setInt32(op + 12, outView.getInt32(from + 12, true), true)
+      op = end
+    } else if (offset >= 4 && len + 3 <= outEnd - op) {
+      // Word by word, rounded up as for literals. With offset >= 4 every word
+      // read lies before the word written, so an overlapping copy still repeats
+      // what it has just written, as the format requires.
+      for (; op < end; op += 4, from += 4) outView.setInt32(op, outView.getInt32(from, true), true)
+      op = end
     } else {
       // Byte by byte: an overlapping copy repeats the bytes it has just written.
-      const end = op + len
       while (op < end) out[op++] = out[from++]
     }
   }
   return op
-}
-
-function load32 (src: Uint8Array, i: number): number {
-  return src[i] | (src[i + 1] << 8) | (src[i + 2] << 16) | (src[i + 3] << 24)
 }
 
 function hash32 (v: number, shift: number): number {
@@ -213,8 +241,10 @@ function compressBody (src: Uint8Array, out: Uint8Array, op: number): number {
     const shift = resetHashTable(n)
     const table = hashTable
     const ipLimit = n - INPUT_MARGIN
+    // Loads of 4 bytes (little-endian, as signed ints: only compared and hashed).
+    const view = new DataView(src.buffer, src.byteOffset, n)
     let ip = 1
-    let nextHash = hash32(load32(src, ip), shift)
+    let nextHash = hash32(view.getInt32(ip, true), shift)
     outer: for (;;) {
       // Find a 4-byte match, striding further the longer none is found.
       let skip = 32
@@ -225,27 +255,28 @@ function compressBody (src: Uint8Array, out: Uint8Array, op: number): number {
         const h = nextHash
         nextIp = ip + (skip++ >>> 5)
         if (nextIp > ipLimit) break outer
-        nextHash = hash32(load32(src, nextIp), shift)
+        nextHash = hash32(view.getInt32(nextIp, true), shift)
         candidate = table[h]
         table[h] = ip
-      } while (load32(src, ip) !== load32(src, candidate))
+      } while (view.getInt32(ip, true) !== view.getInt32(candidate, true))
       op = emitLiteral(src, nextEmit, ip, out, op)
       // Emit copies for as long as the position after one match starts another.
       do {
         const base = ip
         let matched = 4
+        while (ip + matched + 4 <= n && view.getInt32(candidate + matched, true) === view.getInt32(ip + matched, true)) matched += 4
         while (ip + matched < n && src[candidate + matched] === src[ip + matched]) matched++
         ip += matched
         op = emitCopy(out, op, base - candidate, matched)
         nextEmit = ip
         if (ip >= ipLimit) break outer
-        table[hash32(load32(src, ip - 1), shift)] = ip - 1
-        const h = hash32(load32(src, ip), shift)
+        table[hash32(view.getInt32(ip - 1, true), shift)] = ip - 1
+        const h = hash32(view.getInt32(ip, true), shift)
         candidate = table[h]
         table[h] = ip
-      } while (load32(src, ip) === load32(src, candidate))
+      } while (view.getInt32(ip, true) === view.getInt32(candidate, true))
       ip++
-      nextHash = hash32(load32(src, ip), shift)
+      nextHash = hash32(view.getInt32(ip, true), shift)
     }
   }
   return nextEmit < n ? emitLiteral(src, nextEmit, n, out, op) : op

@@ -52,7 +52,7 @@ import { LevelDBTable, LevelDBTablesIterator, type ReadCounter } from '../leveld
  * memory bound of the log replay, `writeBufferSize` (default 4 MiB; unlike at
  * open, it does not change the default `targetFileSize`).
  */
-export interface ImportOptions extends Partial<Pick<EngineOptions, 'blockSize' | 'blockRestartInterval' | 'bloomBitsPerKey' | 'targetFileSize' | 'writeBufferSize'>> {
+export interface ImportOptions extends Partial<Pick<EngineOptions, 'blockSize' | 'blockRestartInterval' | 'bloomBitsPerKey' | 'compression' | 'targetFileSize' | 'writeBufferSize'>> {
   /** Called about every PROGRESS_MS while the import runs: source bytes read so far, and in all. */
   onProgress?: (bytesRead: number, bytesTotal: number) => void
 }
@@ -151,6 +151,7 @@ async function importInto (fs: FileSystem, src: string, dir: string, opts: Engin
       blockSize: opts.blockSize,
       blockRestartInterval: opts.blockRestartInterval,
       bloomBitsPerKey: 0,
+      compression: false, // read back once, soon: not worth the time
       targetFileSize: Infinity,
       smallestSnapshot: MAX_SEQ,
       isBaseLevelForKey: () => false, // keep deletions: they hide the tables' older versions
