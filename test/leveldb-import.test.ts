@@ -30,10 +30,10 @@ function keyPool (rnd: Random): Buffer[] {
   return keys
 }
 
-/** Mostly compressible text (so Snappy has work), sometimes random bytes, sometimes larger than a 4 KiB block. */
-function value (rnd: Random, i: number): Buffer {
+/** Mostly compressible text (so Snappy has work), sometimes random bytes, sometimes (if `big`) larger than a 4 KiB block. */
+function value (rnd: Random, i: number, big = true): Buffer {
   const r = rnd.int(100)
-  if (r < 4) return Buffer.from(`{"big":${i},"text":"${'lorem ipsum dolor '.repeat(300 + rnd.int(600))}"}`)
+  if (r < 4 && big) return Buffer.from(`{"big":${i},"text":"${'lorem ipsum dolor '.repeat(300 + rnd.int(600))}"}`)
   if (r < 20) return rnd.bytes(rnd.int(200))
   return Buffer.from(`{"id":${i},"name":"user-${rnd.int(1000)}","tags":["a","b","c"],"note":"${'x'.repeat(rnd.int(300))}"}`)
 }
@@ -48,23 +48,25 @@ interface Source {
 /**
  * Writes a LevelDB database with classic-level: `ops` random puts, deletes and
  * batches with a small write buffer (many flushes and compactions), a manual
- * compaction of part of the range midway, and a last stretch of writes that is
- * still only in the log when the database closes (LevelDB does not flush at close).
+ * compaction of part of the range midway, a value that fills the write buffer
+ * (the next write starts a new memtable and log), then a last stretch of
+ * writes, too few to fill the write buffer again, that is only in the log when
+ * the database closes (LevelDB does not flush at close).
  */
 async function writeSource (rnd: Random, compression: boolean, ops: number): Promise<Source> {
   const dir = path.join(tempDir('lsm-leveldb-import-'), 'leveldb')
   const db = new ClassicLevel<Buffer, Buffer>(dir, { ...BUFFERS, compression, writeBufferSize: 64 * 1024, blockSize: 4096 })
   await db.open()
   const keys = keyPool(rnd)
-  const step = async (i: number): Promise<void> => {
+  const step = async (i: number, big = true): Promise<void> => {
     const r = rnd.int(100)
-    if (r < 65) await db.put(rnd.pick(keys), value(rnd, i))
+    if (r < 65) await db.put(rnd.pick(keys), value(rnd, i, big))
     else if (r < 85) await db.del(rnd.pick(keys))
     else {
       const batch = db.batch()
       for (let n = 1 + rnd.int(20); n > 0; n--) {
         if (rnd.int(4) === 0) batch.del(rnd.pick(keys))
-        else batch.put(rnd.pick(keys), value(rnd, i))
+        else batch.put(rnd.pick(keys), value(rnd, i, big))
       }
       await batch.write()
     }
@@ -73,8 +75,9 @@ async function writeSource (rnd: Random, compression: boolean, ops: number): Pro
     await step(i)
     if (i === Math.floor(ops / 2)) await db.compactRange(Buffer.from([0x40]), Buffer.from([0xc0]))
   }
-  // The last writes stay in the log: a flush comes only with a full write buffer.
-  for (let i = 0; i < 50; i++) await step(ops + i)
+  await db.put(Buffer.from('filler'), Buffer.alloc(70 * 1024, 'f'))
+  // At most 50 x 21 small operations: less than the 64 KiB write buffer, no flush.
+  for (let i = 0; i < 50; i++) await step(ops + i, false)
   const forward = (await db.iterator().all()) as Entry[]
   const backward = (await db.iterator({ reverse: true }).all()) as Entry[]
   await db.close()
@@ -174,7 +177,7 @@ for (const compression of [false, true]) {
     const dest = path.join(tempDir('lsm-leveldb-import-dest-'), 'db')
     // With Snappy, also a replay memory bound so small that the log's deletions
     // reach the merge through spilled tables, hiding older versions in the source's tables.
-    const report = await LsmLevel.importLevelDB(src.dir, dest, compression ? { writeBufferSize: 4096 } : {})
+    const report = await LsmLevel.importLevelDB(src.dir, dest, compression ? { writeBufferSize: 1024 } : {})
     if (compression) t.ok(report.spilledTables >= 1, `the log replay spilled ${report.spilledTables} tables`)
     const got = await readAll(dest)
     sameEntries(t, got.forward, src.forward, 'forward')
