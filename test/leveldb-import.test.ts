@@ -197,6 +197,9 @@ test('import: a log larger than writeBufferSize is spilled to tables, memory sta
   await db.open()
   const rnd = new Random(seed + 1)
   const keys = keyPool(rnd)
+  // Log records of more than one 32 KiB block: first, middle and last fragments.
+  await db.put(Buffer.from('huge'), rnd.bytes(100 * 1024))
+  await db.batch(Array.from({ length: 200 }, (_, i) => ({ type: 'put' as const, key: Buffer.from(`batch-${i}`), value: rnd.bytes(300) })))
   for (let i = 0; i < 3000; i++) {
     if (rnd.int(5) === 0) await db.del(rnd.pick(keys))
     else await db.put(rnd.pick(keys), value(rnd, i))
