@@ -166,7 +166,6 @@ async function importInto (fs: FileSystem, src: string, dir: string, opts: Engin
     mem.addFrom(seq, kind, buf, keyStart, keyLength, valueStart, valueLength)
     report.entries++
   }
-  const sources: InternalIterator[] = []
   try {
     for (const log of logs) {
       const base = counter.bytes
@@ -186,6 +185,7 @@ async function importInto (fs: FileSystem, src: string, dir: string, opts: Engin
     }
 
     // ---- the merge sources, newest first
+    const sources: InternalIterator[] = []
     if (!mem.isEmpty()) sources.push(mem.iterator())
     for (let i = spills.length - 1; i >= 0; i--) sources.push(spills[i].iterator())
     const tableIterators: LevelDBTablesIterator[] = []
