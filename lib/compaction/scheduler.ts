@@ -280,10 +280,23 @@ export class CompactionScheduler {
     const { options, versions } = this.env
     const runs = mergeRuns(task)
     let inputBytes = 0
-    for (const run of runs) for (const f of run) inputBytes += f.size
+    let inputEntries = 0
+    for (const run of runs) {
+      for (const f of run) {
+        inputBytes += f.size
+        inputEntries += f.entries
+      }
+    }
     const smallestSnapshot = this.env.smallestSnapshot()
     const fileNumbers: number[] = []
-    const reserve = 2 * Math.ceil(inputBytes / options.targetFileSize) + 8
+    // Enough numbers for every output. An output is cut once its finished
+    // (compressed) blocks plus the raw bytes of its open block reach the target:
+    // with a target above the block size each output but the last holds more
+    // than target - blockSize bytes of finished blocks, which the inputs' bytes
+    // bound (twice, for a margin); in any case each output holds an entry.
+    const perOutput = options.targetFileSize - options.blockSize
+    const byBytes = perOutput > 0 ? 2 * Math.ceil(inputBytes / perOutput) + 8 : Infinity
+    const reserve = Math.min(byBytes, inputEntries + 1)
     for (let i = 0; i < reserve; i++) fileNumbers.push(versions.newFileNumber())
     return {
       dir: this.env.dir,
