@@ -546,10 +546,10 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    * retainLogAge options; a `since` older than what is kept fails with
    * LEVEL_CHANGES_NOT_RETAINED.
    */
-  async * changes (options: { since?: number } = {}): AsyncGenerator<ChangeBatch, void, undefined> {
+  async* changes (options: { since?: number } = {}): AsyncGenerator<ChangeBatch, void, undefined> {
     if (this.status === 'opening') await this.open({ passive: true })
     const engine = this.engine
-    yield * engine.changes(options.since ?? engine.lastSequence)
+    yield* engine.changes(options.since ?? engine.lastSequence)
   }
 
   /** Structured statistics: levels, amplification, byte counters, Bloom and cache counters (see lib/stats.ts). */

@@ -138,7 +138,7 @@ function startingLog (source: FeedSource, since: number): number | undefined {
  * The committed batches after sequence number `since`, in commit order, then
  * new ones as they commit, until the database closes or the consumer stops.
  */
-export async function * changes (source: FeedSource, since: number): AsyncGenerator<ChangeBatch, void, undefined> {
+export async function* changes (source: FeedSource, since: number): AsyncGenerator<ChangeBatch, void, undefined> {
   const { fs, dir } = source
   if (!Number.isSafeInteger(since) || since < 0) throw levelError('LEVEL_INVALID_OPTION', `changes(): since must be a sequence number (an integer >= 0), got ${String(since)}`)
   if (since > source.sequence()) {
