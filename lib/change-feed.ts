@@ -75,9 +75,9 @@ function readRecord (file: RandomAccessFile, offset: number): Found | undefined 
 }
 
 function truncated (since: number, oldest: number | undefined): Error {
-  const have = oldest === undefined ? 'no retained changes' : `changes from sequence number ${oldest}`
+  const have = oldest === undefined ? 'no longer hold the changes after it' : `hold the changes from sequence number ${oldest} on`
   return levelError('LEVEL_CHANGES_NOT_RETAINED',
-    `The change feed cannot start after sequence number ${since}: the logs hold ${have} on. ` +
+    `The change feed cannot start after sequence number ${since}: the logs ${have}. ` +
     'Start from a checkpoint (db.checkpoint) and follow the feed from its sequence number; the retainLogBytes / retainLogAge options keep more history.')
 }
 
