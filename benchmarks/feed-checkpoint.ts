@@ -3,9 +3,9 @@
 //
 //   node dist/benchmarks/feed-checkpoint.js
 //   FEED_BATCHES=20000 ...       batches of 100 puts written while the feed follows (default 20,000)
-//   CHECKPOINT_MB=1024 ...       database size for the checkpoint timing (default 1024)
+//   CHECKPOINT_MB=1024 ...       database size for the checkpoint timing (default 1024; 0 skips it)
 //
-// Feed: a writer commits batches of 100 puts (16-byte keys, 100-byte values)
+// Feed: after an untimed warm-up, the writes alone (the baseline); then a writer commits batches of 100 puts (16-byte keys, 100-byte values)
 // as fast as it can while a consumer follows db.changes() live in the same
 // process; then a second consumer reads the whole history again from the
 // retained logs (catch-up). Rates in puts per second; the ratios are feed /
@@ -38,13 +38,13 @@ function dirBytes (dir: string): { bytes: number, files: number } {
   return { bytes, files }
 }
 
-/** The same writes with no feed consumer: the baseline (ms). */
-async function writeAlone (root: string): Promise<number> {
-  const db = new LsmLevel<Buffer, Buffer>(path.join(root, 'alone'), { keyEncoding: 'buffer', valueEncoding: 'buffer', retainLogBytes: 1024 * 1024 * 1024 })
+/** The same writes with no feed consumer: the baseline (ms). `batches` of 100 puts. */
+async function writeAlone (root: string, name: string, batches: number): Promise<number> {
+  const db = new LsmLevel<Buffer, Buffer>(path.join(root, name), { keyEncoding: 'buffer', valueEncoding: 'buffer', retainLogBytes: 1024 * 1024 * 1024 })
   await db.open()
   const t0 = process.hrtime.bigint()
   const ops = Array.from({ length: 100 }, () => ({ type: 'put' as const, key: Buffer.alloc(0) as Buffer, value: VALUE as Buffer }))
-  for (let i = 0; i < FEED_BATCHES; i++) {
+  for (let i = 0; i < batches; i++) {
     for (let j = 0; j < 100; j++) ops[j].key = key(i * 100 + j)
     await db.batch(ops)
   }
@@ -54,7 +54,8 @@ async function writeAlone (root: string): Promise<number> {
 }
 
 async function feed (root: string): Promise<void> {
-  const aloneMs = await writeAlone(root)
+  await writeAlone(root, 'warm-up', Math.ceil(FEED_BATCHES / 4)) // JIT and page cache, untimed
+  const aloneMs = await writeAlone(root, 'alone', FEED_BATCHES)
   const db = new LsmLevel<Buffer, Buffer>(path.join(root, 'feed'), { keyEncoding: 'buffer', valueEncoding: 'buffer', retainLogBytes: 1024 * 1024 * 1024 })
   await db.open()
   let seen = 0
@@ -118,7 +119,7 @@ async function main (): Promise<void> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-feed-bench-'))
   try {
     await feed(root)
-    await checkpoint(root)
+    if (CHECKPOINT_MB > 0) await checkpoint(root)
   } finally {
     fs.rmSync(root, { recursive: true, force: true })
   }
