@@ -39,7 +39,13 @@ test('checkpoints during a write storm each hold exactly the state at their sequ
   const CHECKPOINTS = 25
   let compared = 0
   let withUnflushed = 0
-  for (let i = 0; i < CHECKPOINTS; i++) {
+  try {
+    for (let i = 0; i < CHECKPOINTS; i++) await checkpointAndCompare(i)
+  } finally {
+    writing = false
+    await Promise.all(writers)
+  }
+  async function checkpointAndCompare (i: number): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 20 + rnd.int(40)))
     const target = path.join(tempDir(), 'cp')
     // The same turn: the snapshot and the checkpoint see the same sequence number.
@@ -58,8 +64,6 @@ test('checkpoints during a write storm each hold exactly the state at their sequ
     else t.fail(`checkpoint ${i}: ${got.length} entries, the snapshot has ${expected.length}`)
     await copy.close()
   }
-  writing = false
-  await Promise.all(writers)
   const c = db.engine.counters
   t.equal(compared, CHECKPOINTS, `${CHECKPOINTS} checkpoints equal their snapshots`)
   t.ok(withUnflushed > 0, `${withUnflushed} checkpoints carried unflushed writes`)
