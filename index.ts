@@ -604,6 +604,18 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
   }
 
   /**
+   * Imports the LevelDB database in `source` (a classic-level directory, which
+   * must be closed) into a new lsm-level database at `location` (which must not
+   * exist, or be empty), with the same contents (see lib/tools/import-leveldb.ts).
+   * The source is only read. A damaged source file fails with LEVEL_CORRUPTION
+   * naming it, and nothing is left at `location`. Returns what was read and how
+   * long it took.
+   */
+  static async importLevelDB (source: string, location: string, options?: import('./lib/tools/import-leveldb.js').ImportOptions): Promise<import('./lib/tools/import-leveldb.js').ImportReport> {
+    return await (await import('./lib/tools/import-leveldb.js')).importLevelDB(source, location, options)
+  }
+
+  /**
    * Deletes the database in `location` (its own files, then the directory if
    * empty). Fails with LEVEL_LOCKED if it is open.
    */

@@ -3,17 +3,21 @@
 // db_bench names and YCSB's core workloads A, B and C. Prints ops/s, p50/p99
 // latency of single operations, the ratios to classic-level and to
 // memory-level, the space on disk after a fill and a full compaction, and each
-// target of the performance issue with its measured ratio.
+// target of the performance issue with its measured ratio. Then the same for
+// compressible data: JSON documents (json-workload.ts), with lsm-level's
+// compression on and off.
 //
 //   npm run bench                          200,000 keys (a few minutes)
 //   npm run bench:md                       the same, and writes its section of BENCHMARKS.md
 //   BENCH_KEYS=50000 npm run bench         smaller
 //   BENCH_ONLY=readrandom,ycsb-a ...       a subset (fillrandom always runs: the reads need it)
+//   BENCH_ONLY=json ...                    only the JSON documents
+//   BENCH_JSON_DOCS=50000 ...              fewer JSON documents (default: BENCH_KEYS)
 //   BENCH_SEED=7 ...                       other keys, values and access orders (default 1)
 //   BENCH_MARKDOWN=FILE ...                write the result as Markdown into FILE's section
 //
 // Data: 16-byte random keys, 100-byte random (incompressible) values, all from
-// a seeded PRNG. Reads start from a database that was filled in random order,
+// a seeded PRNG; then seeded JSON documents (json-docs.ts). Reads start from a database that was filled in random order,
 // fully compacted (`compactRange()` over everything, which also waits for
 // lsm-level's background work), closed and reopened.
 //
@@ -26,10 +30,11 @@ import { execFileSync } from 'node:child_process'
 import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
-import { Bench } from 'tinybench'
 import { LsmLevel } from '../index'
 import { Random } from '../test/util/random'
 import { ScrambledZipfian } from './zipf'
+import { type Row, seconds, singleOps, timed, tinyOps } from './timing'
+import { type JsonResult, jsonReport, jsonTargets, runJsonWorkload } from './json-workload'
 import { commandLine, dateLine, describeMachine, dirSize, gitCommit, int, loadNote, machine, mb, micros, ratio, writeSection } from './report'
 
 import { ClassicLevel } from 'classic-level'
@@ -43,11 +48,13 @@ const YCSB_OPS = Number(process.env.BENCH_YCSB_OPS ?? N)
 const MARKDOWN = process.env.BENCH_MARKDOWN
 /** Other processes competing for the cores when the run started. */
 const startLoad = loadNote()
-const ENV_NAMES = ['BENCH_KEYS', 'BENCH_SEED', 'BENCH_SYNC_OPS', 'BENCH_SEEK_OPS', 'BENCH_YCSB_OPS', 'BENCH_ONLY', 'BENCH_LSM_OPTIONS']
+const JSON_DOCS = Number(process.env.BENCH_JSON_DOCS ?? N)
+const ENV_NAMES = ['BENCH_KEYS', 'BENCH_SEED', 'BENCH_SYNC_OPS', 'BENCH_SEEK_OPS', 'BENCH_YCSB_OPS', 'BENCH_ONLY', 'BENCH_LSM_OPTIONS', 'BENCH_JSON_DOCS']
 const KEY_SIZE = 16
 const VALUE_SIZE = 100
-const WARMUP = 1000
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : undefined
+/** The random-value workloads run unless BENCH_ONLY names only the JSON one. */
+const RANDOM_VALUES = ONLY === undefined || [...ONLY].some((w) => w !== 'json')
 const ENGINES = ['lsm-level', 'classic-level', 'memory-level'] as const
 type EngineName = typeof ENGINES[number]
 type Persistent = Exclude<EngineName, 'memory-level'>
@@ -63,7 +70,6 @@ function make (name: EngineName, dir: string): any {
   return new MemoryLevel(BUF)
 }
 
-interface Row { ops: number, p50?: number, p99?: number }
 const results = new Map<string, Map<EngineName, Row>>()
 function record (workload: string, engine: EngineName, row: Row): void {
   if (!results.has(workload)) results.set(workload, new Map())
@@ -71,47 +77,6 @@ function record (workload: string, engine: EngineName, row: Row): void {
   const lat = row.p50 === undefined ? '' : ` (p50 ${micros(row.p50)} µs, p99 ${micros(row.p99!)} µs)`
   console.error(`  ${workload.padEnd(22)} ${engine.padEnd(14)} ${int(row.ops).padStart(11)} ops/s${lat}`)
 }
-
-function percentile (sorted: Float64Array, p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]
-}
-
-/** A plain loop of `count` awaited operations, each one's latency recorded (µs). */
-async function singleOps (count: number, op: (i: number) => Promise<unknown> | unknown): Promise<Row> {
-  const lat = new Float64Array(count)
-  const t0 = process.hrtime.bigint()
-  let prev = t0
-  for (let i = 0; i < count; i++) {
-    await op(i)
-    const now = process.hrtime.bigint()
-    lat[i] = Number(now - prev) / 1000
-    prev = now
-  }
-  const sec = Number(prev - t0) / 1e9
-  lat.sort()
-  return { ops: count / sec, p50: percentile(lat, 0.5), p99: percentile(lat, 0.99) }
-}
-
-/** `count` runs of an idempotent operation under tinybench (after a warmup), one latency sample per run. */
-async function tinyOps (count: number, op: (i: number) => unknown, isAsync: boolean): Promise<Row> {
-  let i = 0
-  const bench = new Bench({ iterations: count, time: 0, warmupIterations: Math.min(WARMUP, count), warmupTime: 0, throws: true })
-  if (isAsync) bench.add('op', async () => { await op(i++ % count) }, { async: true })
-  else bench.add('op', () => { op(i++ % count) }, { async: false })
-  await bench.run()
-  const result = bench.tasks[0].result
-  if (result.state !== 'completed') throw new Error(`tinybench task ${result.state}`)
-  return { ops: 1000 / result.period, p50: result.latency.p50 * 1000, p99: result.latency.p99 * 1000 }
-}
-
-/** Whole-run timing of a workload that returns how many operations it did (ops/s only). */
-async function timed (fn: () => Promise<number>): Promise<Row> {
-  const t0 = process.hrtime.bigint()
-  const ops = await fn()
-  return { ops: ops / (Number(process.hrtime.bigint() - t0) / 1e9) }
-}
-
-const seconds = (t0: bigint): number => Number(process.hrtime.bigint() - t0) / 1e9
 
 interface Space { bytes: number, compactSeconds: number }
 const space = new Map<Persistent, Space>()
@@ -174,137 +139,141 @@ async function main (): Promise<void> {
 
   console.error(`# ${int(N)} keys of ${KEY_SIZE} B, random values of ${VALUE_SIZE} B, seed ${SEED}; ${describeMachine(machine())}`)
   const dbs = new Map<EngineName, any>()
+  let jsonResult: JsonResult | undefined
   try {
-    // Untimed: let the JIT compile each engine's paths before the first timed workload.
-    for (const e of ENGINES) {
-      const db = make(e, path.join(root, e + '-warmup'))
-      await db.open()
-      for (let i = 0; i < Math.min(N, 5000); i++) await db.put(keys[i], value(i))
-      for (let i = 0; i < Math.min(N, 5000); i++) await db.get(keys[i])
-      // The batch path too (fillbatch has no warmup of its own).
-      for (let i = 0; i < Math.min(N, 5000); i += 1000) {
-        const ops = []
-        for (let j = i; j < Math.min(N, i + 1000); j++) ops.push({ type: 'put', key: keys[j], value: value(j) })
-        await db.batch(ops)
-      }
-      // Iterators too, after a reopen (lsm-level's memtable is then a table):
-      // full scans and seeks (the timed scans would otherwise measure the JIT).
-      await db.close()
-      await db.open()
-      for (let r = 0; r < 10; r++) {
-        const it = db.iterator()
-        while ((await it.nextv(1000)).length > 0) { /* read to the end */ }
-        await it.close()
-      }
-      for (let i = 0; i < Math.min(N, 500); i++) {
-        const it = db.iterator({ gte: keys[i] })
-        await it.nextv(100)
-        await it.close()
-      }
-      await db.close()
-    }
-    if (want('fillseq')) {
+    if (RANDOM_VALUES) {
+      // Untimed: let the JIT compile each engine's paths before the first timed workload.
       for (const e of ENGINES) {
-        const db = make(e, path.join(root, e + '-seq'))
+        const db = make(e, path.join(root, e + '-warmup'))
         await db.open()
-        record('fillseq', e, await singleOps(N, (i) => db.put(sequential[i], value(i))))
+        for (let i = 0; i < Math.min(N, 5000); i++) await db.put(keys[i], value(i))
+        for (let i = 0; i < Math.min(N, 5000); i++) await db.get(keys[i])
+        // The batch path too (fillbatch has no warmup of its own).
+        for (let i = 0; i < Math.min(N, 5000); i += 1000) {
+          const ops = []
+          for (let j = i; j < Math.min(N, i + 1000); j++) ops.push({ type: 'put', key: keys[j], value: value(j) })
+          await db.batch(ops)
+        }
+        // Iterators too, after a reopen (lsm-level's memtable is then a table):
+        // full scans and seeks (the timed scans would otherwise measure the JIT).
+        await db.close()
+        await db.open()
+        for (let r = 0; r < 10; r++) {
+          const it = db.iterator()
+          while ((await it.nextv(1000)).length > 0) { /* read to the end */ }
+          await it.close()
+        }
+        for (let i = 0; i < Math.min(N, 500); i++) {
+          const it = db.iterator({ gte: keys[i] })
+          await it.nextv(100)
+          await it.close()
+        }
         await db.close()
       }
-    }
-    for (const e of ENGINES) {
-      const dir = path.join(root, e)
-      const db = make(e, dir)
-      await db.open()
-      record('fillrandom', e, await singleOps(N, (i) => db.put(keys[i], value(i))))
-      dbs.set(e, await settle(e, db, dir))
-      await verify(e, dbs.get(e), keys, missing, value)
-    }
-    const readAll = async (db: any): Promise<number> => {
-      let n = 0
-      const it = db.iterator()
-      for (;;) { const batch = await it.nextv(1000); if (batch.length === 0) break; n += batch.length }
-      await it.close()
-      if (n !== N) throw new Error(`readseq saw ${n} entries, expected ${N}`)
-      return n
-    }
-    const workloads: Array<[string, (db: any, e: EngineName) => Promise<Row>]> = [
-      ['readrandom', (db) => tinyOps(N, (i) => db.get(keys[order[i]]), true)],
-      ['readmissing', (db) => tinyOps(N, (i) => db.get(missing[order[i]]), true)],
-      ['readrandomsync', (db) => tinyOps(N, (i) => db.getSync(keys[order[i]]), false)],
-      ['readrandom64', (db) => timed(async () => {
-        let next = 0
-        await Promise.all(Array.from({ length: 64 }, async () => {
-          while (next < N) { const i = next++; await db.get(keys[order[i]]) }
-        }))
-        return N
-      })],
-      // Three full scans, the median reported: one scan lasts ~0.1-0.5 s, and single ones moved by 1.8x.
-      ['readseq', async (db) => { const r = [await timed(() => readAll(db)), await timed(() => readAll(db)), await timed(() => readAll(db))]; return r.sort((a, b) => a.ops - b.ops)[1] }],
-      ['seekrandom', (db) => tinyOps(SEEK_OPS, async (i) => {
-        const it = db.iterator({ gte: keys[order[i]] })
-        await it.nextv(100)
-        await it.close()
-      }, true)],
-      ['readwhilewriting', (db) => singleOps(N, (i) => i % 20 === 0 ? db.put(keys[order[i]], value(i + 1)) : db.get(keys[order[i]]))]
-    ]
-    for (const [n, w] of YCSB.entries()) {
-      // The same seeded sequence of operations for every engine, drawn before timing.
-      const rnd = new Random(SEED + 10 + n)
-      const zipf = new ScrambledZipfian(N, rnd)
-      const target = Uint32Array.from({ length: YCSB_OPS }, () => zipf.next())
-      const isRead = Uint8Array.from({ length: YCSB_OPS }, () => rnd.float() < w.reads ? 1 : 0)
-      workloads.push([w.name, (db) => singleOps(YCSB_OPS, (i) => isRead[i] === 1 ? db.get(keys[target[i]]) : db.put(keys[target[i]], value(target[i] + i)))])
-    }
-    for (const [name, fn] of workloads) {
-      if (!want(name)) continue
-      for (const e of ENGINES) record(name, e, await fn(dbs.get(e), e))
-    }
-    for (const e of ENGINES) await dbs.get(e).close()
-    dbs.clear()
-    if (want('fillbatch')) {
-      for (const e of ENGINES) {
-        const db = make(e, path.join(root, e + '-batch'))
-        await db.open()
-        record('fillbatch', e, await timed(async () => {
-          for (let i = 0; i < N; i += 1000) {
-            const ops = []
-            for (let j = i; j < Math.min(N, i + 1000); j++) ops.push({ type: 'put', key: keys[j], value: value(j) })
-            await db.batch(ops)
-          }
-          return N
-        }))
-        await db.close()
-      }
-    }
-    if (want('fillsync')) {
-      for (const writers of [1, 64]) {
-        const name = writers === 1 ? 'fillsync' : 'fillsync (64 writers)'
-        // 64 writers commit ~64 puts per fsync: 10x the puts, or the run lasts a few dozen fsyncs.
-        const ops = Math.min(N, writers === 1 ? SYNC_OPS : 10 * SYNC_OPS)
+      if (want('fillseq')) {
         for (const e of ENGINES) {
-          if (e === 'memory-level') continue
-          const db = make(e, path.join(root, `${e}-sync${writers}`))
+          const db = make(e, path.join(root, e + '-seq'))
           await db.open()
-          // Earlier workloads leave tens of MB of dirty pages being written back,
-          // which slows every fsync: start each engine's run from a clean page cache.
-          flushOsWrites()
-          record(name, e, await timed(async () => {
-            let next = 0
-            await Promise.all(Array.from({ length: writers }, async () => {
-              while (next < ops) { const i = next++; await db.put(keys[i], value(i), { sync: true }) }
-            }))
-            return ops
+          record('fillseq', e, await singleOps(N, (i) => db.put(sequential[i], value(i))))
+          await db.close()
+        }
+      }
+      for (const e of ENGINES) {
+        const dir = path.join(root, e)
+        const db = make(e, dir)
+        await db.open()
+        record('fillrandom', e, await singleOps(N, (i) => db.put(keys[i], value(i))))
+        dbs.set(e, await settle(e, db, dir))
+        await verify(e, dbs.get(e), keys, missing, value)
+      }
+      const readAll = async (db: any): Promise<number> => {
+        let n = 0
+        const it = db.iterator()
+        for (;;) { const batch = await it.nextv(1000); if (batch.length === 0) break; n += batch.length }
+        await it.close()
+        if (n !== N) throw new Error(`readseq saw ${n} entries, expected ${N}`)
+        return n
+      }
+      const workloads: Array<[string, (db: any, e: EngineName) => Promise<Row>]> = [
+        ['readrandom', (db) => tinyOps(N, (i) => db.get(keys[order[i]]), true)],
+        ['readmissing', (db) => tinyOps(N, (i) => db.get(missing[order[i]]), true)],
+        ['readrandomsync', (db) => tinyOps(N, (i) => db.getSync(keys[order[i]]), false)],
+        ['readrandom64', (db) => timed(async () => {
+          let next = 0
+          await Promise.all(Array.from({ length: 64 }, async () => {
+            while (next < N) { const i = next++; await db.get(keys[order[i]]) }
+          }))
+          return N
+        })],
+        // Three full scans, the median reported: one scan lasts ~0.1-0.5 s, and single ones moved by 1.8x.
+        ['readseq', async (db) => { const r = [await timed(() => readAll(db)), await timed(() => readAll(db)), await timed(() => readAll(db))]; return r.sort((a, b) => a.ops - b.ops)[1] }],
+        ['seekrandom', (db) => tinyOps(SEEK_OPS, async (i) => {
+          const it = db.iterator({ gte: keys[order[i]] })
+          await it.nextv(100)
+          await it.close()
+        }, true)],
+        ['readwhilewriting', (db) => singleOps(N, (i) => i % 20 === 0 ? db.put(keys[order[i]], value(i + 1)) : db.get(keys[order[i]]))]
+      ]
+      for (const [n, w] of YCSB.entries()) {
+        // The same seeded sequence of operations for every engine, drawn before timing.
+        const rnd = new Random(SEED + 10 + n)
+        const zipf = new ScrambledZipfian(N, rnd)
+        const target = Uint32Array.from({ length: YCSB_OPS }, () => zipf.next())
+        const isRead = Uint8Array.from({ length: YCSB_OPS }, () => rnd.float() < w.reads ? 1 : 0)
+        workloads.push([w.name, (db) => singleOps(YCSB_OPS, (i) => isRead[i] === 1 ? db.get(keys[target[i]]) : db.put(keys[target[i]], value(target[i] + i)))])
+      }
+      for (const [name, fn] of workloads) {
+        if (!want(name)) continue
+        for (const e of ENGINES) record(name, e, await fn(dbs.get(e), e))
+      }
+      for (const e of ENGINES) await dbs.get(e).close()
+      dbs.clear()
+      if (want('fillbatch')) {
+        for (const e of ENGINES) {
+          const db = make(e, path.join(root, e + '-batch'))
+          await db.open()
+          record('fillbatch', e, await timed(async () => {
+            for (let i = 0; i < N; i += 1000) {
+              const ops = []
+              for (let j = i; j < Math.min(N, i + 1000); j++) ops.push({ type: 'put', key: keys[j], value: value(j) })
+              await db.batch(ops)
+            }
+            return N
           }))
           await db.close()
         }
       }
+      if (want('fillsync')) {
+        for (const writers of [1, 64]) {
+          const name = writers === 1 ? 'fillsync' : 'fillsync (64 writers)'
+          // 64 writers commit ~64 puts per fsync: 10x the puts, or the run lasts a few dozen fsyncs.
+          const ops = Math.min(N, writers === 1 ? SYNC_OPS : 10 * SYNC_OPS)
+          for (const e of ENGINES) {
+            if (e === 'memory-level') continue
+            const db = make(e, path.join(root, `${e}-sync${writers}`))
+            await db.open()
+            // Earlier workloads leave tens of MB of dirty pages being written back,
+            // which slows every fsync: start each engine's run from a clean page cache.
+            flushOsWrites()
+            record(name, e, await timed(async () => {
+              let next = 0
+              await Promise.all(Array.from({ length: writers }, async () => {
+                while (next < ops) { const i = next++; await db.put(keys[i], value(i), { sync: true }) }
+              }))
+              return ops
+            }))
+            await db.close()
+          }
+        }
+      }
     }
+    if (want('json')) jsonResult = await runJsonWorkload(root, JSON_DOCS, SEED, LSM_OPTIONS)
   } finally {
     for (const db of dbs.values()) await db.close().catch(() => {})
     fs.rmSync(root, { recursive: true, force: true })
   }
 
-  const md = report(started, logicalBytes)
+  const md = report(started, logicalBytes, jsonResult)
   console.log(md)
   if (MARKDOWN !== undefined) {
     writeSection(MARKDOWN, 'bench', md)
@@ -358,7 +327,7 @@ function targets (logicalBytes: number): Target[] {
   return out
 }
 
-function report (started: Date, logicalBytes: number): string {
+function report (started: Date, logicalBytes: number, json: JsonResult | undefined): string {
   const lines: string[] = []
   const m = machine()
   lines.push('### Side by side: lsm-level, classic-level, memory-level')
@@ -393,11 +362,15 @@ function report (started: Date, logicalBytes: number): string {
     for (const [e, s] of space) lines.push(`| ${e} | ${mb(s.bytes)} | ${(s.bytes / logicalBytes).toFixed(3)}x | ${s.compactSeconds.toFixed(1)} |`)
   }
   lines.push('')
-  lines.push('Targets of the performance issue (ratios from this run):')
+  if (json !== undefined) {
+    lines.push(...jsonReport(json))
+    lines.push('')
+  }
+  lines.push('Targets of the performance and compression issues (ratios from this run):')
   lines.push('')
   lines.push('| target | wanted | measured | |')
   lines.push('|---|---:|---:|---|')
-  for (const t of targets(logicalBytes)) {
+  for (const t of [...targets(logicalBytes), ...(json === undefined ? [] : jsonTargets(json))]) {
     const wanted = t.min !== undefined ? `>= ${t.min}x` : `<= ${t.max!}x`
     const met = t.measured !== undefined && (t.min === undefined || t.measured >= t.min) && (t.max === undefined || t.measured <= t.max)
     lines.push(`| ${t.what} | ${wanted} | ${t.measured === undefined ? 'n/a' : t.max !== undefined ? t.measured.toFixed(3) + 'x' : ratio(t.measured)} | ${met ? 'met' : '**missed**'} |`)

@@ -5,6 +5,7 @@
 // Database commands open the database (never creating it) through the engine;
 // `dump` and `verify` read files directly and never take the database lock nor
 // write anything, so they can be run against a live or damaged database.
+// `import` only reads its source (a LevelDB directory) and creates a new database.
 //
 // Exit codes: 0 success, 1 failure (missing key, damaged data, locked or
 // missing database, I/O error), 2 bad usage.
@@ -12,6 +13,7 @@ import { CliError, parseArgs, type Parsed } from './args'
 import { cmdCheckpoint, cmdCompact, cmdDel, cmdGet, cmdPut, cmdRepair, cmdScan, cmdStats } from './db-commands'
 import { cmdDump } from './dump'
 import { cmdVerify } from './verify'
+import { cmdImport } from './import'
 import { openFailure } from './open'
 
 const USAGE = `Usage: lsm-level <command> <dir> [args]
@@ -33,6 +35,10 @@ Commands:
                                 running program: db.checkpoint(target))
   compact <dir>                 compact the whole key range
   repair <dir>                  rebuild a damaged database and print the report
+  import <source> <dir> [--json]
+                                import a LevelDB (classic-level) database at
+                                <source>, which must be closed, into a new
+                                database at <dir>; the source is only read
   help, --help                  print this text
 
 Keys and values are utf8. Exit codes: 0 ok, 1 failure, 2 bad usage.
@@ -48,7 +54,8 @@ const COMMANDS: Record<string, (p: Parsed) => Promise<number>> = {
   verify: cmdVerify,
   checkpoint: cmdCheckpoint,
   compact: cmdCompact,
-  repair: cmdRepair
+  repair: cmdRepair,
+  import: cmdImport
 }
 
 /** Runs the command line `args`; returns the exit code (and sets process.exitCode). */

@@ -41,6 +41,7 @@ import { CompactionScheduler, type BackgroundWorkers } from './compaction/schedu
 import { recover, removeOrphans, type RecoveryReport } from './recovery'
 import { SnapshotList, Snapshot } from './snapshots'
 import { acquireLock, type LockHandle } from './lock'
+import { refuseLevelDB } from './leveldb/detect'
 import { KIND_DELETE, KIND_VALUE } from './keys'
 import { compareBytes } from './util/coding'
 import { ioError, levelError, type LevelError } from './errors'
@@ -137,6 +138,7 @@ export class Engine {
       lastSequence: () => this.pipeline.visibleSeq,
       currentLogNumber: () => this.logs.number,
       retireLog: (number) => this.retention.retire(number),
+      logEntryDurable: (number) => this.logs.entryDurable(number),
       onError: (err) => this.pipeline.stop(err),
       onJobDone: () => this.pipeline.resume(),
       workers
@@ -173,6 +175,8 @@ export class Engine {
       if (!options.createIfMissing) throw levelError('LEVEL_INVALID_OPTION', `Database does not exist and createIfMissing is false: ${dir}`)
       fs.mkdirp(dir)
     }
+    // Another engine's data is refused before the lock is taken: nothing in the directory changes.
+    refuseLevelDB(fs, dir, 'open')
     this.lock = acquireLock(fs, dir)
     const recovered = await recover({
       fs,
@@ -202,7 +206,8 @@ export class Engine {
     try { this.versions.close() } catch {}
     try { this.tableCache.close() } catch {}
     // The error that failed the open matters more than one releasing the lock.
-    try { this.lock?.release() } catch {}
+    // A stale LOCK the open took over is put back: the directory is left as found.
+    try { this.lock?.restore() } catch {}
     this.lock = undefined
   }
 

@@ -37,7 +37,9 @@
 //      with LEVEL_LOCKED), remove it, then createExclusive(LOCK) again; losing
 //      that race to another process is LEVEL_LOCKED.
 // Release: remove LOCK only if it still holds our token; forget the registry
-// entry. Idempotent.
+// entry. Idempotent. `restore` (a failed open) releases, then puts back the
+// stale LOCK that acquiring took over, byte for byte, so that the directory is
+// left as it was found.
 //
 // What this guarantees: two processes on one host sharing a local file system
 // never both hold the lock through acquireLock, except in the gaps below; a
@@ -79,6 +81,8 @@ export interface LockHandle {
   readonly dir: string
   /** Releases the lock; idempotent. */
   release (): void
+  /** Releases the lock and puts back the stale LOCK file it replaced, if any (for an open that failed). */
+  restore (): void
 }
 
 // Resolved directory paths locked by this process.
@@ -164,37 +168,45 @@ export function acquireLock (fs: FileSystem, dir: string): LockHandle {
   )
   const lockPath = join(dir, LOCK)
 
+  let replaced: Buffer | undefined
   if (!tryCreate(fs, lockPath, data)) {
-    takeOverStale(fs, dir, lockPath, token)
+    replaced = takeOverStale(fs, dir, lockPath, token)
     if (!tryCreate(fs, lockPath, data)) throw locked(dir, 'another process (it took the lock concurrently)')
   }
 
   lockedDirs.add(key)
   liveTokens.add(token)
   let released = false
+  const release = (): void => {
+    if (released) return
+    released = true
+    lockedDirs.delete(key)
+    liveTokens.delete(token)
+    const current = readLock(fs, lockPath)
+    if (current !== undefined && parseLock(current.toString('latin1'))?.token === token) fs.remove(lockPath)
+  }
   return {
     dir,
-    release (): void {
-      if (released) return
-      released = true
-      lockedDirs.delete(key)
-      liveTokens.delete(token)
-      const current = readLock(fs, lockPath)
-      if (current !== undefined && parseLock(current.toString('latin1'))?.token === token) fs.remove(lockPath)
+    release,
+    restore (): void {
+      const putBack = released ? undefined : replaced
+      release()
+      if (putBack !== undefined) tryCreate(fs, lockPath, putBack)
     }
   }
 }
 
 // Judges the existing LOCK; throws LEVEL_LOCKED if its holder may be alive,
-// otherwise moves it out of the way (or finds it already gone).
-function takeOverStale (fs: FileSystem, dir: string, lockPath: string, token: string): void {
+// otherwise moves it out of the way and returns its bytes (or finds it already
+// gone: undefined).
+function takeOverStale (fs: FileSystem, dir: string, lockPath: string, token: string): Buffer | undefined {
   let seen = readLock(fs, lockPath)
-  if (seen === undefined) return // released meanwhile; just try to create again
+  if (seen === undefined) return undefined // released meanwhile; just try to create again
   let holder = parseLock(seen.toString('latin1'))
   for (let waited = 0; holder === undefined && waited < EMPTY_WAIT_MS; waited += EMPTY_POLL_MS) {
     sleepSync(EMPTY_POLL_MS)
     seen = readLock(fs, lockPath)
-    if (seen === undefined) return
+    if (seen === undefined) return undefined
     holder = parseLock(seen.toString('latin1'))
   }
 
@@ -215,7 +227,7 @@ function takeOverStale (fs: FileSystem, dir: string, lockPath: string, token: st
   try {
     fs.rename(lockPath, aside)
   } catch (err) {
-    if (errCode(err) === 'ENOENT') return // someone else moved it first; race for the create
+    if (errCode(err) === 'ENOENT') return undefined // someone else moved it first; race for the create
     throw ioError(`Cannot move stale lock file aside: ${(err as Error).message}`, err, LOCK)
   }
   const moved = readLock(fs, aside)
@@ -229,4 +241,5 @@ function takeOverStale (fs: FileSystem, dir: string, lockPath: string, token: st
     throw locked(dir, 'another process (it took the lock concurrently)')
   }
   fs.remove(aside)
+  return seen
 }

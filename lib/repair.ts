@@ -18,7 +18,7 @@
 //      the newest version of each key, less those the logs' range tombstones hide
 //      (tombstones and older versions are dropped:
 //      no snapshot outlives a repair, and nothing else remains below). They go
-//      to the deepest level.
+//      to the deepest level (a bulk load, lib/bulk-load.ts, as steps 4 and 5).
 //   5. A fresh manifest names them, with lastSequence the highest sequence
 //      number seen and nextFileNumber and logNumber past every file number in the
 //      directory (so no old log is ever replayed on top of the result); CURRENT
@@ -49,10 +49,10 @@ import * as path from 'node:path'
 import { fileSize, type FileSystem } from './fs/fs'
 import { nodeFileSystem } from './fs/node-fs'
 import { acquireLock } from './lock'
-import { CURRENT, join, logName, manifestName, parseFileName, tableName } from './filenames'
+import { CURRENT, join, logName, parseFileName, tableName } from './filenames'
 import { isLevelError, levelError } from './errors'
-import { MAX_SEQ, compareInternal } from './keys'
-import { resolveOptions, NUM_LEVELS, type EngineOptions } from './options'
+import { compareInternal } from './keys'
+import { resolveOptions, type EngineOptions } from './options'
 import { Table } from './sstable/table'
 import { BlockCache } from './sstable/cache'
 import { BlockIterator } from './sstable/decoded-block'
@@ -62,12 +62,11 @@ import { RangeTombstoneIndex, type RangeTombstone } from './range-tombstones'
 import { MemTable } from './memtable/memtable'
 import { MergingIterator } from './iterators/merging-iterator'
 import { type InternalIterator, currentUserKey, currentValue } from './iterators/internal-iterator'
-import { writeTables } from './compaction/table-writer'
-import { VersionSet } from './manifest/version-set'
-import { Version } from './manifest/version'
+import { bulkLoad } from './bulk-load'
+import { refuseLevelDB } from './leveldb/detect'
 
 /** Table-building options of the rebuilt tables (defaults as for open). */
-export type RepairOptions = Partial<Pick<EngineOptions, 'blockSize' | 'blockRestartInterval' | 'bloomBitsPerKey' | 'targetFileSize' | 'writeBufferSize'>>
+export type RepairOptions = Partial<Pick<EngineOptions, 'blockSize' | 'blockRestartInterval' | 'bloomBitsPerKey' | 'compression' | 'targetFileSize' | 'writeBufferSize'>>
 
 export interface RepairProblem {
   /** The damaged file (basename). */
@@ -122,12 +121,14 @@ function message (err: unknown): string {
 /**
  * Rebuilds the database in `location` as described at the top of this file.
  * Fails with LEVEL_LOCKED if the database is open, and changes nothing unless
- * the rebuilt state could be written. Table-building options as for open.
+ * the rebuilt state could be written; LEVEL_NOT_SUPPORTED, changing nothing, if
+ * the directory holds a LevelDB database. Table-building options as for open.
  */
 export async function repair (location: string, options: RepairOptions = {}, fs: FileSystem = nodeFileSystem): Promise<RepairReport> {
   const opts = resolveOptions(options as Partial<Record<keyof EngineOptions, unknown>>)
   const dir = path.resolve(location)
   if (!fs.exists(dir)) throw levelError('LEVEL_INVALID_OPTION', `Cannot repair: the database directory does not exist: ${dir}`)
+  refuseLevelDB(fs, dir, 'repair') // it would take LevelDB's files for damaged ones of its own
   const lock = acquireLock(fs, dir)
   try {
     return await repairLocked(fs, dir, opts)
@@ -272,42 +273,22 @@ async function repairLocked (fs: FileSystem, dir: string, opts: EngineOptions): 
       if (mem.entryCount() > 0) sources.push({ iterator: () => mem.iterator(), close: () => {} })
     }
 
-    // ---- merge into fresh tables (newest version of each key; no tombstones)
-    let next = nextNumber
-    const result = await writeTables(new MergingIterator(sources.map((s) => s.iterator())), {
+    // ---- merge into fresh tables (newest version of each key; no tombstones), a manifest naming them
+    const loaded = await bulkLoad({
       fs,
       dir,
-      blockSize: opts.blockSize,
-      blockRestartInterval: opts.blockRestartInterval,
-      bloomBitsPerKey: opts.bloomBitsPerKey,
-      targetFileSize: opts.targetFileSize,
-      smallestSnapshot: MAX_SEQ,
-      isBaseLevelForKey: () => true,
-      newFileNumber: () => next++,
-      shouldAbort: () => false,
+      options: opts,
+      input: new MergingIterator(sources.map((s) => s.iterator())),
+      firstFileNumber: nextNumber,
+      lastSequence: maxSeq,
       rangeTombstones: RangeTombstoneIndex.build(rangeTombstones)
     })
-    for (const meta of result.outputs) {
+    for (const meta of loaded.tables) {
       report.keys += meta.entries
       report.newTables.push(tableName(meta.number))
     }
     report.lastSequence = maxSeq
-
-    // ---- the new manifest and CURRENT
-    const vs = new VersionSet(fs, dir)
-    try {
-      vs.current = Version.empty().apply({ newFiles: result.outputs.map((meta) => ({ level: NUM_LEVELS - 1, meta })) })
-      vs.nextFileNumber = next + 1
-      vs.logNumber = next // past every old log: none is replayed again
-      vs.lastSequence = maxSeq
-      // The live log exists before the manifest names it (lib/recovery.ts).
-      fs.openWrite(join(dir, logName(next))).close()
-      fs.syncDir(dir)
-      vs.writeNewManifest()
-      report.manifest = manifestName(vs.manifestNumber)
-    } finally {
-      vs.close()
-    }
+    report.manifest = loaded.manifest
   } finally {
     for (const s of sources) s.close()
   }
@@ -401,11 +382,13 @@ function scanTable (table: Table, mem: MemTable | undefined): TableScan {
  * Deletes the database in `location`: its own files (CURRENT, LOCK, MANIFEST-*,
  * *.log, *.sst, *.tmp), then the directory if nothing else is left in it. Other
  * files (and `lost/` from a repair) are left alone. Fails with LEVEL_LOCKED if
- * the database is open. A missing directory is not an error.
+ * the database is open, LEVEL_NOT_SUPPORTED if it is a LevelDB database. A
+ * missing directory is not an error.
  */
 export async function destroy (location: string, fs: FileSystem = nodeFileSystem): Promise<void> {
   const dir = path.resolve(location)
   if (!fs.exists(dir)) return
+  refuseLevelDB(fs, dir, 'destroy') // it would remove some of LevelDB's files, not its tables
   const lock = acquireLock(fs, dir)
   try {
     // CURRENT first: should this be interrupted, what is left is not a database

@@ -14,7 +14,9 @@ export interface LsmStats {
   levels: LevelStats[]
   /**
    * Bytes written to tables (flushes + compactions) per byte of user data written
-   * (keys + values) since open. The log is counted apart (bytes.wal).
+   * (keys + values) since open. The log is counted apart (bytes.wal). Table
+   * bytes are as stored: with compression, data that compresses well can
+   * give less than 1.
    */
   writeAmplification: number
   /**

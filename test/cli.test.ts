@@ -134,7 +134,7 @@ test('dump', async (t) => {
   t.is(r.code, 0, 'table: exit 0')
   t.match(r.stdout, /entries \d+, data blocks \d+/, 'table: properties')
   t.match(r.stdout, /^key000 @\d+ put value0$/m, 'table: entries as key @seq kind value')
-  t.match(r.stdout, /format version 2$/m, 'table: new tables are format 2')
+  t.match(r.stdout, /format version 3$/m, 'table: new tables are format 3')
   // A format 1 table, written by lsm-level 0.2.0 (test/fixtures/table-v1-db, see table-format.test.ts).
   const v1dir = path.join(ROOT, 'test', 'fixtures', 'table-v1-db')
   for (const v1 of filesOf(v1dir, 'table')) {

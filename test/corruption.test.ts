@@ -1,7 +1,8 @@
 // Damaged database files, end to end through LsmLevel and the real file system.
 //
-// A small database is built with tables on several levels, a manifest, CURRENT
-// and two logs (a frozen one awaiting flush and the active one: the directory is
+// A small database is built (compression on, the default, with values that
+// compress: most table blocks are stored Snappy-compressed) with tables on
+// several levels, a manifest, CURRENT and two logs (a frozen one awaiting flush and the active one: the directory is
 // copied while the engine runs, as a crash would leave it). Then, on a fresh copy
 // for every case, one file is damaged (a bit flipped at every byte offset of the
 // small files, a zeroed block, a truncation, a deletion) and the database is
@@ -35,6 +36,8 @@ import { BlockIterator } from '../lib/sstable/decoded-block'
 import { currentUserKey } from '../lib/iterators/internal-iterator'
 import { LogReader } from '../lib/wal/log-reader'
 import { HEADER_SIZE as LOG_HEADER_SIZE } from '../lib/wal/log-format'
+import { BLOCK_TYPE_SNAPPY } from '../lib/sstable/format'
+import { dataBlocks } from './util/tables'
 import { Random, seedFromEnv } from './util/random'
 import { tempDir } from './util/temp'
 
@@ -141,7 +144,8 @@ async function buildImage (rnd: Random): Promise<Image> {
   const live = tempDir('lsm-corruption-live-')
   const writes: Write[] = []
   let n = 0
-  const value = (): string => `v${n++}-` + rnd.bytes(4 + rnd.int(24)).toString('hex')
+  // Values that compress (a repeated JSON-ish record), with a random tail.
+  const value = (): string => `v${n++}-` + '{"state":"open","owner":"alice"}'.repeat(1 + rnd.int(3)) + rnd.bytes(2 + rnd.int(6)).toString('hex')
   let engine = await Engine.open(live, OPTS)
   const put = async (w: Write): Promise<void> => {
     writes.push(w)
@@ -454,6 +458,9 @@ test('damaged files: correct values or LEVEL_CORRUPTION naming the file, never a
   const rnd = new Random(seed + 1)
   const img = await getImage()
   t.ok(img.levels.filter((l) => l.level > 0).length >= 1 && img.levels.length >= 2, `tables on ${img.levels.length} levels: ${JSON.stringify(img.levels)}`)
+  const blocks = listOf(img.dir, 'table').flatMap((f) => dataBlocks(path.join(img.dir, f)))
+  const compressed = blocks.filter((b) => b.type === BLOCK_TYPE_SNAPPY).length
+  t.ok(compressed > blocks.length / 2, `${compressed} of ${blocks.length} data blocks are stored compressed`)
   const fresh = path.join(tempDir('lsm-corruption-check-'), 'db')
   copyDir(img.dir, fresh)
   const pristine = await openAndRead(fresh, '-', img)

@@ -57,6 +57,11 @@ function makeKey (rng: Random, prefixes: Buffer[]): Buffer {
 }
 
 /** A sorted model of about `nKeys` user keys with 1..3 versions each, ~20% tombstones. */
+/** `model` with each value replaced by text of the same length that compresses well (deletes keep empty values). */
+function compressibleValues (model: Entry[]): Entry[] {
+  return model.map((e, i) => ({ ...e, value: Buffer.from(`{"n":${i % 97},"s":"open"}`.repeat(Math.ceil(e.value.length / 20)).slice(0, e.value.length)) }))
+}
+
 function makeModel (rng: Random, nKeys: number): { model: Entry[], keys: Buffer[] } {
   const prefixes: Buffer[] = []
   for (let i = 0; i < 40; i++) prefixes.push(rng.bytes(2 + rng.int(10)))
@@ -368,11 +373,17 @@ test('bloom: hash is stable, no false negatives, ~1% false positives at 10 bits/
   t.end()
 })
 
-for (const [blockSize, formatVersion] of [[256, 2], [4096, 2], [256, 1], [4096, 1]]) {
-  test(`table round trip, blockSize ${blockSize}, format v${formatVersion}`, (t) => {
+for (const [blockSize, formatVersion] of [[256, 3], [4096, 3], [256, 2], [4096, 2], [256, 1], [4096, 1]]) {
+  test(`table round trip, blockSize ${blockSize}, format v${formatVersion}${formatVersion === 3 ? ', compressible values' : ''}`, (t) => {
     const rng = new Random(seed ^ blockSize ^ (formatVersion << 16))
-    const { model, keys } = makeModel(rng, 10000)
+    const made = makeModel(rng, 10000)
+    const keys = made.keys
+    const model = formatVersion === 3 ? compressibleValues(made.model) : made.model
     const built = buildTable(tmp, model, { blockSize, bloomBitsPerKey: 10, formatVersion })
+    if (formatVersion === 3) {
+      const plain = buildTable(tmp, model, { blockSize, bloomBitsPerKey: 10, formatVersion, compression: false })
+      t.ok(built.size < plain.size * 0.8, `compressed: ${built.size} bytes, uncompressed ${plain.size}`)
+    }
     const cache = new BlockCache(8 << 20)
     const table = Table.open(nfs, built.path, built.name, cache)
     t.is(table.formatVersion, formatVersion, `format version ${formatVersion}`)
@@ -699,9 +710,11 @@ test('corruption: flipped data byte, zeroed footer, truncation', (t) => {
   t.end()
 })
 
-for (const formatVersion of [2, 1]) test(`corruption fuzz (format v${formatVersion}): any damage is LEVEL_CORRUPTION; with checksums, never a wrong answer`, (t) => {
+for (const formatVersion of [3, 2, 1]) test(`corruption fuzz (format v${formatVersion}): any damage is LEVEL_CORRUPTION; with checksums, never a wrong answer`, (t) => {
   const rng = new Random(seed ^ 0x7777 ^ (formatVersion << 16))
-  const { model } = makeModel(rng, 400)
+  const made = makeModel(rng, 400)
+  // Version 3: values that compress, so that most blocks are stored compressed.
+  const model = formatVersion === 3 ? compressibleValues(made.model) : made.model
   const built = buildTable(tmp, model, { blockSize: 256, bloomBitsPerKey: 10, formatVersion })
   const good = nodeFs.readFileSync(built.path)
   const name = '000888.sst'

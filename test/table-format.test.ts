@@ -1,9 +1,10 @@
 // Table format versions (lib/sstable/format.ts, block-builder.ts): the version 2
-// entry layout (user key + varint tag = seq * 2 + kind) pinned byte for byte,
-// round trips across every tag size, damaged version 2 entries, the footer and
-// properties version checks, and version 1 tables (the layout of lsm-level
-// <= 0.2) read through the Table API, through an engine reopen, and from a
-// database written by lsm-level 0.2.0 itself (test/fixtures/table-v1-db).
+// entry layout (user key + varint tag = seq * 2 + kind; kept by version 3)
+// pinned byte for byte, round trips across every tag size in all three
+// versions (3 with compressed blocks), damaged version 2 entries, the footer and
+// properties version checks, and tables of versions 1 (lsm-level <= 0.2) and 2
+// (lsm-level 0.3) read through the Table API, through an engine reopen, and from
+// databases written by lsm-level 0.2.0 and 0.3.0 themselves (test/fixtures/table-v1-db, table-v2-db).
 import test from 'tape'
 import * as nodeFs from 'node:fs'
 import * as path from 'node:path'
@@ -69,7 +70,7 @@ function boundaryModel (): Entry[] {
 }
 
 test('v2 entry layout is pinned: shared, unshared, value length, tag (seq * 2 + kind), key delta, value', (t) => {
-  t.is(FORMAT_VERSION, 2, 'new tables are written as version 2')
+  t.is(FORMAT_VERSION, 3, 'new tables are written as version 3 (version 2 entries, blocks maybe compressed)')
   const bb = new BlockBuilder(16, 2)
   bb.add(Buffer.from('ab'), 300, KIND_VALUE, Buffer.from('x'))
   bb.add(Buffer.from('ac'), 5, KIND_DELETE, Buffer.alloc(0))
@@ -95,7 +96,7 @@ test('v2 entry layout is pinned: shared, unshared, value length, tag (seq * 2 + 
   t.end()
 })
 
-for (const version of [2, 1]) {
+for (const version of [3, 2, 1]) {
   test(`format v${version}: round trips across tag sizes, deletes, empty keys and values, long shared prefixes`, (t) => {
     const model = boundaryModel()
     for (const interval of [1, 2, 16]) {
@@ -103,9 +104,9 @@ for (const version of [2, 1]) {
       const bb = new BlockBuilder(interval, version)
       for (const e of model) bb.add(e.userKey, e.seq, e.kind, e.value)
       const contents = Buffer.from(bb.finish().view())
-      if (version === 2) {
+      if (version !== 1) {
         // The table builder's path (addV2: the caller passes the shared prefix length) writes the same bytes.
-        const fast = new BlockBuilder(interval, 2)
+        const fast = new BlockBuilder(interval, version)
         let prev: Buffer | undefined
         for (const e of model) {
           let common = 0
@@ -249,7 +250,8 @@ test('v2 damaged entries are LEVEL_CORRUPTION in the decoder and the in-place se
 
 test('format versions: footer and properties must name a known version, and agree', (t) => {
   const model: Entry[] = [{ userKey: Buffer.from('a'), seq: 1, kind: KIND_VALUE, value: Buffer.from('x') }]
-  const v2 = nodeFs.readFileSync(buildTable(tmp, model, { blockSize: 4096, bloomBitsPerKey: 10 }).path)
+  const v3 = nodeFs.readFileSync(buildTable(tmp, model, { blockSize: 4096, bloomBitsPerKey: 10 }).path)
+  const v2 = nodeFs.readFileSync(buildTable(tmp, model, { blockSize: 4096, bloomBitsPerKey: 10, formatVersion: 2 }).path)
   const v1 = nodeFs.readFileSync(buildTable(tmp, model, { blockSize: 4096, bloomBitsPerKey: 10, formatVersion: 1 }).path)
   const name = '000555.sst'
   const p = path.join(tmp, name)
@@ -257,6 +259,7 @@ test('format versions: footer and properties must name a known version, and agre
     nodeFs.writeFileSync(p, buf)
     return thrown(() => Table.open(nfs, p, name, new BlockCache(0)).unref())
   }
+  t.is(open(v3), undefined, 'version 3 opens')
   t.is(open(v2), undefined, 'version 2 opens')
   t.is(open(v1), undefined, 'version 1 opens')
   const withFooterVersion = (buf: Buffer, v: number): Buffer => {
@@ -264,25 +267,25 @@ test('format versions: footer and properties must name a known version, and agre
     putFixed32(b, b.length - 12, v)
     return b
   }
-  for (const v of [0, 3, 0xffffffff]) {
-    const err = open(withFooterVersion(v2, v))
+  for (const v of [0, 4, 0xffffffff]) {
+    const err = open(withFooterVersion(v3, v))
     t.ok(isCorruptionNaming(err, name) && /unsupported table format version/.test((err as Error).message), `footer version ${v}: LEVEL_CORRUPTION, unsupported`)
   }
-  // The footer is not checksummed: a footer version flipped between 1 and 2
-  // is caught by the properties block (checksummed), which records the version too.
-  for (const [buf, v] of [[v2, 1], [v1, 2]] as const) {
+  // The footer is not checksummed: a footer version flipped to another known
+  // one is caught by the properties block (checksummed), which records the version too.
+  for (const [buf, was, v] of [[v3, 3, 2], [v2, 2, 3], [v2, 2, 1], [v1, 1, 2]] as const) {
     const err = open(withFooterVersion(buf, v))
-    t.ok(isCorruptionNaming(err, name) && /disagrees/.test((err as Error).message), `footer version ${v} on a v${3 - v} table: LEVEL_CORRUPTION`)
+    t.ok(isCorruptionNaming(err, name) && /disagrees/.test((err as Error).message), `footer version ${v} on a v${was} table: LEVEL_CORRUPTION`)
   }
   // A properties block claiming a newer version (valid checksum, footer agreeing).
-  const props = findProperties(v2)
-  const newer = Buffer.from(v2)
-  newer[props.offset] = 3 // version varint
+  const props = findProperties(v3)
+  const newer = Buffer.from(v3)
+  newer[props.offset] = 4 // version varint
   newer.writeUInt32LE(maskCrc(crc(newer.subarray(props.offset, props.offset + props.size + 1))), props.offset + props.size + 1)
-  const err = open(withFooterVersion(newer, 3))
-  t.ok(isCorruptionNaming(err, name), 'a version 3 table is LEVEL_CORRUPTION')
+  const err = open(withFooterVersion(newer, 4))
+  t.ok(isCorruptionNaming(err, name), 'a version 4 table is LEVEL_CORRUPTION')
   const onlyProps = open(newer)
-  t.ok(isCorruptionNaming(onlyProps, name) && /unsupported format version 3/.test((onlyProps as Error).message), 'properties version 3: unsupported')
+  t.ok(isCorruptionNaming(onlyProps, name) && /unsupported format version 4/.test((onlyProps as Error).message), 'properties version 4: unsupported')
   t.end()
 })
 
@@ -292,8 +295,8 @@ function findProperties (buf: Buffer): { offset: number, size: number } {
   return { offset: buf.readUInt32LE(f + 32), size: buf.readUInt32LE(f + 40) }
 }
 
-/** Rewrites every table of a closed database in format version 1 (same entries, same file names). */
-function rewriteAsV1 (dir: string): number {
+/** Rewrites every table of a closed database in format `version` (same entries, same file names). */
+function rewriteAs (dir: string, version: number): number {
   let n = 0
   for (const file of nodeFs.readdirSync(dir)) {
     if (parseFileName(file)?.type !== 'table') continue
@@ -303,8 +306,8 @@ function rewriteAsV1 (dir: string): number {
     const entries = collectEntries(it)
     it.close()
     table.unref()
-    const v1 = buildTable(dir, entries, { blockSize: 4096, bloomBitsPerKey: 10, formatVersion: 1 }, file + '.v1')
-    nodeFs.renameSync(v1.path, p)
+    const old = buildTable(dir, entries, { blockSize: 4096, bloomBitsPerKey: 10, formatVersion: version }, file + '.old')
+    nodeFs.renameSync(old.path, p)
     n++
   }
   return n
@@ -324,49 +327,52 @@ async function expectContents (t: test.Test, db: LsmLevel<string, string>, model
   t.deepEqual(seen, want, `${what}: iteration is right`)
 }
 
-test('engine: a database whose tables are version 1 reopens, reads, and compaction rewrites them as version 2', async (t) => {
-  const dir = path.join(tempDir('lsm-table-format-db-'), 'db')
-  const model = new Map<string, string>()
-  let db = new LsmLevel<string, string>(dir, { writeBufferSize: 16 * 1024 })
-  await db.open()
-  for (let i = 0; i < 3000; i++) {
-    const k = 'key' + String((i * 7919) % 2000).padStart(4, '0')
-    if (i % 11 === 0) {
-      await db.del(k)
-      model.delete(k)
-    } else {
-      const v = `value-${i}`.repeat(1 + (i % 5))
-      await db.put(k, v)
-      model.set(k, v)
+for (const old of [1, 2]) {
+  test(`engine: a database whose tables are version ${old} reopens, reads, and compaction rewrites them as version ${FORMAT_VERSION}`, async (t) => {
+    const dir = path.join(tempDir('lsm-table-format-db-'), 'db')
+    const model = new Map<string, string>()
+    let db = new LsmLevel<string, string>(dir, { writeBufferSize: 16 * 1024 })
+    await db.open()
+    for (let i = 0; i < 3000; i++) {
+      const k = 'key' + String((i * 7919) % 2000).padStart(4, '0')
+      if (i % 11 === 0) {
+        await db.del(k)
+        model.delete(k)
+      } else {
+        const v = `value-${i}`.repeat(1 + (i % 5))
+        await db.put(k, v)
+        model.set(k, v)
+      }
     }
-  }
-  await db.flush()
-  await db.close()
-  const n = rewriteAsV1(dir)
-  t.ok(n >= 2, `${n} tables rewritten as version 1`)
-  t.ok(tableVersions(dir).every((v) => v === 1), 'every table is version 1')
+    await db.flush()
+    await db.close()
+    const n = rewriteAs(dir, old)
+    t.ok(n >= 2, `${n} tables rewritten as version ${old}`)
+    t.ok(tableVersions(dir).every((v) => v === old), `every table is version ${old}`)
 
-  db = new LsmLevel<string, string>(dir, { writeBufferSize: 16 * 1024 })
-  await db.open()
-  await expectContents(t, db, model, 'version 1 tables')
-  for (let i = 0; i < 300; i++) {
-    const k = 'key' + String(i * 3).padStart(4, '0')
-    await db.put(k, 'new' + i)
-    model.set(k, 'new' + i)
-  }
-  await db.flush()
-  await expectContents(t, db, model, 'version 1 and 2 tables mixed')
-  await db.compactRange()
-  await db.close()
-  const versions = tableVersions(dir)
-  t.ok(versions.length > 0 && versions.every((v) => v === 2), `after compaction every table is version 2 (${versions.length} tables)`)
-  db = new LsmLevel<string, string>(dir)
-  await db.open()
-  await expectContents(t, db, model, 'after compaction and reopen')
-  await db.close()
-})
+    db = new LsmLevel<string, string>(dir, { writeBufferSize: 16 * 1024 })
+    await db.open()
+    await expectContents(t, db, model, `version ${old} tables`)
+    for (let i = 0; i < 300; i++) {
+      const k = 'key' + String(i * 3).padStart(4, '0')
+      await db.put(k, 'new' + i)
+      model.set(k, 'new' + i)
+    }
+    await db.flush()
+    await expectContents(t, db, model, `version ${old} and ${FORMAT_VERSION} tables mixed`)
+    await db.compactRange()
+    await db.close()
+    const versions = tableVersions(dir)
+    t.ok(versions.length > 0 && versions.every((v) => v === FORMAT_VERSION), `after compaction every table is version ${FORMAT_VERSION} (${versions.length} tables)`)
+    db = new LsmLevel<string, string>(dir)
+    await db.open()
+    await expectContents(t, db, model, 'after compaction and reopen')
+    await db.close()
+  })
+}
 
-// test/fixtures/table-v1-db was written by lsm-level 0.2.0 (table format 1):
+// test/fixtures/table-v1-db was written by lsm-level 0.2.0 (table format 1),
+// and test/fixtures/table-v2-db by lsm-level 0.3.0 (table format 2), each with:
 //
 //   const db = new LsmLevel(dir); await db.open()
 //   for (let i = 0; i < 300; i++) await db.put(k(i), 'value' + i)   // k(i) = 'key' + 3-digit i
@@ -374,9 +380,9 @@ test('engine: a database whose tables are version 1 reopens, reads, and compacti
 //   for (let i = 0; i < 300; i += 5) await db.put(k(i), 'new' + i)
 //   for (let i = 0; i < 300; i += 7) await db.del(k(i))
 //   await db.flush(); await db.close()
-const V1_FIXTURE = path.join(__dirname, '..', '..', 'test', 'fixtures', 'table-v1-db')
+const FIXTURES = path.join(__dirname, '..', '..', 'test', 'fixtures')
 
-function v1FixtureModel (): Map<string, string> {
+function fixtureModel (): Map<string, string> {
   const model = new Map<string, string>()
   const k = (i: number): string => 'key' + String(i).padStart(3, '0')
   for (let i = 0; i < 300; i++) model.set(k(i), 'value' + i)
@@ -386,19 +392,21 @@ function v1FixtureModel (): Map<string, string> {
   return model
 }
 
-test('engine: a database written by lsm-level 0.2.0 opens and reads', async (t) => {
-  const dir = path.join(tempDir('lsm-table-format-fixture-'), 'db')
-  nodeFs.cpSync(V1_FIXTURE, dir, { recursive: true })
-  t.ok(tableVersions(dir).length === 2 && tableVersions(dir).every((v) => v === 1), 'the fixture holds two version 1 tables')
-  const model = v1FixtureModel()
-  let db = new LsmLevel<string, string>(dir)
-  await db.open()
-  await expectContents(t, db, model, 'lsm-level 0.2.0 database')
-  await db.compactRange()
-  await db.close()
-  t.ok(tableVersions(dir).every((v) => v === 2), 'compaction rewrote it as version 2')
-  db = new LsmLevel<string, string>(dir)
-  await db.open()
-  await expectContents(t, db, model, 'after compaction')
-  await db.close()
-})
+for (const [version, release] of [[1, '0.2.0'], [2, '0.3.0']] as const) {
+  test(`engine: a database written by lsm-level ${release} opens and reads`, async (t) => {
+    const dir = path.join(tempDir('lsm-table-format-fixture-'), 'db')
+    nodeFs.cpSync(path.join(FIXTURES, `table-v${version}-db`), dir, { recursive: true })
+    t.ok(tableVersions(dir).length === 2 && tableVersions(dir).every((v) => v === version), `the fixture holds two version ${version} tables`)
+    const model = fixtureModel()
+    let db = new LsmLevel<string, string>(dir)
+    await db.open()
+    await expectContents(t, db, model, `lsm-level ${release} database`)
+    await db.compactRange()
+    await db.close()
+    t.ok(tableVersions(dir).every((v) => v === FORMAT_VERSION), `compaction rewrote it as version ${FORMAT_VERSION}`)
+    db = new LsmLevel<string, string>(dir)
+    await db.open()
+    await expectContents(t, db, model, 'after compaction')
+    await db.close()
+  })
+}

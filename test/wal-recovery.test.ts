@@ -14,6 +14,10 @@ import { LogReader } from '../lib/wal/log-reader'
 import { encodeRecord, HEADER_SIZE } from '../lib/wal/log-format'
 import { findBitFlip } from '../lib/wal/bit-flip'
 import { parseFileName } from '../lib/filenames'
+import { Engine, encodeBatch } from '../lib/db'
+import { KIND_VALUE } from '../lib/keys'
+import { MemFileSystem } from './fs/mem-fs'
+import { openEngine } from './util/open-engine'
 import { Random, seedFromEnv } from './util/random'
 import { tempDir } from './util/temp'
 
@@ -274,4 +278,29 @@ test('findBitFlip: every single flipped bit of a record is found where it is; ot
     if (findBitFlip(damaged) !== undefined) taken++
   }
   t.is(taken, 0, `${trials} records with two flipped bits or 64 zeroed bytes: none taken for a single flip`)
+})
+
+// A flush writes no table when its memtable holds only a range tombstone
+// (clear()), so it syncs no directory: the manifest edit naming the next live
+// log must still wait for that log's own directory fsync. Otherwise a power
+// loss right after the edit can keep the edit and lose the log's entry, and the
+// next open finds the live log missing (found by the crash sweep).
+test('a manifest edit names a new live log only once its directory entry is durable', async (t) => {
+  for (const worker of [false, true]) {
+    const fs = new MemFileSystem()
+    const engine = worker ? await openEngine('/db', {}, fs) : await Engine.open('/db', { compactionWorker: false }, fs)
+    await engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from('a'), value: Buffer.from('1') }]), false)
+    await engine.flushMemTable()
+    await engine.clear({ gte: Buffer.from('a'), lt: Buffer.from('b') })
+    const trace: string[] = []
+    fs.faults.trace = trace
+    await engine.flushMemTable()
+    fs.faults.trace = undefined
+    await engine.close()
+    const created = trace.findIndex((op) => /^openWrite \d+\.log$/.test(op))
+    const entrySynced = trace.findIndex((op, i) => i > created && op.startsWith('syncDirDone'))
+    const edit = trace.findIndex((op, i) => i > created && /^append MANIFEST/.test(op))
+    t.ok(created >= 0 && edit > created, `${worker ? 'worker' : 'event loop'}: the flush created a log and then wrote a manifest edit (${trace.join(', ')})`)
+    t.ok(entrySynced >= 0 && entrySynced < edit, 'the directory fsync covering the new log returned before the edit was written')
+  }
 })

@@ -24,6 +24,7 @@ export interface CompactionJob {
   blockSize: number
   blockRestartInterval: number
   bloomBitsPerKey: number
+  compression: boolean
   targetFileSize: number
   smallestSnapshot: number
   /** The version's range tombstones: versions they hide from every snapshot are dropped. */
@@ -44,6 +45,7 @@ export interface FlushJob {
   blockSize: number
   blockRestartInterval: number
   bloomBitsPerKey: number
+  compression: boolean
   smallestSnapshot: number
   /** The memtable's own range tombstones (applied to its entries). */
   rangeTombstones: RangeTombstone[]
@@ -93,6 +95,7 @@ export async function runFlushJob (job: FlushJob, fs: FileSystem): Promise<Table
     blockSize: job.blockSize,
     blockRestartInterval: job.blockRestartInterval,
     bloomBitsPerKey: job.bloomBitsPerKey,
+    compression: job.compression,
     targetFileSize: Infinity,
     smallestSnapshot: job.smallestSnapshot,
     isBaseLevelForKey: () => false,
@@ -138,6 +141,7 @@ export async function runCompactionJob (job: CompactionJob, fs: FileSystem, tabl
     blockSize: job.blockSize,
     blockRestartInterval: job.blockRestartInterval,
     bloomBitsPerKey: job.bloomBitsPerKey,
+    compression: job.compression,
     targetFileSize: job.targetFileSize,
     smallestSnapshot: job.smallestSnapshot,
     isBaseLevelForKey: baseLevelChecker(job.deeper),

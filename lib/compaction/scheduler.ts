@@ -65,6 +65,8 @@ export interface SchedulerEnv {
   currentLogNumber (): number
   /** Log `number` is no longer needed for recovery: the names of the logs to delete now (lib/wal/log-retention.ts). */
   retireLog (number: number): string[]
+  /** Resolves once log `number`'s directory entry is durable (LogManager.entryDurable). */
+  logEntryDurable (number: number): Promise<void>
   /** A job failed: writes must stop. */
   onError (err: LevelError): void
   /** A job ended: a write stall may be over. */
@@ -192,6 +194,7 @@ export class CompactionScheduler {
       blockSize: options.blockSize,
       blockRestartInterval: options.blockRestartInterval,
       bloomBitsPerKey: options.bloomBitsPerKey,
+      compression: options.compression,
       targetFileSize: Infinity,
       smallestSnapshot,
       isBaseLevelForKey: () => false,
@@ -220,6 +223,7 @@ export class CompactionScheduler {
         blockSize: options.blockSize,
         blockRestartInterval: options.blockRestartInterval,
         bloomBitsPerKey: options.bloomBitsPerKey,
+        compression: options.compression,
         smallestSnapshot,
         rangeTombstones: mem.rangeTombstones().slice(),
         floorBase: this.flushTombstones(mem, smallestSnapshot).floorBase,
@@ -229,10 +233,14 @@ export class CompactionScheduler {
     } else {
       result = await this.writeLevel0(mem, this.env.smallestSnapshot(), () => false)
     }
+    // The edit names the next live log: its directory entry must be durable
+    // first (a flush with no output table has synced no directory).
+    const logNumber = memtables.logAfterOldest(this.env.currentLogNumber())
+    await this.env.logEntryDurable(logNumber)
     await versions.logAndApply({
       newFiles: result.outputs.map((meta) => ({ level: 0, meta })),
       rangeTombstones: mem.rangeTombstones().slice(),
-      logNumber: memtables.logAfterOldest(this.env.currentLogNumber()),
+      logNumber,
       lastSequence: this.env.lastSequence()
     })
     memtables.dropOldest()
@@ -286,6 +294,7 @@ export class CompactionScheduler {
       blockSize: options.blockSize,
       blockRestartInterval: options.blockRestartInterval,
       bloomBitsPerKey: options.bloomBitsPerKey,
+      compression: options.compression,
       targetFileSize: options.targetFileSize,
       smallestSnapshot,
       rangeTombstones: rangeTombstones.slice(),

@@ -31,6 +31,8 @@ export interface TableWriterParams {
   blockSize: number
   blockRestartInterval: number
   bloomBitsPerKey: number
+  /** Snappy-compress blocks where that pays (TableBuilderOptions.compression). */
+  compression: boolean
   /** Split outputs once a table reaches this size (Infinity: one table). */
   targetFileSize: number
   smallestSnapshot: number
@@ -153,7 +155,8 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
           builder = new TableBuilder(file, {
             blockSize: p.blockSize,
             restartInterval: p.blockRestartInterval,
-            bloomBitsPerKey: p.bloomBitsPerKey
+            bloomBitsPerKey: p.bloomBitsPerKey,
+            compression: p.compression
           })
         }
         builder.addRange(keySrc, keyOff, keyLen, seq, kind, valueSrc, valueOff, valueLen)

@@ -8,7 +8,7 @@
 //   +---------+---------+-----+-------------+-------------+-----+---------------+
 //                               fixed32 each: offset of an entry     fixed32
 //
-// Version 2 entry (written by this code; read by block-v2.ts):
+// Version 2 entry (written by this code, in tables of format 2 and 3; read by block-v2.ts):
 //
 //   +-----------------+-------------------+--------------------+--------------+-----------+-------+
 //   | shared (varint) | unshared (varint) | value len (varint) | tag (varint) | key delta | value |
@@ -37,11 +37,12 @@
 // Restart offsets are strictly increasing and each names an entry; a block with
 // no entries has restart count 0.
 //
-// The block is followed on disk by the 5-byte trailer of format.ts.
+// The block is stored (as is, or Snappy-compressed in format 3) followed by
+// the 5-byte trailer of format.ts.
 import { assert } from '../invariants'
 import { writeTrailer, TRAILER_SIZE } from '../keys'
 import { ByteWriter, putVarint } from '../util/coding'
-import { FORMAT_VERSION } from './format'
+import { FORMAT_VERSION, isV1Layout, supportedVersion } from './format'
 
 export const DEFAULT_RESTART_INTERVAL = 16
 
@@ -61,7 +62,7 @@ export class BlockBuilder {
     readonly formatVersion: number = FORMAT_VERSION
   ) {
     assert(Number.isInteger(restartInterval) && restartInterval >= 1, 'restartInterval must be an integer >= 1')
-    assert(formatVersion === 1 || formatVersion === 2, 'block format version must be 1 or 2')
+    assert(supportedVersion(formatVersion), `no block layout for table format ${formatVersion}`)
   }
 
   /** REQUIRES: keys added in increasing internal order (checked by the table builder). */
@@ -71,7 +72,7 @@ export class BlockBuilder {
 
   /** add() of the user key src[keyOff, keyOff + userKeyLen) and the value valueSrc[valueOff, valueOff + valueLen). */
   addRange (src: Uint8Array, keyOff: number, userKeyLen: number, seq: number, kind: number, valueSrc: Uint8Array, valueOff: number, valueLen: number): void {
-    const v2 = this.formatVersion === 2
+    const v2 = !isV1Layout(this.formatVersion)
     const keyLen = v2 ? userKeyLen : userKeyLen + TRAILER_SIZE
     if (this.curKey.length < keyLen) this.curKey = Buffer.allocUnsafe(Math.max(keyLen, this.curKey.length * 2))
     const cur = this.curKey

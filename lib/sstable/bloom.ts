@@ -25,7 +25,7 @@
 // (format 1: about 0.8%).
 import { corruption } from '../errors'
 import { assert } from '../invariants'
-import { FORMAT_VERSION } from './format'
+import { FORMAT_VERSION, isV1Layout, supportedVersion } from './format'
 
 const MAX_PROBES = 30
 
@@ -94,10 +94,10 @@ export class BloomBuilder {
   private hashes = new Uint32Array(1024)
   private count = 0
 
-  /** `formatVersion`: the table's (1: classic layout, 2: cache-local). */
+  /** `formatVersion`: the table's (1: classic layout, 2 and 3: cache-local). */
   constructor (private readonly bitsPerKey: number, private readonly formatVersion = FORMAT_VERSION) {
     assert(bitsPerKey > 0, 'BloomBuilder needs bitsPerKey > 0')
-    assert(formatVersion === 1 || formatVersion === 2, `no filter layout for table format ${formatVersion}`)
+    assert(supportedVersion(formatVersion), `no filter layout for table format ${formatVersion}`)
   }
 
   /** Adds a user key. The caller skips consecutive duplicates (several versions of one key). */
@@ -126,11 +126,11 @@ export class BloomBuilder {
 
   private arrayBytes (): number {
     const bytes = bitArrayBytes(this.count, this.bitsPerKey)
-    return this.formatVersion === 1 ? bytes : Math.ceil(bytes / LINE_BYTES) * LINE_BYTES
+    return isV1Layout(this.formatVersion) ? bytes : Math.ceil(bytes / LINE_BYTES) * LINE_BYTES
   }
 
   finish (): Buffer {
-    if (this.formatVersion !== 1) return this.finishLocal()
+    if (!isV1Layout(this.formatVersion)) return this.finishLocal()
     const bytes = bitArrayBytes(this.count, this.bitsPerKey)
     const bits = bytes * 8
     const k = probesFor(this.bitsPerKey)
@@ -192,7 +192,7 @@ export class BloomFilter {
     if (k < 1 || k > MAX_PROBES) throw corruption(name, `filter block has bad probe count ${k}`)
     this.probes = k
     this.bits = (data.length - 1) * 8
-    if (formatVersion === 1) {
+    if (isV1Layout(formatVersion)) {
       this.lines = 0
     } else {
       if ((data.length - 1) % LINE_BYTES !== 0) throw corruption(name, `filter block of ${data.length - 1} bytes is not made of ${LINE_BYTES}-byte lines`)

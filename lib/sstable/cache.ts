@@ -141,6 +141,11 @@ export class BlockCache {
     return Buffer.allocUnsafeSlow(cap)
   }
 
+  /** Returns a buffer from takeBuffer() that no block came to own (it may be handed out again). */
+  giveBack (buf: Buffer): void {
+    this.keepSpare(buf)
+  }
+
   /** Drops every block of a table (when its file is closed or deleted). */
   eraseTable (slots: BlockSlots): void {
     const entries = slots.entries
@@ -162,7 +167,11 @@ export class BlockCache {
 
   private recycle (block: RawBlock): void {
     if (block.pinned || block.pins > 0) return
-    const buf = block.contents
+    this.keepSpare(block.contents)
+  }
+
+  /** Keeps the whole memory of `buf` for takeBuffer(), if it is one of ours and there is room. */
+  private keepSpare (buf: Buffer): void {
     const cap = buf.buffer.byteLength
     // Only whole, grain-sized allocations of our own (takeBuffer's) are reused.
     if (buf.byteOffset !== 0 || cap % BUFFER_GRAIN !== 0) return

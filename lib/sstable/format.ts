@@ -6,7 +6,8 @@
 //
 //   +----------------------+  offset 0
 //   | data block 0         |  entries in internal order (block-builder.ts; the
-//   |                      |  entry layout depends on the format version)
+//   |                      |  entry layout depends on the format version),
+//   |                      |  stored as is or Snappy-compressed (format 3)
 //   | trailer (5 B)        |
 //   +----------------------+
 //   | ... data block n-1   |
@@ -19,7 +20,7 @@
 //   | trailer              |
 //   +----------------------+
 //   | index block          |  one entry per data block (block-builder.ts format, the
-//   | trailer              |  same entry layout as the data blocks): key = internal
+//   | trailer              |  same entry layout and compression as the data blocks): key = internal
 //   |                      |  key >= the block's last key and < the next block's
 //   +----------------------+  first key (user key, seq, kind), value = block handle
 //   | footer (60 B)        |
@@ -27,14 +28,23 @@
 //
 // Block trailer (after every block; the handle's size does NOT include it):
 //
-//   +-----------+----------------------------------------------+
-//   | type (1B) | masked CRC-32 of block contents + type (4 B) |
-//   +-----------+----------------------------------------------+
-//     type 0 = uncompressed (the only type in format versions 1 and 2)
+//   +-----------+-----------------------------------------------------+
+//   | type (1B) | masked CRC-32 of the stored block bytes + type (4 B) |
+//   +-----------+-----------------------------------------------------+
+//     type 0 = uncompressed: the stored bytes are the block's contents (the
+//              only type in format versions 1 and 2)
+//     type 1 = Snappy (format 3): the stored bytes are a Snappy raw block
+//              (lib/compression/snappy.ts) whose header records the length of
+//              the contents. Written only for data and index blocks, and only
+//              when it saves at least 1/8 of the contents' size (LevelDB's
+//              rule); filter and properties blocks are always type 0.
+//   The checksum covers the stored (compressed) bytes, so it is checked before
+//   anything is decompressed; a block that passes it but does not decompress,
+//   or not to the recorded length, is corruption naming the table file.
 //
 // Block handle inside the index block (value of an index entry):
 //
-//   varint offset, varint size
+//   varint offset, varint size (the stored size: compressed, if the block is)
 //
 // Properties block contents (all varints unless noted):
 //
@@ -58,7 +68,7 @@
 //   +-------------------------------+-----------------------------+
 //   | properties offset (fixed64)   | properties size (fixed64)   |  16 B
 //   +-------------------------------+-----------------------------+
-//   | format version (fixed32)      |  1 or 2                        4 B
+//   | format version (fixed32)      |  1, 2 or 3                     4 B
 //   +-------------------------------+-----------------------------+
 //   | magic number (8 B, TABLE_MAGIC)                             |  8 B
 //   +-------------------------------------------------------------+
@@ -70,6 +80,9 @@
 //   2  lsm-level >= 0.3: block entries carry the user key and a varint tag
 //      (seq * 2 + kind) instead of the trailer, block-builder.ts. Everything
 //      else (footer, trailers, handles, filter, properties) is as in version 1.
+//   3  lsm-level >= 0.4: as version 2, and data and index blocks may be stored
+//      Snappy-compressed (block type 1 in the trailer, above), as the
+//      `compression` option (default on) asks.
 //
 // Readers accept versions 1 to FORMAT_VERSION; new tables are written as
 // FORMAT_VERSION. Any other version (a table from a newer lsm-level, or damage)
@@ -79,12 +92,13 @@
 // before use; damage surfaces as corruption(name, ...) naming the table file.
 import { corruption, ioError } from '../errors'
 import type { RandomAccessFile } from '../fs/fs'
+import { snappyDecompress, snappyUncompressedLength } from '../compression/snappy'
 import { type InternalKey, TRAILER_SIZE, KIND_DELETE, KIND_VALUE, encodeInternalKey, trailerKind, trailerSeq } from '../keys'
 import { crc, maskCrc, unmaskCrc } from '../util/crc'
 import { ByteWriter, getFixed32, getFixed64, getVarint, putFixed32, putFixed64, varintOut } from '../util/coding'
 
 /** Version of the table format written by this code, and the newest one it reads. */
-export const FORMAT_VERSION = 2
+export const FORMAT_VERSION = 3
 
 /** Oldest table format version this code reads. */
 export const MIN_FORMAT_VERSION = 1
@@ -97,8 +111,17 @@ export function supportedVersion (v: number): boolean {
 /** "lsmlvSST" in ASCII: identifies a table file and guards against a torn footer. */
 export const TABLE_MAGIC = Buffer.from('lsmlvSST', 'latin1')
 
+/** True if tables of format `v` use version 1's entry and filter layouts (versions 2 and 3 share theirs). */
+export function isV1Layout (v: number): boolean {
+  return v === 1
+}
+
+/** Oldest table format version whose blocks may be stored compressed. */
+export const MIN_COMPRESSED_FORMAT_VERSION = 3
+
 export const BLOCK_TRAILER_SIZE = 5
 export const BLOCK_TYPE_UNCOMPRESSED = 0
+export const BLOCK_TYPE_SNAPPY = 1
 
 export const FOOTER_SIZE = 3 * 16 + 4 + 8
 
@@ -135,21 +158,29 @@ function checkHandle (name: string, h: BlockHandle, limit: number, what: string)
   }
 }
 
-/** Appends the 5-byte trailer for the block contents currently in `w` (from `start`). */
-export function appendBlockTrailer (w: ByteWriter, start: number): void {
-  w.byte(BLOCK_TYPE_UNCOMPRESSED)
+/** Appends the 5-byte trailer of `type` for the stored block bytes currently in `w` (from `start`). */
+export function appendBlockTrailer (w: ByteWriter, start: number, type: number = BLOCK_TYPE_UNCOMPRESSED): void {
+  w.byte(type)
   const c = crc(w.buf.subarray(start, w.pos))
   w.fixed32(maskCrc(c))
 }
 
+/** Memory for a block's contents: a buffer of at least `size` bytes that the block may own. */
+export type TakeBuffer = (size: number) => Buffer
+
+const freshBuffer: TakeBuffer = (size) => Buffer.allocUnsafeSlow(size)
+
 /**
  * Reads the block at `h` (one positional read of size + trailer) and returns its
- * contents (a view of a buffer owned by the block, so cached blocks pin nothing
- * else: a fresh buffer, or `into`). Checks the block type always and the checksum when `verify` is set.
+ * contents, decompressed if it is stored compressed: a view of a buffer owned by
+ * the block, so cached blocks pin nothing else. The stored bytes are read into
+ * `into` when it is large enough (else a fresh buffer); a compressed block's
+ * contents go to memory from `take`, and `into` is then free again (the caller
+ * can tell: the result is not a view of it). Checks the block type always and the
+ * checksum when `verify` is set; damage is corruption naming `name`.
  */
-export function readBlock (file: RandomAccessFile, name: string, h: BlockHandle, verify: boolean, into?: Buffer): Buffer {
+export function readBlock (file: RandomAccessFile, name: string, h: BlockHandle, verify: boolean, into?: Buffer, take: TakeBuffer = freshBuffer): Buffer {
   const total = h.size + BLOCK_TRAILER_SIZE
-  // `into`: a buffer of at least `total` bytes that the block may own (recycled by the block cache).
   const buf = into !== undefined && into.length >= total ? into : Buffer.allocUnsafeSlow(total)
   let n: number
   try {
@@ -159,13 +190,26 @@ export function readBlock (file: RandomAccessFile, name: string, h: BlockHandle,
   }
   if (n !== total) throw corruption(name, `truncated block at offset ${h.offset} (read ${n} of ${total} bytes)`)
   const type = buf[h.size]
-  if (type !== BLOCK_TYPE_UNCOMPRESSED) throw corruption(name, `unknown block type ${type} at offset ${h.offset}`)
+  if (type !== BLOCK_TYPE_UNCOMPRESSED && type !== BLOCK_TYPE_SNAPPY) throw corruption(name, `unknown block type ${type} at offset ${h.offset}`)
   if (verify) {
     const actual = crc(buf.subarray(0, h.size + 1))
     const expected = unmaskCrc(getFixed32(buf, h.size + 1))
     if (actual !== expected) throw corruption(name, `block checksum mismatch at offset ${h.offset}`)
   }
-  return buf.subarray(0, h.size)
+  const stored = buf.subarray(0, h.size)
+  return type === BLOCK_TYPE_UNCOMPRESSED ? stored : decompressBlock(name, h, stored, take)
+}
+
+/** The contents of the Snappy-compressed block `stored` (at `h` in table `name`), in memory from `take`. */
+function decompressBlock (name: string, h: BlockHandle, stored: Buffer, take: TakeBuffer): Buffer {
+  try {
+    const length = snappyUncompressedLength(stored)
+    const contents = take(length).subarray(0, length)
+    snappyDecompress(stored, contents)
+    return contents
+  } catch (err) {
+    throw corruption(name, `compressed block at offset ${h.offset} does not decompress (${(err as Error).message})`, err)
+  }
 }
 
 export interface Footer {

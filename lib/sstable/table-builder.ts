@@ -1,6 +1,10 @@
 // Writes one table file (layout in format.ts): data blocks as entries arrive,
 // then the filter, properties and index blocks and the footer in `finish`.
 //
+// With compression on, each data block and the index block is Snappy-compressed
+// and stored compressed only if that saves at least 1/8 of its size (LevelDB's
+// rule); otherwise it is stored as is, and reading it costs nothing extra.
+//
 // Index entries are added lazily: when a data block is cut we do not yet know
 // the next block's first key, so the entry waits for the next `add` (or for
 // `finish`), which lets its key be a short separator between the two blocks
@@ -10,10 +14,12 @@ import { assert, checks } from '../invariants'
 import { type InternalKey, MAX_SEQ, KIND_DELETE, KIND_VALUE, TRAILER_SIZE, compareInternal } from '../keys'
 import type { WritableFile } from '../fs/fs'
 import { ByteWriter } from '../util/coding'
+import { snappyCompress, snappyDecompress, snappyMaxCompressedLength } from '../compression/snappy'
 import { BloomBuilder } from './bloom'
 import { BlockBuilder, DEFAULT_RESTART_INTERVAL } from './block-builder'
 import {
-  type BlockHandle, FORMAT_VERSION, NO_BLOCK, appendBlockTrailer, encodeFooter, encodeHandle, encodeProperties
+  type BlockHandle, BLOCK_TYPE_SNAPPY, BLOCK_TYPE_UNCOMPRESSED, FORMAT_VERSION, MIN_COMPRESSED_FORMAT_VERSION, NO_BLOCK,
+  appendBlockTrailer, encodeFooter, encodeHandle, encodeProperties, isV1Layout, supportedVersion
 } from './format'
 
 export interface TableBuilderOptions {
@@ -24,10 +30,16 @@ export interface TableBuilderOptions {
   /** Bloom filter bits per user key; 0 writes no filter. */
   bloomBitsPerKey: number
   /**
-   * Table format version to write (format.ts): FORMAT_VERSION (2, the default)
-   * or 1, the layout of lsm-level <= 0.2, kept so that tests can build old tables.
+   * Table format version to write (format.ts): FORMAT_VERSION (3, the default),
+   * or 2 or 1, the layouts of lsm-level 0.3 and <= 0.2, kept so that tests can
+   * build old tables.
    */
   formatVersion?: number
+  /**
+   * Snappy-compress data and index blocks where that saves at least 1/8
+   * (default true; formats 1 and 2 never compress).
+   */
+  compression?: boolean
 }
 
 export interface TableBuildResult {
@@ -44,6 +56,9 @@ const WRITE_CHUNK = 64 * 1024
 export class TableBuilder {
   private readonly blockSize: number
   private readonly formatVersion: number
+  private readonly compression: boolean
+  /** Where blocks are compressed (grown as needed). */
+  private compressed = Buffer.allocUnsafe(0)
   private readonly data: BlockBuilder
   private readonly index: BlockBuilder
   private readonly bloom: BloomBuilder | null
@@ -70,8 +85,9 @@ export class TableBuilder {
     assert(Number.isInteger(options.blockSize) && options.blockSize > 0, 'blockSize must be a positive integer')
     assert(options.bloomBitsPerKey >= 0, 'bloomBitsPerKey must be >= 0')
     const version = options.formatVersion ?? FORMAT_VERSION
-    assert(version === 1 || version === FORMAT_VERSION, `cannot write table format version ${version}`)
+    assert(supportedVersion(version), `cannot write table format version ${version}`)
     this.formatVersion = version
+    this.compression = (options.compression ?? true) && version >= MIN_COMPRESSED_FORMAT_VERSION
     this.blockSize = options.blockSize
     this.data = new BlockBuilder(options.restartInterval ?? DEFAULT_RESTART_INTERVAL, version)
     this.index = new BlockBuilder(1, version) // index keys are few and binary searched after decoding
@@ -123,7 +139,7 @@ export class TableBuilder {
     }
     if (this.bloom !== null && !sameUserKey) this.bloom.addKeyRange(src, keyOff, keyLen)
 
-    if (this.formatVersion === 2) this.data.addV2(src, keyOff, keyLen, common, seq, kind, valueSrc, valueOff, valueLen)
+    if (!isV1Layout(this.formatVersion)) this.data.addV2(src, keyOff, keyLen, common, seq, kind, valueSrc, valueOff, valueLen)
     else this.data.addRange(src, keyOff, keyLen, seq, kind, valueSrc, valueOff, valueLen)
     this.entries++
     this.rawKeyBytes += keyLen + TRAILER_SIZE
@@ -206,24 +222,31 @@ export class TableBuilder {
     this.pendingIndex = null
   }
 
-  /** Finishes `block`, appends it with its trailer, resets it; returns its handle. */
+  /** Finishes `block`, appends it (compressed if that pays) with its trailer, resets it; returns its handle. */
   private writeBlock (block: BlockBuilder): BlockHandle {
     const w = block.finish()
-    const handle = { offset: this.offset, size: w.pos }
-    appendBlockTrailer(w, 0)
-    this.pending.bytes(w.buf, 0, w.pos)
-    this.offset += w.pos
+    const contents = w.buf.subarray(0, w.pos)
+    const handle = this.compression ? this.writeCompressible(contents) : this.writeRaw(contents)
     block.reset()
-    if (this.pending.pos >= WRITE_CHUNK) this.flush()
     return handle
   }
 
-  /** Appends raw block contents with a trailer; returns its handle. */
-  private writeRaw (contents: Uint8Array): BlockHandle {
-    const handle = { offset: this.offset, size: contents.length }
+  /** Appends `contents` Snappy-compressed if that saves at least 1/8, else as is. */
+  private writeCompressible (contents: Uint8Array): BlockHandle {
+    const max = snappyMaxCompressedLength(contents.length)
+    if (this.compressed.length < max) this.compressed = Buffer.allocUnsafe(Math.max(max, this.compressed.length * 2))
+    const packed = snappyCompress(contents, this.compressed)
+    if (packed.length > contents.length - contents.length / 8) return this.writeRaw(contents)
+    if (checks.paranoid) assert(Buffer.from(snappyDecompress(packed)).equals(contents), 'a compressed block does not decompress to its contents')
+    return this.writeRaw(packed, BLOCK_TYPE_SNAPPY)
+  }
+
+  /** Appends stored block bytes with a trailer of `type`; returns its handle. */
+  private writeRaw (stored: Uint8Array, type: number = BLOCK_TYPE_UNCOMPRESSED): BlockHandle {
+    const handle = { offset: this.offset, size: stored.length }
     const start = this.pending.pos
-    this.pending.bytes(contents)
-    appendBlockTrailer(this.pending, start)
+    this.pending.bytes(stored)
+    appendBlockTrailer(this.pending, start, type)
     this.offset += this.pending.pos - start
     if (this.pending.pos >= WRITE_CHUNK) this.flush()
     return handle

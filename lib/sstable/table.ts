@@ -1,7 +1,8 @@
 // An open table file (layout in format.ts). Opening reads only the footer and
 // the index, filter and properties blocks, each with one positional read; data
 // blocks are read on demand, one block per read, through the shared BlockCache,
-// which holds them raw: get() searches a raw block in place (raw-block.ts),
+// which holds them raw (decompressed on the miss that reads them, if they are
+// stored compressed): get() searches a raw block in place (raw-block.ts),
 // iterators decode the blocks they visit into columns of their own
 // (block-columns.ts).
 //
@@ -61,6 +62,8 @@ export class Table {
   private readonly dataEnd: number
   /** This table's slots in the block cache (one per data block). */
   private readonly slots: BlockSlots
+  /** Memory for decompressed blocks: recycled block cache buffers. */
+  private readonly takeBuffer = (size: number): Buffer => this.cache.takeBuffer(size)
 
   private constructor (
     private readonly file: RandomAccessFile,
@@ -211,7 +214,10 @@ export class Table {
     const size = this.blockSizes[i]
     const handle: BlockHandle = { offset, size }
     const into = this.cache.takeBuffer(size + BLOCK_TRAILER_SIZE)
-    const block = parseRawBlock(this.name, readBlock(this.file, this.name, handle, this.verifyChecksums, into), this.formatVersion)
+    const contents = readBlock(this.file, this.name, handle, this.verifyChecksums, into, this.takeBuffer)
+    // A compressed block was only read into `into`: its contents are elsewhere.
+    if (contents.buffer !== into.buffer) this.cache.giveBack(into)
+    const block = parseRawBlock(this.name, contents, this.formatVersion)
     this.cache.set(this.slots, i, block, block.charge)
     return block
   }

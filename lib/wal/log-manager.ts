@@ -59,6 +59,8 @@ export class LogManager {
   private retired: Promise<void> = Promise.resolve()
   /** Retired logs whose retirement failed: closed by close(). */
   private readonly failedRetirements: LogWriter[] = []
+  /** Directory fsyncs started for logs created by rotate(), by log number, until they return. */
+  private readonly entrySyncs = new Map<number, Promise<void>>()
 
   /**
    * @param backgroundSyncBytes Log bytes after which the log is fdatasynced once
@@ -74,6 +76,15 @@ export class LogManager {
   /** The current log's file number. */
   get number (): number {
     return this.current!.number
+  }
+
+  /**
+   * Resolves once log `number`'s directory entry is durable: before a manifest
+   * edit names it as the live log (recovery takes a missing live log for
+   * damage). Rejects if that directory fsync failed (rotate() reports it too).
+   */
+  entryDurable (number: number): Promise<void> {
+    return this.entrySyncs.get(number) ?? Promise.resolve()
   }
 
   /** A retirement is running: records must wait (see the top of this file). */
@@ -170,7 +181,10 @@ export class LogManager {
     // The old log's closing waits for its other syncs (a background one, a
     // sync write's), then trims on the thread pool (the trim can wait on the
     // file system's journal: 66 ms measured on the event loop).
-    const retirement = Promise.all([old.writer.syncAsync(), syncDirAsync(this.fs, this.dir)])
+    const entry = syncDirAsync(this.fs, this.dir)
+    this.entrySyncs.set(number, entry)
+    entry.then(() => this.entrySyncs.delete(number), settled)
+    const retirement = Promise.all([old.writer.syncAsync(), entry])
       .then(async () => {
         await old.syncs
         await old.writer.closeAsync().catch(settled)

@@ -99,6 +99,8 @@ export async function consumer (dir: string): Promise<void> {
   await db.close()
   await LsmLevel.repair(dir)
   await Level.destroy(dir)
+  const imported = await LsmLevel.importLevelDB(`${dir}-classic`, dir, { writeBufferSize: 1 << 20, compression: true, onProgress: (read: number, total: number) => { void [read, total] } })
+  const importedKeys: number = imported.keys
 
   // A default-typed database: string keys and values.
   const plain = new Level(dir)
@@ -106,5 +108,5 @@ export async function consumer (dir: string): Promise<void> {
   const s: string | undefined = await plain.get('k')
   await plain.close()
 
-  void [raw, value, many, present, wamp, levelFiles, text, l0, size, keys, values, old, first, user, s, pv, count, subPath, prefix, parentKeys]
+  void [importedKeys, raw, value, many, present, wamp, levelFiles, text, l0, size, keys, values, old, first, user, s, pv, count, subPath, prefix, parentKeys]
 }

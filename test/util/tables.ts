@@ -1,12 +1,17 @@
 // Table helpers shared by the table tests (sstable, table-format): build a table
 // file from a sorted model, read an iterator back into entries, compare entry
-// lists, and recognise the corruption errors that damaged tables must raise.
+// lists, recognise the corruption errors that damaged tables must raise, and
+// list where a table's data blocks are and how they are stored.
+import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { NodeFileSystem } from '../../lib/fs/node-fs'
 import { isLevelError } from '../../lib/errors'
 import { tableName } from '../../lib/filenames'
 import { type InternalIterator, currentUserKey, currentValue } from '../../lib/iterators/internal-iterator'
 import { TableBuilder, type TableBuilderOptions } from '../../lib/sstable/table-builder'
+import { Table } from '../../lib/sstable/table'
+import { BlockCache } from '../../lib/sstable/cache'
+import { type BlockHandle, FOOTER_SIZE, decodeHandle } from '../../lib/sstable/format'
 import type { Entry } from './array-iterator'
 
 const nfs = new NodeFileSystem()
@@ -67,4 +72,23 @@ export function thrown (fn: () => void): unknown {
 /** A LEVEL_CORRUPTION error whose message names `name` (and not a RangeError in disguise). */
 export function isCorruptionNaming (err: unknown, name: string): boolean {
   return isLevelError(err, 'LEVEL_CORRUPTION') && err.message.includes(name) && !(err instanceof RangeError)
+}
+
+/** A stored block of a table file: its handle and the type byte of its trailer (0 as is, 1 Snappy). */
+export interface StoredBlock extends BlockHandle {
+  type: number
+}
+
+/** The data blocks of table file `p`, in order, as stored (read through the table's index). */
+export function dataBlocks (p: string): StoredBlock[] {
+  const table = Table.open(nfs, p, path.basename(p), new BlockCache(0))
+  const file = fs.readFileSync(p)
+  const index = table.indexBlock()
+  const out: StoredBlock[] = []
+  for (let i = 0; i < index.length; i++) {
+    const h = decodeHandle(path.basename(p), index.value(i), file.length - FOOTER_SIZE)
+    out.push({ ...h, type: file[h.offset + h.size] })
+  }
+  table.unref()
+  return out
 }
