@@ -5,7 +5,7 @@
 //   FEED_BATCHES=20000 ...       batches of 100 puts written while the feed follows (default 20,000)
 //   CHECKPOINT_MB=1024 ...       database size for the checkpoint timing (default 1024; 0 skips it)
 //
-// Feed: after an untimed warm-up, the writes alone (the baseline); then a writer commits batches of 100 puts (16-byte keys, 100-byte values)
+// Feed: after an untimed warm-up, the writes alone (the baseline); then a writer commits batches of 100 puts (16-byte keys, 100 incompressible bytes of value)
 // as fast as it can while a consumer follows db.changes() live in the same
 // process; then a second consumer reads the whole history again from the
 // retained logs (catch-up). Rates in puts per second; the ratios are feed /
@@ -14,13 +14,19 @@
 // puts), compactions finished; then three checkpoints into fresh directories,
 // each timed, with the database's bytes and files.
 import * as fs from 'node:fs'
+import { randomBytes } from 'node:crypto'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import { LsmLevel } from '../index'
 
 const FEED_BATCHES = Number(process.env.FEED_BATCHES ?? 20_000)
 const CHECKPOINT_MB = Number(process.env.CHECKPOINT_MB ?? 1024)
-const VALUE = Buffer.alloc(100, 0x61)
+/** Incompressible values: 100-byte slices of random bytes (compression is on by default). */
+const POOL = randomBytes(1024 * 1024)
+function value (i: number): Buffer {
+  const at = (i * 7919) % (POOL.length - 100)
+  return POOL.subarray(at, at + 100)
+}
 
 function key (i: number): Buffer {
   const k = Buffer.alloc(16)
@@ -43,9 +49,9 @@ async function writeAlone (root: string, name: string, batches: number): Promise
   const db = new LsmLevel<Buffer, Buffer>(path.join(root, name), { keyEncoding: 'buffer', valueEncoding: 'buffer', retainLogBytes: 1024 * 1024 * 1024 })
   await db.open()
   const t0 = process.hrtime.bigint()
-  const ops = Array.from({ length: 100 }, () => ({ type: 'put' as const, key: Buffer.alloc(0) as Buffer, value: VALUE as Buffer }))
+  const ops = Array.from({ length: 100 }, () => ({ type: 'put' as const, key: Buffer.alloc(0) as Buffer, value: value(0) }))
   for (let i = 0; i < batches; i++) {
-    for (let j = 0; j < 100; j++) ops[j].key = key(i * 100 + j)
+    for (let j = 0; j < 100; j++) { ops[j].key = key(i * 100 + j); ops[j].value = value(i * 100 + j) }
     await db.batch(ops)
   }
   const ms = Number(process.hrtime.bigint() - t0) / 1e6
@@ -68,9 +74,9 @@ async function feed (root: string): Promise<void> {
       if (seen >= target) { feedDone = Number(process.hrtime.bigint() - t0) / 1e6; break }
     }
   })()
-  const ops = Array.from({ length: 100 }, () => ({ type: 'put' as const, key: Buffer.alloc(0) as Buffer, value: VALUE as Buffer }))
+  const ops = Array.from({ length: 100 }, () => ({ type: 'put' as const, key: Buffer.alloc(0) as Buffer, value: value(0) }))
   for (let i = 0; i < FEED_BATCHES; i++) {
-    for (let j = 0; j < 100; j++) ops[j].key = key(i * 100 + j)
+    for (let j = 0; j < 100; j++) { ops[j].key = key(i * 100 + j); ops[j].value = value(i * 100 + j) }
     await db.batch(ops)
   }
   const writeMs = Number(process.hrtime.bigint() - t0) / 1e6
@@ -97,9 +103,9 @@ async function checkpoint (root: string): Promise<void> {
   await db.open()
   const n = Math.ceil(CHECKPOINT_MB * 1024 * 1024 / 116)
   const t0 = Date.now()
-  const ops = Array.from({ length: 1000 }, () => ({ type: 'put' as const, key: Buffer.alloc(0) as Buffer, value: VALUE as Buffer }))
+  const ops = Array.from({ length: 1000 }, () => ({ type: 'put' as const, key: Buffer.alloc(0) as Buffer, value: value(0) }))
   for (let i = 0; i < n; i += 1000) {
-    for (let j = 0; j < 1000; j++) ops[j].key = key(i + j)
+    for (let j = 0; j < 1000; j++) { ops[j].key = key(i + j); ops[j].value = value(i + j) }
     await db.batch(ops)
   }
   await db.engine.waitForIdle()
