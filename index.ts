@@ -4,7 +4,7 @@
 import { AbstractLevel, AbstractIterator, AbstractKeyIterator, AbstractValueIterator, AbstractSnapshot } from 'abstract-level'
 import type { AbstractDatabaseOptions, AbstractIteratorOptions, AbstractPutOptions, AbstractDelOptions, AbstractBatchOptions, AbstractBatchOperation, AbstractChainedBatch, AbstractChainedBatchWriteOptions, AbstractSublevel, AbstractSublevelOptions } from 'abstract-level'
 import ModuleError = require('module-error')
-import { Engine, encodeBatch, type BatchOp, type RangeOptions, type LevelInfo, type RecoveryReport } from './lib/db'
+import { Engine, encodeBatch, type BatchOp, type RangeOptions, type LevelInfo, type RecoveryReport, type ChangeBatch, type CheckpointResult } from './lib/db'
 import type { Snapshot } from './lib/snapshots'
 import { nextTurn, type TurnBudget } from './lib/util/turn'
 import { DbIterator, FOUND, PAUSED } from './lib/iterators/db-iterator'
@@ -365,7 +365,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
       deferredOpen: true,
       snapshots: true,
       signals: { iterators: true },
-      additionalMethods: { approximateSize: true, compactRange: true, getProperty: true, stats: true, levels: true, flush: true }
+      additionalMethods: { approximateSize: true, compactRange: true, getProperty: true, stats: true, levels: true, flush: true, checkpoint: true, changes: true }
     } as LevelManifest, withoutEngineOptions(options) as AbstractDatabaseOptions<K, V>)
     this.location = location
     this.engineOptions = engineOptions
@@ -514,6 +514,42 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
   /** Writes the memtable to a level-0 table and waits for it. */
   async flush (): Promise<void> {
     await this.engine.flushMemTable()
+  }
+
+  /**
+   * Writes an openable copy of the database as of one sequence number into
+   * `dir` (which must not exist, or be empty): tables hard-linked (copied
+   * across file systems), the unflushed writes included. Safe under concurrent
+   * writes and compactions. Resolves with the checkpoint's sequence number and
+   * what was linked or copied.
+   */
+  async checkpoint (dir: string): Promise<CheckpointResult> {
+    if (typeof dir !== 'string' || dir === '') throw invalidOption('dir', 'checkpoint directory must be a non-empty string')
+    if (this.status === 'opening') await this.open({ passive: true })
+    return await this.engine.checkpoint(dir)
+  }
+
+  /** The sequence number of the last committed write (each operation of a batch takes one). */
+  get sequence (): number {
+    return this.engine.lastSequence
+  }
+
+  /**
+   * The committed batches after sequence number `since` (default: the current
+   * one, i.e. only writes to come), in commit order, then new ones as they
+   * commit, until the database closes or the loop stops: `{ seq, ops }`, `seq`
+   * being the batch's last sequence number; ops are
+   * `{ type: 'put', key, value }`, `{ type: 'del', key }` or
+   * `{ type: 'clear', key, end }` (an unlimited clear(): [key, end)), with keys
+   * and values as Buffers in their stored form (sublevels' keys with their
+   * prefix). History before the current logs needs the retainLogBytes /
+   * retainLogAge options; a `since` older than what is kept fails with
+   * LEVEL_CHANGES_NOT_RETAINED.
+   */
+  async* changes (options: { since?: number } = {}): AsyncGenerator<ChangeBatch, void, undefined> {
+    if (this.status === 'opening') await this.open({ passive: true })
+    const engine = this.engine
+    yield* engine.changes(options.since ?? engine.lastSequence)
   }
 
   /** Structured statistics: levels, amplification, byte counters, Bloom and cache counters (see lib/stats.ts). */
@@ -673,5 +709,6 @@ export interface LsmChainedBatch<TDatabase, K, V> extends AbstractChainedBatch<T
   write (options: LsmChainedBatchWriteOptions): Promise<void>
 }
 
+export type { ChangeBatch, ChangeOp, CheckpointResult } from './lib/db'
 export { LsmLevel as Level }
 export default LsmLevel

@@ -10,7 +10,7 @@
 // Exit codes: 0 success, 1 failure (missing key, damaged data, locked or
 // missing database, I/O error), 2 bad usage.
 import { CliError, parseArgs, type Parsed } from './args'
-import { cmdCompact, cmdDel, cmdGet, cmdPut, cmdRepair, cmdScan, cmdStats } from './db-commands'
+import { cmdCheckpoint, cmdCompact, cmdDel, cmdGet, cmdPut, cmdRepair, cmdScan, cmdStats } from './db-commands'
 import { cmdDump } from './dump'
 import { cmdVerify } from './verify'
 import { cmdImport } from './import'
@@ -29,6 +29,10 @@ Commands:
                                 or log (*.log) for debugging
   verify <dir>                  check every checksum of every file (read-only,
                                 takes no lock); exit 1 if anything is damaged
+  checkpoint <dir> <target>     write an openable copy of the database into
+                                <target> (tables hard-linked); the database
+                                must not be open in another process (from a
+                                running program: db.checkpoint(target))
   compact <dir>                 compact the whole key range
   repair <dir>                  rebuild a damaged database and print the report
   import <source> <dir> [--json]
@@ -48,6 +52,7 @@ const COMMANDS: Record<string, (p: Parsed) => Promise<number>> = {
   scan: cmdScan,
   dump: cmdDump,
   verify: cmdVerify,
+  checkpoint: cmdCheckpoint,
   compact: cmdCompact,
   repair: cmdRepair,
   import: cmdImport

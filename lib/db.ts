@@ -47,12 +47,18 @@ import { compareBytes } from './util/coding'
 import { ioError, levelError, type LevelError } from './errors'
 import type { LsmStats } from './stats'
 import { TurnBudget } from './util/turn'
+import { LogRetention } from './wal/log-retention'
+import { unflushedRecords, writeCheckpoint, type CheckpointResult } from './checkpoint'
+import { changes, type ChangeBatch } from './change-feed'
+import { parseFileName } from './filenames'
 
 export { Snapshot } from './snapshots'
 export { encodeBatch, type BatchOp } from './wal/batch'
 export type { RangeOptions } from './iterators/db-iterator'
 export type { RecoveryReport } from './recovery'
 export { processCounters } from './compaction/scheduler'
+export type { ChangeBatch, ChangeOp } from './change-feed'
+export type { CheckpointResult } from './checkpoint'
 
 export interface LevelInfo {
   level: number
@@ -79,10 +85,16 @@ export class Engine {
   private readonly scheduler: CompactionScheduler
   private lock: LockHandle | undefined
   private closed = false
+  /** close() has begun: change feeds end. */
+  private closing = false
   /** Tables point reads searched, and those that did not hold the key (Version.get). */
   readonly tableReads = { tableGets: 0, tableGetMisses: 0 }
   /** Keys and values written by the user since open. */
   private userBytes = 0
+  /** Retired logs kept for the change feed. */
+  private readonly retention: LogRetention
+  /** Change feeds waiting for the next commit. */
+  private commitWaiters: Array<() => void> = []
 
   private constructor (location: string, options: EngineOptions, fs: FileSystem, workers: BackgroundWorkers | undefined) {
     this.location = location
@@ -93,6 +105,7 @@ export class Engine {
     this.blockCache = new BlockCache(options.cacheSize)
     this.tableCache = new TableCache(fs, location, options.maxOpenFiles, this.blockCache)
     this.memtables = new MemTableSet(options.writeBufferSize)
+    this.retention = new LogRetention(fs, location, options)
     // The log is synced once in the background about halfway to its rotation (LogManager.append).
     this.logs = new LogManager(fs, location, Math.max(4096, options.writeBufferSize >>> 1), {
       onRetired: () => this.pipeline.resume(),
@@ -111,6 +124,7 @@ export class Engine {
       apply: (mem, batches, firstSeqs) => {
         for (let i = 0; i < batches.length; i++) this.userBytes += mem.addBatch(batches[i], firstSeqs[i])
         if (this.memtables.groupApplied(mem)) this.scheduler.schedule()
+        if (this.commitWaiters.length > 0) this.wakeFeeds()
       }
     }, this.turn, { inlineSync: options.inlineSync })
     this.scheduler = new CompactionScheduler({
@@ -123,6 +137,7 @@ export class Engine {
       smallestSnapshot: () => this.smallestSnapshot(),
       lastSequence: () => this.pipeline.visibleSeq,
       currentLogNumber: () => this.logs.number,
+      retireLog: (number) => this.retention.retire(number),
       logEntryDurable: (number) => this.logs.entryDurable(number),
       onError: (err) => this.pipeline.stop(err),
       onJobDone: () => this.pipeline.resume(),
@@ -176,7 +191,12 @@ export class Engine {
     })
     this.recovery = recovered.report
     this.pipeline.setLastSequence(recovered.lastSequence)
-    removeOrphans(fs, dir, this.versions, recovered.logNumber, this.recovery)
+    const retired = fs.list(dir).map((n) => parseFileName(n))
+      .filter((p) => p !== undefined && p.type === 'log' && p.number < recovered.logNumber)
+      .map((p) => p!.number)
+    const keep = this.retention.adopt(retired)
+    keep.add(recovered.logNumber)
+    removeOrphans(fs, dir, this.versions, keep, this.recovery)
     this.scheduler.schedule()
   }
 
@@ -355,6 +375,54 @@ export class Engine {
     await this.scheduler.waitForIdle()
   }
 
+  // ---------------------------------------------------------------- checkpoints and the change feed
+
+  /**
+   * Writes an openable copy of the database as of its current sequence number
+   * into `dir` (lib/checkpoint.ts): tables hard-linked, the unflushed writes
+   * copied from the logs, a manifest for exactly that version.
+   */
+  async checkpoint (dir: string): Promise<CheckpointResult> {
+    if (this.pipeline.error) throw this.pipeline.error
+    // One turn: the version, its logNumber, the sequence number and the records.
+    const version = this.versions.current
+    const sequence = this.pipeline.visibleSeq
+    const records = unflushedRecords(this.fs, this.location, this.versions.logNumber, sequence)
+    version.ref()
+    return await writeCheckpoint({
+      fs: this.fs,
+      dir: this.location,
+      version,
+      logNumber: this.versions.logNumber,
+      sequence,
+      nextFileNumber: this.versions.nextFileNumber
+    }, records, path.resolve(dir))
+  }
+
+  /**
+   * The committed batches after sequence number `since`, then new ones as they
+   * commit (lib/change-feed.ts), until the database closes or the consumer stops.
+   */
+  changes (since: number): AsyncGenerator<ChangeBatch, void, undefined> {
+    return changes({
+      fs: this.fs,
+      dir: this.location,
+      sequence: () => this.pipeline.visibleSeq,
+      logNumbers: () => this.fs.list(this.location).map((n) => parseFileName(n))
+        .filter((p) => p !== undefined && p.type === 'log')
+        .map((p) => p!.number)
+        .sort((a, b) => a - b),
+      nextCommit: () => new Promise<void>((resolve) => this.commitWaiters.push(resolve)),
+      closed: () => this.closed || this.closing
+    }, since)
+  }
+
+  private wakeFeeds (): void {
+    const waiters = this.commitWaiters
+    this.commitWaiters = []
+    for (const wake of waiters) wake()
+  }
+
   // ---------------------------------------------------------------- introspection
 
   levels (): LevelInfo[] {
@@ -480,6 +548,8 @@ export class Engine {
    */
   async close (): Promise<void> {
     if (this.closed) return
+    this.closing = true
+    this.wakeFeeds()
     // Writes held back behind a retired log's fsync commit once it is done.
     while (this.logs.retiring && this.pipeline.queued > 0 && !this.pipeline.error) await this.logs.settleRetirements()
     await this.pipeline.close()

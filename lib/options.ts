@@ -107,6 +107,15 @@ export interface EngineOptions {
    * - 'absolute': any damage, even a torn last record, fails the open.
    */
   walRecovery: WalRecovery
+  /**
+   * Retired write-ahead logs (their writes are in tables) kept for the change
+   * feed (Engine.changes) while their total size is within this many bytes.
+   * Default 0: none kept by size. Kept logs survive restarts; see
+   * lib/wal/log-retention.ts.
+   */
+  retainLogBytes: number
+  /** Retired logs kept for the change feed for this many milliseconds after their retirement. Default 0: none kept by age. */
+  retainLogAge: number
 }
 
 export type WalRecovery = 'torn-tail' | 'point-in-time' | 'skip-damaged' | 'absolute'
@@ -152,6 +161,8 @@ const validators: Record<keyof EngineOptions, Validator> = {
   },
   maxSizeAmplificationPercent: positiveInt(1, 100000),
   sizeRatioPercent: positiveInt(0, 100000),
+  retainLogBytes: positiveInt(0),
+  retainLogAge: positiveInt(0),
   walRecovery: (name, value) => {
     if (!(WAL_RECOVERY_MODES as readonly unknown[]).includes(value)) {
       throw invalidOption(name, `must be one of ${WAL_RECOVERY_MODES.map((m) => `'${m}'`).join(', ')}, got ${String(value)}`)
@@ -193,7 +204,9 @@ export function resolveOptions (input: Partial<Record<keyof EngineOptions, unkno
     compaction,
     maxSizeAmplificationPercent: pick('maxSizeAmplificationPercent', 200),
     sizeRatioPercent: pick('sizeRatioPercent', 1),
-    walRecovery: pick('walRecovery', 'torn-tail')
+    walRecovery: pick('walRecovery', 'torn-tail'),
+    retainLogBytes: pick('retainLogBytes', 0),
+    retainLogAge: pick('retainLogAge', 0)
   }
   if (opts.level0StopWritesTrigger < opts.level0CompactionTrigger) {
     throw invalidOption('level0StopWritesTrigger', `must be >= level0CompactionTrigger (${opts.level0CompactionTrigger})`)

@@ -125,9 +125,12 @@ export async function recover (ctx: RecoveryContext): Promise<Recovered> {
   return { report, lastSequence: replayed.lastSequence, logNumber }
 }
 
-/** Step 4: removes the files no version uses, but for log `liveLog`; adds them to the report. */
-export function removeOrphans (fs: FileSystem, dir: string, versions: VersionSet, liveLog: number, report: RecoveryReport): void {
-  for (const name of versions.orphanFiles(new Set([liveLog]))) {
+/**
+ * Step 4: removes the files no version uses, but for the logs in `keepLogs`
+ * (the live log, retired logs kept for the change feed); adds them to the report.
+ */
+export function removeOrphans (fs: FileSystem, dir: string, versions: VersionSet, keepLogs: Set<number>, report: RecoveryReport): void {
+  for (const name of versions.orphanFiles(keepLogs)) {
     fs.remove(join(dir, name))
     report.orphansRemoved.push(name)
   }

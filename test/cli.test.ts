@@ -200,6 +200,17 @@ test('compact', async (t) => {
   t.is(g.stdout, 'value99\n', 'data intact after compaction')
 })
 
+test('checkpoint', async (t) => {
+  const target = path.join(tempDir('lsm-cli-test-'), 'cp')
+  const r = await cli('checkpoint', dir, target)
+  t.is(r.code, 0, 'exit 0')
+  t.match(r.stdout, /at sequence \d+ .* tables linked/, 'report')
+  const g = await cli('get', target, 'key099')
+  t.is(g.stdout, 'value99\n', 'the checkpoint opens and holds the data')
+  const again = await cli('checkpoint', dir, target)
+  t.is(again.code, 1, 'a non-empty target: exit 1')
+})
+
 test('locked database', async (t) => {
   const db = new LsmLevel(dir)
   await db.open()

@@ -31,7 +31,7 @@ import { writeTables, type TableWriterParams, type TableWriterResult } from './t
 import { runCompactionJob, type CompactionJob, type FlushJob } from './job'
 import { sharedCompactionWorker, sharedFlushWorker, type CompactionWorker } from './worker'
 import { compactionEdit, describeTask, isTrivialMove, manualTask, mergeRuns, movedTables, pickCompaction, type CompactionTask } from './task'
-import { join, logName, tableName } from '../filenames'
+import { join, tableName } from '../filenames'
 import { ioError, type LevelError } from '../errors'
 
 /**
@@ -63,6 +63,8 @@ export interface SchedulerEnv {
   lastSequence (): number
   /** The log the active memtable's writes go to. */
   currentLogNumber (): number
+  /** Log `number` is no longer needed for recovery: the names of the logs to delete now (lib/wal/log-retention.ts). */
+  retireLog (number: number): string[]
   /** Resolves once log `number`'s directory entry is durable (LogManager.entryDurable). */
   logEntryDurable (number: number): Promise<void>
   /** A job failed: writes must stop. */
@@ -245,7 +247,7 @@ export class CompactionScheduler {
     this.counters.flushes++
     processCounters.flushes++
     this.counters.bytesFlushed += result.bytesWritten
-    this.removeInBackground(logName(frozen.logNumber))
+    for (const name of this.env.retireLog(frozen.logNumber)) this.removeInBackground(name)
   }
 
   private async compact (task: CompactionTask): Promise<void> {

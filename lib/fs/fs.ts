@@ -51,6 +51,12 @@ export interface FileSystem {
   exists (path: string): boolean
   /** Names (not paths) of the entries in a directory. */
   list (dir: string): string[]
+  /**
+   * A second directory entry for the file at `existing` (link(2)). Throws
+   * errno-coded errors: EEXIST if `newPath` exists, EXDEV across file systems
+   * (linkOrCopy below copies then).
+   */
+  hardLink (existing: string, newPath: string): void
   /** Atomic rename, replacing `to` if it exists. */
   rename (from: string, to: string): void
   remove (path: string): void
@@ -98,5 +104,47 @@ export function fileSize (fs: FileSystem, path: string): number {
     return f.size()
   } finally {
     f.close()
+  }
+}
+
+/** Errors of link(2) that mean "this file system cannot link here", not a failure. */
+const LINK_UNSUPPORTED = new Set(['EXDEV', 'EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EMLINK'])
+
+/**
+ * Makes `newPath` hold the bytes of the immutable file at `existing`: a hard
+ * link, or a copy (synced) where a link is not possible (across file systems,
+ * or where links are not supported). Returns how: 'linked' or 'copied'.
+ */
+export function linkOrCopy (fs: FileSystem, existing: string, newPath: string): 'linked' | 'copied' {
+  try {
+    fs.hardLink(existing, newPath)
+    return 'linked'
+  } catch (err) {
+    if (!LINK_UNSUPPORTED.has((err as NodeJS.ErrnoException).code ?? '')) throw err
+  }
+  copyFile(fs, existing, newPath)
+  return 'copied'
+}
+
+/** Copies the file at `from` to `to` in 1 MiB reads and syncs the copy. */
+export function copyFile (fs: FileSystem, from: string, to: string): void {
+  const src = fs.openRead(from)
+  try {
+    const dst = fs.openWrite(to)
+    try {
+      const buf = Buffer.allocUnsafe(1024 * 1024)
+      const size = src.size()
+      for (let pos = 0; pos < size;) {
+        const n = src.read(buf, 0, Math.min(buf.length, size - pos), pos)
+        if (n === 0) break
+        dst.append(buf.subarray(0, n))
+        pos += n
+      }
+      dst.sync()
+    } finally {
+      dst.close()
+    }
+  } finally {
+    src.close()
   }
 }

@@ -156,6 +156,10 @@ export class NodeFileSystem implements FileSystem {
     return fs.readdirSync(dir)
   }
 
+  hardLink (existing: string, newPath: string): void {
+    fs.linkSync(existing, newPath)
+  }
+
   rename (from: string, to: string): void {
     fs.renameSync(from, to)
   }

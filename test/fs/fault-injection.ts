@@ -40,12 +40,12 @@ export function isCrashError (err: unknown): boolean {
 export type OpKind =
   | 'openRead' | 'read' | 'readSmallFile' | 'exists' | 'list'
   | 'openWrite' | 'append' | 'sync' | 'syncAsync' | 'syncDone'
-  | 'createExclusive' | 'rename' | 'remove' | 'removeDirIfEmpty' | 'mkdirp' | 'syncDir' | 'syncDirAsync' | 'syncDirDone' | 'truncate'
+  | 'createExclusive' | 'hardLink' | 'rename' | 'remove' | 'removeDirIfEmpty' | 'mkdirp' | 'syncDir' | 'syncDirAsync' | 'syncDirDone' | 'truncate'
 
 /** Operations that change the (current or durable) state: the crash points. */
 const MUTATING_OPS: ReadonlySet<OpKind> = new Set<OpKind>([
   'openWrite', 'append', 'sync', 'syncAsync', 'syncDone',
-  'createExclusive', 'rename', 'remove', 'removeDirIfEmpty', 'mkdirp', 'syncDir', 'syncDirAsync', 'syncDirDone', 'truncate'
+  'createExclusive', 'hardLink', 'rename', 'remove', 'removeDirIfEmpty', 'mkdirp', 'syncDir', 'syncDirAsync', 'syncDirDone', 'truncate'
 ])
 
 export interface FaultSpec {

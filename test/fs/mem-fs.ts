@@ -149,6 +149,16 @@ export class MemFileSystem implements FileSystem {
     return names.sort()
   }
 
+  hardLink (existing: string, newPath: string): void {
+    const a = path.resolve(existing)
+    const b = path.resolve(newPath)
+    this.faults.before('hardLink', a)
+    const inode = this.lookup(a, 'link')
+    const dst = this.parent(b, 'link')
+    if (dst.dir.entries.has(dst.name)) throw errnoError('EEXIST', 'file already exists', 'link', b)
+    this.link(dst.dir, dst.name, inode)
+  }
+
   rename (from: string, to: string): void {
     const a = path.resolve(from)
     const b = path.resolve(to)
