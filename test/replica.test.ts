@@ -66,10 +66,13 @@ test('a replica killed and restarted, and a primary killed and restarted, conver
   let done = -1
   let applied = -1
   let ready = false
+  let writing = false
   const startPrimary = (): Child => {
     ready = false
+    writing = false
     return start('primary.js', [primaryDir, socket, '--write', String(TOTAL)], (line) => {
       if (line === 'ready') ready = true
+      else if (line.startsWith('progress ')) writing = true
       else if (line.startsWith('done ')) done = Number(line.slice(5))
     })
   }
@@ -82,11 +85,14 @@ test('a replica killed and restarted, and a primary killed and restarted, conver
   const kills = { replica: 0, primary: 0 }
   let primaryKilledMidWorkload = 0
   for (const who of ['replica', 'primary', 'replica', 'primary', 'replica']) {
-    await sleep(200 + rnd.int(600))
     if (who === 'replica') {
+      await sleep(200 + rnd.int(600))
       await kill(replica)
       replica = startReplica()
     } else {
+      // Killed while it writes: as soon as it reports progress since its start
+      // (a fixed delay can outlast the whole workload on a fast machine).
+      await until('the primary to write', () => writing || done >= 0)
       await kill(primary)
       if (done < 0) primaryKilledMidWorkload++
       primary = startPrimary()

@@ -70,6 +70,7 @@ async function main () {
     if (w.clear) await db.clear(w.clear)
     await db.batch([...(w.ops ?? []), { type: 'put', key: '~progress', value: String(i) }])
     if (i % 50 === 0) await new Promise((resolve) => setTimeout(resolve, 2))
+    if (i % 500 === 0) console.log(`progress ${i}`)
   }
   if (total > 0) console.log(`done ${db.sequence}`)
 }
