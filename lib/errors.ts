@@ -11,6 +11,7 @@ export type LevelErrorCode =
   | 'LEVEL_DATABASE_NOT_OPEN'
   | 'LEVEL_ABORTED'
   | 'LEVEL_NOT_SUPPORTED'
+  | 'LEVEL_READ_ONLY'
 
 export interface LevelError extends Error {
   code: LevelErrorCode
