@@ -244,13 +244,14 @@ test('reader processes follow a writer process that is killed and restarted', as
   ]
   // The writer is killed and restarted until shortly before the readers stop,
   // then killed for good: their last refreshes must reach its last write.
+  const stopAt = started + DURATION_MS - 2500
   let kills = 0
   for (;;) {
-    await sleep(1500 + rnd.int(2500))
+    await sleep(Math.max(0, Math.min(1500 + rnd.int(2500), stopAt - Date.now())))
     writer.kill('SIGKILL')
     kills++
     await new Promise((resolve) => writer.once('exit', resolve))
-    if (Date.now() - started >= DURATION_MS - 2500) break
+    if (Date.now() >= stopAt - 1000) break
     writer = await startWriter(dir, acks)
   }
   const results = await Promise.all(readers)
