@@ -38,7 +38,7 @@ import { decodeBatch } from './wal/batch'
 import { CURRENT, join, logName, parseFileName } from './filenames'
 import { ioError, isLevelError, levelError } from './errors'
 
-/** Attempts of one refresh before it fails, and the pause between them. */
+/** Attempts of one refresh before it fails, and the pause before an attempt after an I/O error. */
 const MAX_ATTEMPTS = 40
 const RETRY_PAUSE_MS = 5
 
@@ -115,7 +115,10 @@ export class Follower {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       if (attempt > 0) {
         this.counters.retries++
-        await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS))
+        // The writer moved on: the next attempt reads only what it added, at
+        // once. Otherwise (a file not there yet, a short read) give it a moment.
+        if (!(last instanceof Moved)) await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS))
+        else await new Promise((resolve) => setImmediate(resolve))
       }
       try {
         return this.attempt()
@@ -183,6 +186,9 @@ export class Follower {
       .filter((p) => p !== undefined && p.type === 'log' && p.number >= this.logNumber)
       .map((p) => p!.number)
       .sort((a, b) => a - b)
+    // The live log is created before the manifest names it and removed only
+    // after an edit no longer does: without it, a flush has just retired it.
+    if (this.logNumber > 0 && listed[0] !== this.logNumber) throw new Moved(`${logName(this.logNumber)} was removed`)
     const kept = this.logs.filter((l) => l.number >= this.logNumber)
     for (const l of kept) if (!listed.includes(l.number)) throw new Moved(`${logName(l.number)} was removed`)
     const newest = kept.length > 0 ? kept[kept.length - 1].number : -1

@@ -277,9 +277,11 @@ test('reader processes follow a writer process that is killed and restarted', as
     }
     t.is(missing, 0, `reader (${r.mode}): no refresh missed an op acknowledged before it began`)
     t.ok(seen.length > 0 && seen[seen.length - 1][2] >= lastAck, `reader (${r.mode}) reached the last acknowledged op (${lastAck})`)
-    // Lag: an op's acknowledgement to the end of the first refresh that shows it.
+    // Lag: an op's acknowledgement to the end of the first refresh that shows
+    // it, for the ops acknowledged once the reader was up (its first state).
     let s = 0
     for (const [op, ackMs] of acked) {
+      if (seen.length === 0 || ackMs < seen[0][1]) continue
       while (s < seen.length && seen[s][2] < op) s++
       if (s === seen.length) break
       ;(r.mode === 'loop' ? loopLags : intervalLags).push(Math.max(0, seen[s][1] - ackMs))
