@@ -116,6 +116,34 @@ test('writes, clear, flush and compactRange fail with LEVEL_READ_ONLY; supports 
   await writer.close()
 })
 
+test('a manifest read before a flush retired its live log is not published with the log missing', async (t) => {
+  // The directory a reader sees when it reads the manifest, then the writer
+  // flushes the live log into a table and deletes the log, then the reader lists
+  // the directory: the old manifest (live log N, without the new table) and no
+  // log N. Published as is, the log's writes would be a hole; the reader must
+  // take it for a writer that moved on and read the newer manifest instead.
+  const dir = tempDir()
+  await fill(dir, 0, 50)
+  const current = nodeFs.readFileSync(path.join(dir, 'CURRENT'))
+  const oldManifest = current.toString().trim()
+  const oldBytes = nodeFs.readFileSync(path.join(dir, oldManifest))
+  const writer = new LsmLevel(dir)
+  await writer.open()
+  await writer.close()
+  t.notOk(nodeFs.existsSync(path.join(dir, oldManifest)), '(the reopen retired the old manifest and its live log)')
+  nodeFs.writeFileSync(path.join(dir, oldManifest), oldBytes)
+  nodeFs.writeFileSync(path.join(dir, 'CURRENT'), current)
+  const db = new LsmLevel(dir, { readOnly: true })
+  try {
+    await db.open()
+    t.fail(`opened, showing ${(await db.keys().all()).length} of the 50 keys`)
+    await db.close()
+  } catch (err) {
+    const cause = (err as Error & { cause?: Error }).cause
+    t.ok(isLevelError(cause, 'LEVEL_IO_ERROR'), `no state published: ${String(cause?.message)}`)
+  }
+})
+
 /** The node file system, with every call that could change the directory recorded (and refused). */
 function recordingFs (mutations: string[]): FileSystem {
   const reads = new Set(['openRead', 'readSmallFile', 'exists', 'list'])
