@@ -365,7 +365,9 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
       deferredOpen: true,
       snapshots: true,
       signals: { iterators: true },
-      additionalMethods: { approximateSize: true, compactRange: true, getProperty: true, stats: true, levels: true, flush: true, checkpoint: true, changes: true }
+      additionalMethods: { approximateSize: true, compactRange: true, getProperty: true, stats: true, levels: true, flush: true, checkpoint: true, changes: true, refresh: true },
+      // Not a field of abstract-level's manifest (it has none for this): ours.
+      readOnly: engineOptions.readOnly === true
     } as LevelManifest, withoutEngineOptions(options) as AbstractDatabaseOptions<K, V>)
     this.location = location
     this.engineOptions = engineOptions
@@ -550,6 +552,17 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     if (this.status === 'opening') await this.open({ passive: true })
     const engine = this.engine
     yield* engine.changes(options.since ?? engine.lastSequence)
+  }
+
+  /**
+   * Read-only opens (option readOnly): moves to the writer's latest committed
+   * state; resolves true if reads now see newer writes. Iterators and
+   * snapshots opened before keep their view. Rejects with LEVEL_NOT_SUPPORTED
+   * on a database opened for writing.
+   */
+  async refresh (): Promise<boolean> {
+    if (this.status === 'opening') await this.open()
+    return await this.engine.refresh()
   }
 
   /** Structured statistics: levels, amplification, byte counters, Bloom and cache counters (see lib/stats.ts). */

@@ -12,6 +12,9 @@
 //                    flushes to level 0, compactions (lib/compaction/task.ts),
 //                    version edits (lib/manifest/version-set.ts)
 //   open   --> recover (lib/recovery.ts): manifest, log replay, orphans
+//   read-only open --> Follower (lib/follower.ts): the writer's manifest and
+//              logs, read into this engine's VersionSet and MemTableSet; no
+//              lock, no write, no background work
 //
 // Read path
 //   memtables (active, then frozen newest first) -> the current Version's tables
@@ -39,6 +42,7 @@ import { DbIterator, entryKey, FOUND, type RangeOptions } from './iterators/db-i
 import { CommitPipeline } from './commit-pipeline'
 import { CompactionScheduler, type BackgroundWorkers } from './compaction/scheduler'
 import { recover, removeOrphans, type RecoveryReport } from './recovery'
+import { Follower } from './follower'
 import { SnapshotList, Snapshot } from './snapshots'
 import { acquireLock, type LockHandle } from './lock'
 import { refuseLevelDB } from './leveldb/detect'
@@ -84,6 +88,9 @@ export class Engine {
   private readonly pipeline: CommitPipeline<MemTable>
   private readonly scheduler: CompactionScheduler
   private lock: LockHandle | undefined
+  /** Set by a read-only open (options.readOnly). */
+  private follower: Follower | undefined
+  private refreshTimer: NodeJS.Timeout | undefined
   private closed = false
   /** close() has begun: change feeds end. */
   private closing = false
@@ -103,7 +110,8 @@ export class Engine {
     this.recovery = { walRecovery: options.walRecovery, logsReplayed: 0, recordsReplayed: 0, dropped: [], orphansRemoved: [] }
     this.versions = new VersionSet(fs, location)
     this.blockCache = new BlockCache(options.cacheSize)
-    this.tableCache = new TableCache(fs, location, options.maxOpenFiles, this.blockCache)
+    // A read-only open keeps the tables of every live version open: the writer may delete them.
+    this.tableCache = new TableCache(fs, location, options.readOnly ? Infinity : options.maxOpenFiles, this.blockCache)
     this.memtables = new MemTableSet(options.writeBufferSize)
     this.retention = new LogRetention(fs, location, options)
     // The log is synced once in the background about halfway to its rotation (LogManager.append).
@@ -171,6 +179,10 @@ export class Engine {
 
   private async openFiles (): Promise<void> {
     const { fs, location: dir, options } = this
+    if (options.readOnly) {
+      await this.openReadOnly()
+      return
+    }
     if (!fs.exists(dir)) {
       if (!options.createIfMissing) throw levelError('LEVEL_INVALID_OPTION', `Database does not exist and createIfMissing is false: ${dir}`)
       fs.mkdirp(dir)
@@ -200,6 +212,44 @@ export class Engine {
     this.scheduler.schedule()
   }
 
+  private async openReadOnly (): Promise<void> {
+    // Tables the writer dropped leave the cache; the files are the writer's.
+    this.versions.onObsoleteTable = (n) => this.tableCache.evict(n)
+    this.follower = await Follower.open({
+      fs: this.fs,
+      dir: this.location,
+      versions: this.versions,
+      memtables: this.memtables,
+      tableCache: this.tableCache,
+      publish: (seq) => this.pipeline.setLastSequence(seq)
+    })
+    const every = this.options.refreshIntervalMs
+    if (every > 0) {
+      // A refresh that fails (the writer is moving too fast) is retried on the next tick.
+      this.refreshTimer = setInterval(() => { this.follower!.refresh().catch(() => {}) }, every)
+      this.refreshTimer.unref()
+    }
+  }
+
+  /**
+   * A read-only open: moves to the writer's latest committed state (lib/follower.ts).
+   * Resolves true if reads now see newer writes. Iterators and snapshots keep their view.
+   */
+  refresh (): Promise<boolean> {
+    if (this.follower === undefined) return Promise.reject(levelError('LEVEL_NOT_SUPPORTED', 'refresh() is for read-only opens (option readOnly)'))
+    if (this.closed) return Promise.reject(levelError('LEVEL_DATABASE_NOT_OPEN', 'Database is closed'))
+    return this.follower.refresh()
+  }
+
+  /** Refreshes that published a newer state and attempts started over (read-only opens; undefined otherwise). */
+  get followerCounters (): Follower['counters'] | undefined {
+    return this.follower?.counters
+  }
+
+  private readOnlyError (what: string): LevelError {
+    return levelError('LEVEL_READ_ONLY', `Cannot ${what}: the database was opened read-only`)
+  }
+
   private abortOpen (): void {
     this.closed = true
     try { this.logs.close() } catch {}
@@ -219,6 +269,7 @@ export class Engine {
    * memtable's source. Resolves once durable per `sync` (lib/commit-pipeline.ts).
    */
   write (batch: Buffer, sync: boolean): Promise<void> {
+    if (this.follower !== undefined) return Promise.reject(this.readOnlyError('write'))
     return this.pipeline.write(batch, sync)
   }
 
@@ -230,6 +281,7 @@ export class Engine {
    * 1,000 read from a snapshot, so memory stays bounded whatever the range.
    */
   async clear (range: RangeOptions, limit = Infinity, snapshot?: Snapshot): Promise<void> {
+    if (this.follower !== undefined) throw this.readOnlyError('clear')
     if (limit === Infinity && snapshot === undefined) {
       const { start, end } = clearBounds(range)
       if (end !== undefined && compareBytes(start, end) >= 0) return
@@ -286,18 +338,19 @@ export class Engine {
   /** The value of `key` visible at `snapshot` (default: latest), or undefined. The value is a copy the caller owns. */
   get (key: Uint8Array, snapshot?: Snapshot): Buffer | undefined {
     const seq = snapshot ? snapshot.seq : this.pipeline.visibleSeq
-    const v = this.versions.current
-    const r = this.memtables.get(key, seq) ?? v.get(this.tableCache, key, seq, this.tableReads)
+    const v = snapshot?.pinned?.version ?? this.versions.current
+    const memtables = snapshot?.pinned?.memtables ?? this.memtables
+    const r = memtables.get(key, seq) ?? v.get(this.tableCache, key, seq, this.tableReads)
     if (r === undefined || r.kind !== KIND_VALUE) return undefined
-    if (this.memtables.hides(key, r.seq, seq)) return undefined
+    if (memtables.hides(key, r.seq, seq)) return undefined
     if (v.rangeTombstones.length > 0 && v.rangeTombstoneIndex().covers(key, r.seq, seq)) return undefined
     return r.value
   }
 
   /** The range tombstones a new iterator consults (undefined: none). */
-  private rangeTombstoneView (v: Version): RangeTombstoneView | undefined {
+  private rangeTombstoneView (v: Version, memtables: MemTableSet): RangeTombstoneView | undefined {
     const indexes: RangeTombstoneIndex[] = []
-    this.memtables.tombstoneIndexes(indexes)
+    memtables.tombstoneIndexes(indexes)
     if (v.rangeTombstones.length > 0) indexes.push(v.rangeTombstoneIndex())
     return RangeTombstoneView.of(indexes)
   }
@@ -310,9 +363,10 @@ export class Engine {
   /** A lazy iterator over the user's view at `snapshot` (default: now), within `range`. */
   iterator (range: RangeOptions, snapshot?: Snapshot): DbIterator {
     const seq = snapshot ? snapshot.seq : this.pipeline.visibleSeq
-    const v = this.versions.current
+    const v = snapshot?.pinned?.version ?? this.versions.current
+    const memtables = snapshot?.pinned?.memtables ?? this.memtables
     v.ref()
-    const children: InternalIterator[] = this.memtables.iterators()
+    const children: InternalIterator[] = memtables.iterators()
     // Each L0 table as a one-file level: opened on the first seek that needs it, so
     // that a damaged table fails the iterator's next() (LEVEL_CORRUPTION) rather
     // than its creation, which would leak the tables opened before it.
@@ -321,10 +375,16 @@ export class Engine {
     for (let level = 1; level < v.levels.length; level++) {
       if (v.levels[level].length > 0) children.push(new LevelIterator(v.levels[level], open))
     }
-    return new DbIterator(new MergingIterator(children), seq, range, () => v.unref(), this.rangeTombstoneView(v))
+    return new DbIterator(new MergingIterator(children), seq, range, () => v.unref(), this.rangeTombstoneView(v, memtables))
   }
 
   snapshot (): Snapshot {
+    if (this.follower !== undefined) {
+      // The writer's compactions do not know of this snapshot: it pins what it reads.
+      const version = this.versions.current
+      version.ref()
+      return new Snapshot(this.pipeline.visibleSeq, { version, memtables: this.memtables.copy() })
+    }
     return this.snapshots.acquire(this.pipeline.visibleSeq)
   }
 
@@ -334,10 +394,18 @@ export class Engine {
    * hidden at a sequence number no newer than this one.
    */
   pointInTime (): Snapshot {
+    // Read-only: the current version and memtables, unpinned (a read that spans
+    // a refresh may find a table the writer deleted since: LEVEL_CORRUPTION).
+    if (this.follower !== undefined) return new Snapshot(this.pipeline.visibleSeq, { version: this.versions.current, memtables: this.memtables.copy() })
     return new Snapshot(this.pipeline.visibleSeq)
   }
 
   releaseSnapshot (s: Snapshot): void {
+    if (s.pinned !== undefined) {
+      if (!s.released) s.pinned.version.unref()
+      s.released = true
+      return
+    }
     this.snapshots.release(s)
     // A range tombstone this snapshot held back may now be compacted away.
     if (this.versions.current.rangeTombstones.length > 0) this.scheduler.schedule()
@@ -351,12 +419,14 @@ export class Engine {
 
   /** See CompactionScheduler.compactRange; the memtables are flushed first. */
   async compactRange (start?: Uint8Array, end?: Uint8Array): Promise<void> {
+    if (this.follower !== undefined) throw this.readOnlyError('compact')
     await this.flushMemTable()
     await this.scheduler.compactRange(start, end)
   }
 
   /** Freezes the memtable (if it has data) and waits until every frozen memtable is flushed. */
   async flushMemTable (): Promise<void> {
+    if (this.follower !== undefined) throw this.readOnlyError('flush')
     if (this.pipeline.error) throw this.pipeline.error
     await this.pipeline.settle()
     if (!this.memtables.active.isEmpty()) {
@@ -550,6 +620,8 @@ export class Engine {
     if (this.closed) return
     this.closing = true
     this.wakeFeeds()
+    clearInterval(this.refreshTimer)
+    await this.follower?.settle()
     // Writes held back behind a retired log's fsync commit once it is done.
     while (this.logs.retiring && this.pipeline.queued > 0 && !this.pipeline.error) await this.logs.settleRetirements()
     await this.pipeline.close()

@@ -12,6 +12,7 @@ export type LevelErrorCode =
   | 'LEVEL_ABORTED'
   | 'LEVEL_NOT_SUPPORTED'
   | 'LEVEL_CHANGES_NOT_RETAINED'
+  | 'LEVEL_READ_ONLY'
 
 export interface LevelError extends Error {
   code: LevelErrorCode

@@ -10,6 +10,19 @@ export interface EngineOptions {
   /** Fail to open if a database already exists. Default false. */
   errorIfExists: boolean
   /**
+   * Open a database that another process may be writing, without taking its
+   * LOCK and without creating, changing or removing any file (lib/follower.ts).
+   * Reads see a prefix of the writer's committed writes; `refresh()` moves to its
+   * latest. Writes fail with LEVEL_READ_ONLY. Default false.
+   */
+  readOnly: boolean
+  /**
+   * Read-only opens: refresh on a timer every this many milliseconds (0: only
+   * when `refresh()` is called). A write becomes visible at most about this long
+   * (plus one refresh) after the writer acknowledged it. Default 0.
+   */
+  refreshIntervalMs: number
+  /**
    * Memtable size in bytes before it is frozen and flushed to a level-0 table.
    * Default 4 MiB. Larger: fewer, larger L0 tables and less write amplification,
    * but more memory and a longer log replay after a crash.
@@ -140,6 +153,8 @@ function boolean (name: string, value: unknown): void {
 const validators: Record<keyof EngineOptions, Validator> = {
   createIfMissing: boolean,
   errorIfExists: boolean,
+  readOnly: boolean,
+  refreshIntervalMs: positiveInt(0, 3600 * 1000),
   writeBufferSize: positiveInt(256, 1024 * 1024 * 1024),
   blockSize: positiveInt(64, 64 * 1024 * 1024),
   blockRestartInterval: positiveInt(1, 1024),
@@ -185,6 +200,8 @@ export function resolveOptions (input: Partial<Record<keyof EngineOptions, unkno
   const opts: EngineOptions = {
     createIfMissing: pick('createIfMissing', true),
     errorIfExists: pick('errorIfExists', false),
+    readOnly: pick('readOnly', false),
+    refreshIntervalMs: pick('refreshIntervalMs', 0),
     writeBufferSize,
     blockSize: pick('blockSize', 4096),
     blockRestartInterval: pick('blockRestartInterval', 16),

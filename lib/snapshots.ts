@@ -1,10 +1,20 @@
 // Explicit snapshots: a sequence number that reads use instead of the latest,
 // registered so that compaction keeps every version a snapshot can still see.
 // (Iterators pin their version and memtables instead and need no registration.)
+// A read-only open's snapshot (lib/follower.ts) pins them too: the writer's
+// compactions do not know of it, so its sequence number alone would not do.
+import type { Version } from './manifest/version'
+import type { MemTableSet } from './memtable/memtable-set'
+
+/** The version and memtables a snapshot reads, instead of the current ones. */
+export interface PinnedView {
+  version: Version
+  memtables: MemTableSet
+}
 
 export class Snapshot {
   released = false
-  constructor (readonly seq: number) {}
+  constructor (readonly seq: number, readonly pinned?: PinnedView) {}
 }
 
 export class SnapshotList {

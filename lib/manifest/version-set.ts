@@ -236,6 +236,16 @@ export class VersionSet {
     }
   }
 
+  /**
+   * A read-only open (lib/follower.ts) makes `next`, read from the writer's
+   * manifest, current. It writes nothing: no manifest is open.
+   */
+  follow (next: Version, logNumber: number, lastSequence: number): void {
+    this.logNumber = logNumber
+    this.lastSequence = lastSequence
+    this.replaceCurrent(next)
+  }
+
   private replaceCurrent (next: Version): void {
     const prev = this.current
     this.install(next)

@@ -44,6 +44,25 @@ export class MemTableSet {
     this.activeWritesInFlight = 0
   }
 
+  /**
+   * A read-only open (lib/follower.ts): the memtables are now `mems`, one per
+   * replayed log, oldest first (the last one is active). Sets published before
+   * (copy()) keep theirs.
+   */
+  follow (mems: readonly MemTable[]): void {
+    this.frozen.length = 0
+    for (let i = 0; i < mems.length - 1; i++) this.frozen.push({ mem: mems[i], logNumber: -1, writesInFlight: 0 })
+    this.active = mems.length > 0 ? mems[mems.length - 1] : new MemTable()
+  }
+
+  /** A set of the same memtables that later calls to follow() leave alone (a read-only open's snapshot). */
+  copy (): MemTableSet {
+    const set = new MemTableSet(this.writeBufferSize)
+    set.active = this.active
+    for (const f of this.frozen) set.frozen.push({ ...f })
+    return set
+  }
+
   /** A write group went to the active memtable's log; returns that memtable, where it will apply. */
   groupWritten (): MemTable {
     this.activeWritesInFlight++

@@ -78,9 +78,14 @@ export class LogReader {
   private pos = 0
   private status: TailStatus | undefined = undefined
 
-  /** Opens `path` for reading; `name` (the file's basename) labels errors. */
-  constructor (fs: FileSystem, path: string, name: string) {
+  /**
+   * Opens `path` for reading; `name` (the file's basename) labels errors.
+   * `start`: the offset of the first record to read (one `offset` returned
+   * earlier: a follower resumes a log that has grown since, lib/follower.ts).
+   */
+  constructor (fs: FileSystem, path: string, name: string, start = 0) {
     this.name = name
+    this.pos = start
     try {
       this.file = fs.openRead(path)
       this.fileSize = this.file.size()
