@@ -424,16 +424,21 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
   }
 
   /**
-   * The read's snapshot: the caller's, or the current sequence number. When the
-   * event loop's turn is used up the read continues on the next turn, still at
-   * the sequence number taken now (abstract-level's snapshot contract).
+   * Runs `read` at the read's snapshot: the caller's, or the current sequence
+   * number. When the event loop's turn is used up the read runs on the next
+   * turn, still at the point taken now (abstract-level's snapshot contract),
+   * which is given back after.
    */
-  private async readPoint (engine: Engine, options: ReadOptions): Promise<Snapshot | undefined> {
+  private async atReadPoint<T> (engine: Engine, options: ReadOptions, read: (at: Snapshot | undefined) => T): Promise<T> {
     const snapshot = options.snapshot?.inner
-    if (!engine.turn.exhausted()) return snapshot
+    if (!engine.turn.exhausted()) return read(snapshot)
     const point = snapshot ?? engine.pointInTime()
-    await nextTurn()
-    return point
+    try {
+      await nextTurn()
+      return read(point)
+    } finally {
+      if (point !== snapshot) engine.releasePointInTime(point)
+    }
   }
 
   /**
@@ -450,32 +455,35 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
 
   private async getLater (engine: Engine, key: Format, options: ReadOptions): Promise<Format | undefined> {
     const at = options.snapshot?.inner ?? engine.pointInTime()
-    await nextTurn()
-    const value = engine.get(toView(key), at)
-    return value === undefined ? undefined : ownedOut(value, options.valueEncoding)
+    try {
+      await nextTurn()
+      const value = engine.get(toView(key), at)
+      return value === undefined ? undefined : ownedOut(value, options.valueEncoding)
+    } finally {
+      if (at !== options.snapshot?.inner) engine.releasePointInTime(at)
+    }
   }
 
   async _getMany (keys: Format[], options: ReadOptions): Promise<Array<Format | undefined>> {
     const engine = this[ENGINE]!
-    const at = await this.readPoint(engine, options)
-    const out = new Array(keys.length)
-    for (let i = 0; i < keys.length; i++) {
-      const value = engine.get(toView(keys[i]), at)
-      out[i] = value === undefined ? undefined : ownedOut(value, options.valueEncoding)
-    }
-    return out
+    return await this.atReadPoint(engine, options, (at) => {
+      const out = new Array(keys.length)
+      for (let i = 0; i < keys.length; i++) {
+        const value = engine.get(toView(keys[i]), at)
+        out[i] = value === undefined ? undefined : ownedOut(value, options.valueEncoding)
+      }
+      return out
+    })
   }
 
   async _has (key: Format, options: ReadOptions): Promise<boolean> {
     const engine = this[ENGINE]!
-    const at = await this.readPoint(engine, options)
-    return engine.get(toView(key), at) !== undefined
+    return await this.atReadPoint(engine, options, (at) => engine.get(toView(key), at) !== undefined)
   }
 
   async _hasMany (keys: Format[], options: ReadOptions): Promise<boolean[]> {
     const engine = this[ENGINE]!
-    const at = await this.readPoint(engine, options)
-    return keys.map((k) => engine.get(toView(k), at) !== undefined)
+    return await this.atReadPoint(engine, options, (at) => keys.map((k) => engine.get(toView(k), at) !== undefined))
   }
 
   _iterator (options: IteratorOptions): LsmIterator<K, V> {

@@ -391,13 +391,17 @@ export class Engine {
   /**
    * The current sequence number as an unregistered snapshot, for a read that
    * continues on a later turn: safe because compaction only drops versions
-   * hidden at a sequence number no newer than this one.
+   * hidden at a sequence number no newer than this one. Read-only, it pins the
+   * current version and memtables instead (the writer's compactions and the
+   * next refresh know nothing of it). Give it back with releasePointInTime.
    */
   pointInTime (): Snapshot {
-    // Read-only: the current version and memtables, unpinned (a read that spans
-    // a refresh may find a table the writer deleted since: LEVEL_CORRUPTION).
-    if (this.follower !== undefined) return new Snapshot(this.pipeline.visibleSeq, { version: this.versions.current, memtables: this.memtables.copy() })
+    if (this.follower !== undefined) return this.snapshot()
     return new Snapshot(this.pipeline.visibleSeq)
+  }
+
+  releasePointInTime (s: Snapshot): void {
+    if (s.pinned !== undefined) this.releaseSnapshot(s)
   }
 
   releaseSnapshot (s: Snapshot): void {
