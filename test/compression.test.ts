@@ -190,3 +190,21 @@ test('compression: compactions of highly compressible data with a target size be
     await db.close()
   }
 })
+
+// Flushes write level-0 tables uncompressed: they sit on the write path (a
+// fill waits for them), and compaction soon rewrites them compressed.
+test('compression: flushes write level-0 tables uncompressed, compactions write compressed ones', async (t) => {
+  const rnd = new Random(seed + 7)
+  const dir = path.join(tempDir('lsm-compress-l0-'), 'db')
+  const db = new LsmLevel(dir, { compactionWorker: false })
+  await db.open()
+  for (let i = 0; i < 2000; i++) await db.put('k' + String(i).padStart(5, '0'), doc(rnd, i).toString())
+  await db.flush()
+  const tables = (): string[] => nodeFs.readdirSync(dir).filter((n) => parseFileName(n)?.type === 'table').map((n) => path.join(dir, n))
+  const flushed = tables()
+  t.ok(flushed.length > 0 && flushed.every((f) => dataBlocks(f).every((b) => b.type === BLOCK_TYPE_UNCOMPRESSED)), `the ${flushed.length} flushed table(s): every block stored as is`)
+  await db.compactRange()
+  const compacted = tables()
+  t.ok(compacted.length > 0 && compacted.every((f) => !flushed.includes(f) && dataBlocks(f).every((b) => b.type === BLOCK_TYPE_SNAPPY)), `after compaction, ${compacted.length} table(s) with every block compressed`)
+  await db.close()
+})

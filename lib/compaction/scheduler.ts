@@ -194,7 +194,7 @@ export class CompactionScheduler {
       blockSize: options.blockSize,
       blockRestartInterval: options.blockRestartInterval,
       bloomBitsPerKey: options.bloomBitsPerKey,
-      compression: options.compression,
+      compression: false, // level 0: see `compression` in lib/options.ts
       targetFileSize: Infinity,
       smallestSnapshot,
       isBaseLevelForKey: () => false,
@@ -223,7 +223,7 @@ export class CompactionScheduler {
         blockSize: options.blockSize,
         blockRestartInterval: options.blockRestartInterval,
         bloomBitsPerKey: options.bloomBitsPerKey,
-        compression: options.compression,
+        compression: false, // level 0: see `compression` in lib/options.ts
         smallestSnapshot,
         rangeTombstones: mem.rangeTombstones().slice(),
         floorBase: this.flushTombstones(mem, smallestSnapshot).floorBase,
