@@ -41,7 +41,7 @@ import type { InternalIterator } from './iterators/internal-iterator'
 import { DbIterator, entryKey, FOUND, type RangeOptions } from './iterators/db-iterator'
 import { CommitPipeline } from './commit-pipeline'
 import { CompactionScheduler, type BackgroundWorkers } from './compaction/scheduler'
-import { recover, removeOrphans, type RecoveryReport } from './recovery'
+import { emptyRecoveryReport, recover, removeOrphans, type RecoveryReport } from './recovery'
 import { Follower } from './follower'
 import { SnapshotList, Snapshot } from './snapshots'
 import { acquireLock, type LockHandle } from './lock'
@@ -107,7 +107,7 @@ export class Engine {
     this.location = location
     this.options = options
     this.fs = fs
-    this.recovery = { walRecovery: options.walRecovery, logsReplayed: 0, recordsReplayed: 0, dropped: [], orphansRemoved: [] }
+    this.recovery = emptyRecoveryReport(options.walRecovery)
     this.versions = new VersionSet(fs, location)
     this.blockCache = new BlockCache(options.cacheSize)
     // A read-only open keeps the tables of every live version open: the writer may delete them.

@@ -51,6 +51,10 @@ export interface RecoveryReport {
   orphansRemoved: string[]
 }
 
+export function emptyRecoveryReport (walRecovery: WalRecovery): RecoveryReport {
+  return { walRecovery, logsReplayed: 0, recordsReplayed: 0, dropped: [], orphansRemoved: [] }
+}
+
 export interface RecoveryContext {
   fs: FileSystem
   dir: string
@@ -94,7 +98,7 @@ export async function recover (ctx: RecoveryContext): Promise<Recovered> {
 
   // Nothing is written until the replay succeeded but the tables it fills: a
   // failed open removes them and leaves the directory as it found it.
-  const report: RecoveryReport = { walRecovery: ctx.walRecovery, logsReplayed: 0, recordsReplayed: 0, dropped: [], orphansRemoved: [] }
+  const report = emptyRecoveryReport(ctx.walRecovery)
   const replayed: Replayed = { tables: [], tombstones: [], lastSequence: versions.lastSequence }
   try {
     await replayLogs(ctx, report, replayed)
@@ -220,16 +224,16 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
         // damage (a write whose size reached the disk and data did not leaves
         // the same; such a write was never synced).
         if (tail.state === 'clean' || (tail.state === 'torn' && tailIsZeros(fs, join(dir, name), tail.offset))) break
-        const damage = classify(tail, logs.slice(i + 1).some((n) => size(n) > 0))
+        const crashCannotExplain = whyNotACrash(tail, logs.slice(i + 1).some((n) => size(n) > 0))
         if (mode === 'skip-damaged' && tail.validRecordAfter) {
           report.dropped.push({ file: name, offset: tail.offset, bytes: tail.nextValidOffset - tail.offset, reason: 'damaged' })
           reader.skipDamage()
           offset = tail.nextValidOffset
           continue
         }
-        if (mode === 'absolute') throw corruption(name, `damaged record at offset ${tail.offset}${damage.crashCannotExplain ?? ''} (walRecovery is 'absolute')`)
-        if (mode === 'torn-tail' && damage.crashCannotExplain !== undefined) {
-          throw corruption(name, `damaged record at offset ${tail.offset}${damage.crashCannotExplain}; a crash cannot leave this (walRecovery 'point-in-time' opens the database as it was before it; repair() keeps the valid records after it too)`)
+        if (mode === 'absolute') throw corruption(name, `damaged record at offset ${tail.offset}${crashCannotExplain ?? ''} (walRecovery is 'absolute')`)
+        if (mode === 'torn-tail' && crashCannotExplain !== undefined) {
+          throw corruption(name, `damaged record at offset ${tail.offset}${crashCannotExplain}; a crash cannot leave this (walRecovery 'point-in-time' opens the database as it was before it; repair() keeps the valid records after it too)`)
         }
         report.dropped.push({ file: name, offset: tail.offset, bytes: tail.droppedBytes, reason: tail.state === 'torn' ? 'torn' : 'damaged' })
         stopped = mode !== 'skip-damaged'
@@ -244,24 +248,24 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
 }
 
 /**
- * Whether a crash can have left a log's damaged tail (see walRecovery in
- * lib/options.ts): if not, why not, as the rest of an error message.
+ * Undefined if a crash can have left a log's damaged tail (see walRecovery in
+ * lib/options.ts); otherwise why not, as the rest of an error message.
  */
-function classify (tail: TailStatus, newerLogsHoldRecords: boolean): { crashCannotExplain?: string } {
+function whyNotACrash (tail: TailStatus, newerLogsHoldRecords: boolean): string | undefined {
   // A log takes records only once the logs before it are synced (lib/wal/
   // log-manager.ts): a crash leaves damage in the newest log holding records
   // only. (A torn retired log with empty newer ones: a crash right after a rotation.)
-  if (newerLogsHoldRecords) return { crashCannotExplain: ' in a log followed by newer logs' }
-  if (tail.state === 'torn') return {}
+  if (newerLogsHoldRecords) return ' in a log followed by newer logs'
+  if (tail.state === 'torn') return undefined
   // Valid records follow the damage. A crash can leave that (pages written
   // back out of order: what was lost reads as zeros), but it only ever loses
   // bytes: one flipped bit whose byte is not zero now is damage.
   const flip = tail.bitFlip
   if (flip !== undefined && flip.byte !== 0) {
-    return { crashCannotExplain: `: one flipped bit (bit ${flip.bit} of the byte at offset ${flip.offset}), and valid records follow it` }
+    return `: one flipped bit (bit ${flip.bit} of the byte at offset ${flip.offset}), and valid records follow it`
   }
-  if (!tail.validRecordAfter) return { crashCannotExplain: ': too much damaged data to search for valid records after it' }
-  return {}
+  if (!tail.validRecordAfter) return ': too much damaged data to search for valid records after it'
+  return undefined
 }
 
 const EMPTY = Buffer.alloc(0)
