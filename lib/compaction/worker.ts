@@ -37,8 +37,8 @@ export class CompactionWorker {
    *   process): a worker that should yield the CPU to the main thread when the
    *   two compete for a core.
    */
-  static thread (niceness = 0): CompactionWorker {
-    return new CompactionWorker(() => new Worker(__filename, { workerData: { niceness } }))
+  static thread (niceness = 0, idleStopMs = WORKER_IDLE_STOP_MS): CompactionWorker {
+    return new CompactionWorker(() => new Worker(__filename, { workerData: { niceness } }), idleStopMs)
   }
 
   /**
@@ -58,16 +58,29 @@ export class CompactionWorker {
     })
   }
 
-  private constructor (private readonly spawn: () => Worker | MessagePort) {}
+  /**
+   * @param idleStopMs a thread idle this long is stopped (it starts again with
+   *   the next job); unused for a channel, which closes as soon as it is idle
+   */
+  private constructor (private readonly spawn: () => Worker | MessagePort, private readonly idleStopMs = 0) {}
 
   /** Jobs handed to this worker so far. */
   jobs = 0
+  /** Threads started so far (each stop and restart counts one more). */
+  starts = 0
   private endpoint: Worker | MessagePort | undefined
+  private idleTimer: ReturnType<typeof setTimeout> | undefined
   private nextId = 1
   private readonly waiting = new Map<number, { resolve: (r: TableWriterResult) => void, reject: (e: Error) => void }>()
 
+  /** Whether a thread (or channel) is up now. */
+  get running (): boolean {
+    return this.endpoint !== undefined
+  }
+
   private start (): Worker | MessagePort {
     const w = this.spawn()
+    this.starts++
     w.on('message', (reply: JobReply) => {
       const p = this.waiting.get(reply.id)
       if (!p) return
@@ -83,6 +96,8 @@ export class CompactionWorker {
     if (w instanceof Worker) {
       w.on('error', (err) => this.failAll(err))
       w.on('exit', (code) => {
+        // A thread stopped when idle has nothing in flight, and a newer one may be up.
+        if (this.endpoint !== w) return
         this.endpoint = undefined
         this.failAll(new Error(`compaction worker exited (${code})`))
       })
@@ -90,10 +105,21 @@ export class CompactionWorker {
     return w
   }
 
-  /** No job in flight: a thread stops holding the process; a channel closes. */
+  /**
+   * No job in flight: a thread stops holding the process, and is stopped once
+   * idle for idleStopMs (an isolate holds its heap and its garbage: 9 MB for
+   * one that ran nothing, more after jobs); a channel closes.
+   */
   private idle (w: Worker | MessagePort): void {
     if (w instanceof Worker) {
       w.unref()
+      this.idleTimer = setTimeout(() => {
+        this.idleTimer = undefined
+        if (this.endpoint !== w || this.waiting.size > 0) return
+        this.endpoint = undefined
+        void w.terminate()
+      }, this.idleStopMs)
+      this.idleTimer.unref()
     } else {
       w.close()
       if (this.endpoint === w) this.endpoint = undefined
@@ -124,6 +150,10 @@ export class CompactionWorker {
   }
 
   private send (req: JobRequest, signal?: { cancel?: () => void }, transfer?: ArrayBuffer[]): Promise<TableWriterResult> {
+    if (this.idleTimer !== undefined) {
+      clearTimeout(this.idleTimer)
+      this.idleTimer = undefined
+    }
     if (!this.endpoint) this.endpoint = this.start()
     this.jobs++
     const id = this.nextId++
@@ -138,6 +168,13 @@ export class CompactionWorker {
     })
   }
 }
+
+/**
+ * How long a worker thread may sit idle before it is stopped. Starting one
+ * takes 40-125 ms on the thread (loading its modules) and under 5 ms on the
+ * event loop; a sustained write load keeps it busy far more often than this.
+ */
+const WORKER_IDLE_STOP_MS = 5000
 
 let shared: CompactionWorker | undefined
 let sharedFlush: CompactionWorker | undefined

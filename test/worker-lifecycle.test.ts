@@ -1,0 +1,61 @@
+// Worker threads start with the first flush or compaction and stop once idle
+// (lib/compaction/worker.ts): an isolate holds tens of MB, which a database
+// that is only read, or written now and then, should not keep.
+import test from 'tape'
+import * as nodeFs from 'node:fs'
+import * as os from 'node:os'
+import * as path from 'node:path'
+import { Engine, encodeBatch } from '../lib/db'
+import { CompactionWorker } from '../lib/compaction/worker'
+import { nodeFileSystem } from '../lib/fs/node-fs'
+import { KIND_VALUE } from '../lib/keys'
+
+const IDLE_STOP_MS = 300
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+async function putAndFlush (engine: Engine, prefix: string, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    await engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from(`${prefix}${i}`), value: Buffer.from(`value ${prefix}${i}`) }]), false)
+  }
+  await engine.flushMemTable()
+  await engine.waitForIdle()
+}
+
+test('a worker thread starts with the first job, stops when idle, and starts again for the next', async (t) => {
+  const dir = nodeFs.mkdtempSync(path.join(os.tmpdir(), 'lsm-worker-lifecycle-'))
+  const flush = CompactionWorker.thread(0, IDLE_STOP_MS)
+  const compaction = CompactionWorker.thread(0, IDLE_STOP_MS)
+  try {
+    const engine = await Engine.open(dir, {}, nodeFileSystem, { flush, compaction })
+    t.equal(flush.starts, 0, 'open starts no flush thread')
+    t.equal(compaction.starts, 0, 'open starts no compaction thread')
+
+    await putAndFlush(engine, 'a', 100)
+    t.equal(flush.starts, 1, 'the first flush started the flush thread')
+    t.ok(flush.running, 'the flush thread is up right after its job')
+
+    await sleep(IDLE_STOP_MS * 3)
+    t.notOk(flush.running, `the flush thread stopped after ${IDLE_STOP_MS} ms idle`)
+
+    await putAndFlush(engine, 'b', 100)
+    t.equal(flush.starts, 2, 'the next flush started it again')
+    t.equal(flush.jobs, 2, 'both flushes ran on the thread')
+
+    // Jobs keep it up: flushes closer together than the idle time never restart it.
+    for (let round = 0; round < 4; round++) {
+      await sleep(IDLE_STOP_MS / 3)
+      await putAndFlush(engine, `c${round}-`, 10)
+    }
+    t.equal(flush.starts, 2, 'flushes within the idle time reuse the running thread')
+    await engine.close()
+
+    const reopened = await Engine.open(dir, {}, nodeFileSystem, { flush, compaction })
+    t.equal(reopened.get(Buffer.from('a99'))?.toString(), 'value a99', 'the first flush\'s table reads back')
+    t.equal(reopened.get(Buffer.from('b0'))?.toString(), 'value b0', 'the flush after the restart reads back')
+    t.equal(reopened.get(Buffer.from('c3-9'))?.toString(), 'value c3-9', 'the last flush reads back')
+    await reopened.close()
+  } finally {
+    nodeFs.rmSync(dir, { recursive: true, force: true })
+  }
+})
