@@ -32,7 +32,16 @@ export interface EngineOptions {
   blockSize: number
   /** Entries between restart points in a block. Default 16. */
   blockRestartInterval: number
-  /** Byte budget of the cache of (raw) data blocks, shared by all tables (CLOCK eviction, lib/sstable/cache.ts). Default 8 MiB. 0 disables it. */
+  /**
+   * Byte budget of the cache of (raw) data blocks, shared by all tables (CLOCK
+   * eviction, lib/sstable/cache.ts). Default 32 MiB: classic-level's block
+   * cache is 8 MB, but LevelDB reads tables through mmap, so every block it
+   * touches stays in its memory as page cache and a miss of its block cache
+   * costs no system call; here a miss is a pread (~3 µs). Measured on 200,000
+   * keys of 16 + 100 bytes, getSync of every key in random order, fresh
+   * processes: 8 MiB 127-131k/s (RSS 142-144 MB), 32 MiB 206-273k/s (164-165
+   * MB), classic-level 147-153k/s (208 MB). 0 disables it.
+   */
   cacheSize: number
   /** Open table files kept in the table cache (each holds a file descriptor). Default 1000. */
   maxOpenFiles: number
@@ -207,7 +216,7 @@ export function resolveOptions (input: Partial<Record<keyof EngineOptions, unkno
     writeBufferSize,
     blockSize: pick('blockSize', 4096),
     blockRestartInterval: pick('blockRestartInterval', 16),
-    cacheSize: pick('cacheSize', 8 * 1024 * 1024),
+    cacheSize: pick('cacheSize', 32 * 1024 * 1024),
     maxOpenFiles: pick('maxOpenFiles', 1000),
     bloomBitsPerKey: pick('bloomBitsPerKey', 10),
     compression: pick('compression', true),

@@ -185,7 +185,9 @@ test('a snapshot keeps seeing old values across flush and compaction', async (t)
 
 test('iterating 1,000,000 entries keeps memory bounded', async (t) => {
   const dir = tempDir()
-  const db = new LsmLevel<string, Buffer>(dir, { valueEncoding: 'buffer' })
+  // The cache size is set (the default is 32 MiB): the bound below is what it
+  // adds to the indexes, filters and iterator state.
+  const db = new LsmLevel<string, Buffer>(dir, { valueEncoding: 'buffer', cacheSize: 8 * 1024 * 1024 })
   await db.open()
   const N = 1_000_000
   const value = Buffer.alloc(40, 7)
