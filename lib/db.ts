@@ -562,7 +562,8 @@ export class Engine {
       compactions: {
         running: this.scheduler.running,
         done: c.compactions,
-        trivialMoves: c.trivialMoves
+        trivialMoves: c.trivialMoves,
+        split: c.splitCompactions
       },
       recovery: structuredClone(this.recovery)
     }

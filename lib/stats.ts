@@ -72,7 +72,8 @@ export interface LsmStats {
   /** Write groups delayed by 1 ms because level 0 reached level0SlowdownWritesTrigger. */
   slowdowns: number
   flushes: number
-  compactions: { running: number, done: number, trivialMoves: number }
+  /** Merging compactions running and done; trivialMoves: tables moved down by a manifest edit alone; split: compactions run as two subcompactions (lib/compaction/scheduler.ts). */
+  compactions: { running: number, done: number, trivialMoves: number, split: number }
   /** What the last open() replayed from the logs and what it dropped (option walRecovery). */
   recovery: RecoveryReport
 }
@@ -95,7 +96,7 @@ export function formatStats (s: LsmStats): string {
     `bytes: user ${fmtBytes(s.bytes.user)}, wal ${fmtBytes(s.bytes.wal)}, flushed ${fmtBytes(s.bytes.flushed)}, compacted ${fmtBytes(s.bytes.compacted)}, tables ${fmtBytes(s.bytes.tables)}`,
     `bloom: ${s.bloom.useful} useful, ${s.bloom.falsePositives} false positives, ${s.bloom.checked} checked`,
     `block cache: ${s.blockCache.hits} hits, ${s.blockCache.misses} misses, ${fmtBytes(s.blockCache.bytes)} of ${fmtBytes(s.blockCache.capacity)}`,
-    `memtables ${fmtBytes(s.memtableBytes)}, range tombstones ${s.rangeTombstones}, stalls ${s.stallMs} ms (${s.slowdowns} slowdowns, ${s.pendingWrites} writes waiting), flushes ${s.flushes}, compactions ${s.compactions.done} (+${s.compactions.trivialMoves} moves, ${s.compactions.running} running)`
+    `memtables ${fmtBytes(s.memtableBytes)}, range tombstones ${s.rangeTombstones}, stalls ${s.stallMs} ms (${s.slowdowns} slowdowns, ${s.pendingWrites} writes waiting), flushes ${s.flushes}, compactions ${s.compactions.done} (${s.compactions.split} split in two, +${s.compactions.trivialMoves} moves, ${s.compactions.running} running)`
   )
   const r = s.recovery
   lines.push(`recovery (walRecovery '${r.walRecovery}'): ${r.logsReplayed} logs, ${r.recordsReplayed} records replayed` +

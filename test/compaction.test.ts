@@ -326,3 +326,35 @@ test('flow control: writes slow down, then wait, so level 0 and the memtables st
   t.is((await db.keys().all()).length, 16 * 400, 'every write landed')
   await db.close()
 })
+
+// Subcompactions (lib/compaction/scheduler.ts): a large compaction runs as two
+// halves at once, one on each worker thread; the result is the same database.
+test('subcompactions: large compactions split in two on the worker threads, with the same result', async (t) => {
+  const rnd = new Random(seed + 77)
+  const entries: Array<[string, string]> = []
+  for (let i = 0; i < 30_000; i++) entries.push([`k${String(rnd.int(1e9)).padStart(9, '0')}`, `v${i}-${'x'.repeat(rnd.int(60))}`])
+  const want = new Map<string, string>()
+  for (const [k, v] of entries) want.set(k, v)
+  const contents: Array<Map<string, string>> = []
+  for (const compactionWorker of [true, false]) {
+    const db = new LsmLevel<string, string>(tempDir(), { compactionWorker, writeBufferSize: 64 * 1024, targetFileSize: 16 * 1024 })
+    await db.open()
+    for (let i = 0; i < entries.length; i += 500) await db.batch(entries.slice(i, i + 500).map(([key, value]) => ({ type: 'put' as const, key, value })))
+    await db.compactRange()
+    const s = db.stats()
+    if (compactionWorker) t.ok(s.compactions.split > 0, `on worker threads: ${s.compactions.split} of ${s.compactions.done} compactions split in two`)
+    else t.is(s.compactions.split, 0, 'on the event loop: none split')
+    const levels = db.engine.tables()
+    let ordered = true
+    for (let level = 1; level < levels.length; level++) {
+      for (let i = 1; i < levels[level].length; i++) {
+        if (Buffer.compare(levels[level][i - 1].largest.userKey, levels[level][i].smallest.userKey) >= 0) ordered = false
+      }
+    }
+    t.ok(ordered, `${compactionWorker ? 'worker threads' : 'event loop'}: the tables of each level are disjoint and in order`)
+    contents.push(new Map(await db.iterator().all()))
+    await db.close()
+  }
+  t.deepEqual(contents[0], want, 'split compactions: every entry reads back')
+  t.deepEqual(contents[1], want, 'whole compactions: every entry reads back')
+})

@@ -81,6 +81,17 @@ const WORKLOADS: WorkloadSpec[] = [
     powerImages: 5
   },
   {
+    // Compactions of at least 4 x targetFileSize split in two subcompactions
+    // (lib/compaction/scheduler.ts): here most of them, on the in-process workers.
+    name: 'tiny buffers, subcompactions',
+    options: { ...TINY, targetFileSize: 256 },
+    steps: 80,
+    keys: 48,
+    batch: [2, 8],
+    pad: 70,
+    powerImages: 4
+  },
+  {
     // Memtables of ~2,700 entries: a flush takes more than one slice of the event
     // loop, so logs rotate and sync writes land while a flush is in progress.
     name: 'multi-slice flushes',

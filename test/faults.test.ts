@@ -565,6 +565,39 @@ test('a read fault during compaction is a background error: writes stop, data st
 // where the flush's table goes, so its open fails (EISDIR) on that thread. The
 // error must cross back whole: LEVEL_IO_ERROR, the errno as its cause, the
 // table named.
+// A compaction split in two (lib/compaction/scheduler.ts): when one half fails,
+// the tables the other half wrote are removed, nothing is installed, and the
+// failure reaches the caller as any background failure does.
+const SUBCOMPACTION_FAULTS = [1, 3, 6]
+
+test('a subcompaction failing removes the other half\'s tables', async (t) => {
+  for (const nth of SUBCOMPACTION_FAULTS) {
+    casesRun++
+    const rnd = new Random(seed + 3100 + nth)
+    const { fs, engine } = await openFresh({ ...OPTIONS, targetFileSize: 256 })
+    const log = new WriteLog(false)
+    for (let i = 0; i < 3; i++) {
+      await fill(engine, log, rnd, 60, false)
+      await engine.flushMemTable()
+    }
+    await engine.waitForIdle()
+    const splitBefore = engine.stats().compactions.split
+    const tablesBefore = new Set(engine.tables().flat().map((f) => f.number))
+    fs.faults.inject({ op: 'append', path: /\.sst$/, code: 'ENOSPC', nth })
+    const err = await rejection(engine.compactRange())
+    checkError(t, err, 'ENOSPC', `compactRange, table write ${nth} failing`)
+    fs.faults.clear()
+    t.ok(engine.stats().compactions.split > splitBefore, `the failed compaction was split in two (write ${nth})`)
+    const onDisk = fs.list(LOC).filter((n) => n.endsWith('.sst')).map((n) => Number(n.slice(0, -4)))
+    const stray = onDisk.filter((n) => !tablesBefore.has(n))
+    t.deepEqual(stray, [], `write ${nth}: no table of either half is left behind`)
+    t.deepEqual(new Set(engine.tables().flat().map((f) => f.number)), tablesBefore, `write ${nth}: the version is unchanged`)
+    checkReads(t, engine, log, `after the subcompaction failure (write ${nth})`)
+    await engine.close().catch(() => {})
+    await checkReopen(t, fs, log, log.writes.length, `reopen after the subcompaction failure (write ${nth})`)
+  }
+})
+
 test('fault: a flush failing on the worker thread (node file system) reaches the caller whole', async (t) => {
   const dir = nodeFs.mkdtempSync(path.join(os.tmpdir(), 'lsm-faults-thread-'))
   const engine = await Engine.open(dir, { ...OPTIONS, compactionWorker: true })
@@ -591,8 +624,8 @@ test('fault totals', (t) => {
   t.comment(`fault cases run: ${casesRun} (${WRITE_FAULTS.length} write-path faults x ${CODES.length} codes x ${JOB_PLACES.length} places for jobs, ${OPEN_FAULTS.length} open-path faults x ${CODES.length} codes, plus read faults); reopens checked: ${reopensChecked}`)
   // Each case counts itself first thing: a case skipped, left out by an `only`,
   // or never registered leaves the total short.
-  const registered = CODES.length * (1 + WRITE_FAULTS.length * JOB_PLACES.length + OPEN_FAULTS.length) + 2
-  t.is(casesRun, registered, 'every fault case ran: log removal, each write-path fault per code and place for jobs, each open-path fault per code, table read faults, a read fault in compaction')
+  const registered = CODES.length * (1 + WRITE_FAULTS.length * JOB_PLACES.length + OPEN_FAULTS.length) + 2 + SUBCOMPACTION_FAULTS.length
+  t.is(casesRun, registered, 'every fault case ran: log removal, each write-path fault per code and place for jobs, each open-path fault per code, table read faults, a read fault in compaction, a failing subcompaction')
   // Every case but the table read-fault one reopens a copy of its files at least once.
   t.ok(reopensChecked >= registered - 1, `every case that reopens checked at least one reopened database (${reopensChecked} for ${registered - 1} cases)`)
   t.end()

@@ -6,6 +6,7 @@ import type { FileMeta } from '../manifest/file-meta'
 import type { InternalIterator } from '../iterators/internal-iterator'
 import { MergingIterator } from '../iterators/merging-iterator'
 import { LevelIterator } from '../iterators/level-iterator'
+import { KeyRangeIterator } from '../iterators/key-range-iterator'
 import type { TableCache } from '../sstable/table-cache'
 import { writeTables, type TableWriterResult } from './table-writer'
 import { compareBytes } from '../util/coding'
@@ -33,6 +34,8 @@ export interface CompactionJob {
   floorBase: number
   /** File numbers reserved for the outputs, used in order. */
   fileNumbers: number[]
+  /** A subcompaction: only the user keys in [start, end) (either open), see CompactionScheduler. */
+  range?: { start?: Uint8Array, end?: Uint8Array }
 }
 
 /**
@@ -71,7 +74,8 @@ export function reviveJob (job: CompactionJob): CompactionJob {
     ...job,
     runs: job.runs.map((r) => r.map(reviveMeta)),
     deeper: job.deeper.map((r) => r.map(reviveMeta)),
-    rangeTombstones: job.rangeTombstones.map((t) => ({ seq: t.seq, start: b(t.start), end: t.end === undefined ? undefined : b(t.end) }))
+    rangeTombstones: job.rangeTombstones.map((t) => ({ seq: t.seq, start: b(t.start), end: t.end === undefined ? undefined : b(t.end) })),
+    range: job.range === undefined ? undefined : { start: job.range.start && b(job.range.start), end: job.range.end && b(job.range.end) }
   }
 }
 
@@ -134,8 +138,10 @@ export async function runCompactionJob (job: CompactionJob, fs: FileSystem, tabl
   // which closes the merged input on any error: a table that fails to open must
   // not leak the ones opened before it.
   const children: InternalIterator[] = job.runs.map((run) => new LevelIterator(run, (meta) => tables.get(meta.number).iterator()))
+  const merged = new MergingIterator(children)
+  const input = job.range === undefined ? merged : new KeyRangeIterator(merged, job.range.start, job.range.end)
   let next = 0
-  return await writeTables(new MergingIterator(children), {
+  return await writeTables(input, {
     fs,
     dir: job.dir,
     blockSize: job.blockSize,
