@@ -84,6 +84,15 @@ export interface EngineOptions {
    */
   compactionWorker: boolean
   /**
+   * Split a compaction of at least 4 x targetFileSize of input in two halves
+   * run at once, one on each worker thread (lib/compaction/scheduler.ts), so
+   * that a large compaction, which stalled writes may wait for, uses two
+   * cores. Default true; false: one worker thread per compaction, for a host
+   * that should give lsm-level's background work one core at most. No effect
+   * without compactionWorker.
+   */
+  subcompactions: boolean
+  /**
    * Run the log's fdatasync for `{ sync: true }` writes on the event loop while
    * this disk's fdatasync takes under 1 ms (the turn budget), saving the
    * thread-pool round trip. An inline fdatasync that takes longer sends the
@@ -181,6 +190,7 @@ const validators: Record<keyof EngineOptions, Validator> = {
   level0StopWritesTrigger: positiveInt(1, 10000),
   maxImmutableMemtables: positiveInt(1, 64),
   compactionWorker: boolean,
+  subcompactions: boolean,
   inlineSync: boolean,
   compaction: (name, value) => {
     if (value !== 'leveled' && value !== 'tiered') throw invalidOption(name, `must be 'leveled' or 'tiered', got ${String(value)}`)
@@ -228,6 +238,7 @@ export function resolveOptions (input: Partial<Record<keyof EngineOptions, unkno
     level0StopWritesTrigger: pick('level0StopWritesTrigger', 12),
     maxImmutableMemtables: pick('maxImmutableMemtables', 2),
     compactionWorker: pick('compactionWorker', true),
+    subcompactions: pick('subcompactions', true),
     inlineSync: pick('inlineSync', true),
     compaction,
     maxSizeAmplificationPercent: pick('maxSizeAmplificationPercent', 200),

@@ -336,14 +336,19 @@ test('subcompactions: large compactions split in two on the worker threads, with
   const want = new Map<string, string>()
   for (const [k, v] of entries) want.set(k, v)
   const contents: Array<Map<string, string>> = []
-  for (const compactionWorker of [true, false]) {
-    const db = new LsmLevel<string, string>(tempDir(), { compactionWorker, writeBufferSize: 64 * 1024, targetFileSize: 16 * 1024 })
+  const configs = [
+    { name: 'worker threads', options: { compactionWorker: true } },
+    { name: 'worker threads, subcompactions: false', options: { compactionWorker: true, subcompactions: false } },
+    { name: 'event loop', options: { compactionWorker: false } }
+  ]
+  for (const { name, options } of configs) {
+    const db = new LsmLevel<string, string>(tempDir(), { ...options, writeBufferSize: 64 * 1024, targetFileSize: 16 * 1024 })
     await db.open()
     for (let i = 0; i < entries.length; i += 500) await db.batch(entries.slice(i, i + 500).map(([key, value]) => ({ type: 'put' as const, key, value })))
     await db.compactRange()
     const s = db.stats()
-    if (compactionWorker) t.ok(s.compactions.split > 0, `on worker threads: ${s.compactions.split} of ${s.compactions.done} compactions split in two`)
-    else t.is(s.compactions.split, 0, 'on the event loop: none split')
+    if (name === 'worker threads') t.ok(s.compactions.split > 0, `${name}: ${s.compactions.split} of ${s.compactions.done} compactions split in two`)
+    else t.is(s.compactions.split, 0, `${name}: none split`)
     const levels = db.engine.tables()
     let ordered = true
     for (let level = 1; level < levels.length; level++) {
@@ -351,10 +356,9 @@ test('subcompactions: large compactions split in two on the worker threads, with
         if (Buffer.compare(levels[level][i - 1].largest.userKey, levels[level][i].smallest.userKey) >= 0) ordered = false
       }
     }
-    t.ok(ordered, `${compactionWorker ? 'worker threads' : 'event loop'}: the tables of each level are disjoint and in order`)
+    t.ok(ordered, `${name}: the tables of each level are disjoint and in order`)
     contents.push(new Map(await db.iterator().all()))
     await db.close()
   }
-  t.deepEqual(contents[0], want, 'split compactions: every entry reads back')
-  t.deepEqual(contents[1], want, 'whole compactions: every entry reads back')
+  for (const [i, { name }] of configs.entries()) t.deepEqual(contents[i], want, `${name}: every entry reads back`)
 })

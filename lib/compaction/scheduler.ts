@@ -332,7 +332,7 @@ export class CompactionScheduler {
    */
   private splitJob (job: CompactionJob, task: CompactionTask): CompactionJob[] {
     const { options, versions } = this.env
-    if (!this.worker || !this.flushWorker) return [job]
+    if (!this.worker || !this.flushWorker || !options.subcompactions) return [job]
     const inputBytes = job.runs.reduce((sum, run) => run.reduce((s, f) => s + f.size, sum), 0)
     if (inputBytes < SUBCOMPACTION_FACTOR * options.targetFileSize) return [job]
     const key = splitKey(job.runs, this.env.tableCache)
