@@ -26,7 +26,7 @@
 //   BENCH_ONLY=log,memory ...                   a subset (empty, compacted, log, tables, memory)
 //   BENCH_RUNS=5 ...                            more runs (default 3)
 //   BENCH_MARKDOWN=BENCHMARKS.md ...            also write the section "open" of that file
-//   BENCH_CPU_PROF=DIR ...                      the open children run with --cpu-prof into DIR
+//   BENCH_CPU_PROF=DIR ...                      the open children run with --cpu-prof (DIR/engine-database-run/, a file per thread)
 import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
@@ -197,7 +197,7 @@ async function parent (): Promise<void> {
         for (const e of rotated(PERSISTENT, run)) {
           const dir = path.join(root, `${e}-${s}-${run}`)
           if (s !== 'empty') fs.cpSync(prepared.get(`${e}-${s}`)!, dir, { recursive: true })
-          const profile = CPU_PROF === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', CPU_PROF, '--cpu-prof-name', `${e}-${s}-${run}.cpuprofile`]
+          const profile = CPU_PROF === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', path.join(CPU_PROF, `${e}-${s}-${run}`)]
           const m = runChild<Opened>(script, { mode: 'open', engine: e, scenario: s, dir } satisfies Spec, profile)
           fs.rmSync(dir, { recursive: true, force: true })
           if (!opened.has(s)) opened.set(s, new Map())
