@@ -197,7 +197,7 @@ async function parent (): Promise<void> {
         for (const e of rotated(PERSISTENT, run)) {
           const dir = path.join(root, `${e}-${s}-${run}`)
           if (s !== 'empty') fs.cpSync(prepared.get(`${e}-${s}`)!, dir, { recursive: true })
-          const profile = CPU_PROF === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', path.join(CPU_PROF, `${e}-${s}-${run}`)]
+          const profile = CPU_PROF === undefined ? [] : ['--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', path.join(CPU_PROF, `${e}-${s}-${run}`)]
           const m = runChild<Opened>(script, { mode: 'open', engine: e, scenario: s, dir } satisfies Spec, profile)
           fs.rmSync(dir, { recursive: true, force: true })
           if (!opened.has(s)) opened.set(s, new Map())

@@ -3,9 +3,13 @@
 //   1. Read the manifest named by CURRENT (or start a new database).
 //   2. Replay the logs not yet in tables (number >= the manifest's logNumber),
 //      in order, one memtable per log.
-//   3. Write a fresh manifest holding the state read in 1; create the new log;
-//      then one version edit names the logs that stay live and the newest
-//      sequence number.
+//   3. Create the new log (or take over the newest log if it held no record
+//      and no damage: a database opened and closed again and again, each
+//      time before its replayed memtables were flushed, does not pile up
+//      empty logs); write a fresh manifest holding the state read in 1,
+//      the log it starts from (the oldest replayed log that stays live, else
+//      the new one) and the newest sequence number. Its directory syncs make
+//      the new log's entry durable too.
 //   4. Remove orphans: files no version or live log refers to (left by a crash).
 //
 // What open waits for, and what it leaves to the background. A clean replay
@@ -20,8 +24,9 @@
 // A replay that dropped damage, or whose memtable grew too large in the middle
 // of a log (isFull: a log far larger than this open's writeBufferSize), writes its
 // memtables to level-0 tables before open resolves instead, and the edit of
-// step 3 adds those tables and retires every replayed log at once: the damaged
-// tail must not stay in a live log that newer logs follow (see recover()).
+// step 3 is followed by a version edit that adds those tables and retires
+// every replayed log at once: the damaged tail must not stay in a live log
+// that newer logs follow (see recover()).
 //
 // Damaged logs (option walRecovery, lib/options.ts): by default ('torn-tail')
 // replay drops the damage a crash can leave, only at the end of the newest log
@@ -76,7 +81,7 @@ export interface RecoveryContext {
   createIfMissing: boolean
   errorIfExists: boolean
   walRecovery: WalRecovery
-  /** Creates log `number`, durably, as the log new writes go to: before the manifest names it. */
+  /** Creates log `number` as the log new writes go to; recovery makes its directory entry durable. */
   createLog (number: number): void
   /** True once a replayed memtable is too large to wait for a flush after open: it is written out during the open. */
   isFull (mem: MemTable): boolean
@@ -104,7 +109,8 @@ export interface Recovered {
 /** Steps 1 to 3 above. The directory exists and is locked. */
 export async function recover (ctx: RecoveryContext): Promise<Recovered> {
   const { fs, dir, versions } = ctx
-  if (versions.exists()) {
+  const created = !versions.exists()
+  if (!created) {
     if (ctx.errorIfExists) throw levelError('LEVEL_INVALID_OPTION', `Database already exists and errorIfExists is true: ${dir}`)
     versions.recover()
   } else {
@@ -122,7 +128,7 @@ export async function recover (ctx: RecoveryContext): Promise<Recovered> {
   // Nothing is written until the replay succeeded but the tables it fills: a
   // failed open removes them and leaves the directory as it found it.
   const report = emptyRecoveryReport(ctx.walRecovery)
-  const replayed: Replayed = { tables: [], tombstones: [], unflushed: [], lastSequence: versions.lastSequence }
+  const replayed: Replayed = { flushed: false, tables: [], tombstones: [], unflushed: [], lastSequence: versions.lastSequence }
   try {
     await replayLogs(ctx, report, replayed)
   } catch (err) {
@@ -130,10 +136,24 @@ export async function recover (ctx: RecoveryContext): Promise<Recovered> {
     throw err
   }
   // Logs that stay live are durable before any newer log takes records (see the
-  // top of this file); creating the new log syncs the directory, which makes
-  // their names durable too.
+  // top of this file); the manifest's directory syncs make their names durable too.
   for (const u of replayed.unflushed) fs.syncFile(join(dir, logName(u.logNumber)))
+  if (!replayed.flushed && !created) {
+    const logNumber = replayed.emptyNewestLog ?? versions.newFileNumber()
+    // Nothing to add to the version (no table, no range tombstone): the new
+    // manifest records the rest, and the directory syncs it makes before
+    // CURRENT names it cover the new log. (Not for a new database: a log
+    // without CURRENT would make a crash before CURRENT look like a database
+    // that lost it.)
+    ctx.createLog(logNumber)
+    versions.writeNewManifest({
+      logNumber: replayed.unflushed.length > 0 ? replayed.unflushed[0].logNumber : logNumber,
+      lastSequence: replayed.lastSequence
+    })
+    return { report, lastSequence: replayed.lastSequence, logNumber, unflushed: replayed.unflushed }
+  }
   versions.writeNewManifest()
+  const logNumber = replayed.emptyNewestLog ?? versions.newFileNumber()
 
   // The edit that retires the replayed logs is made durable BEFORE new writes
   // go to the new log: a crash in between must not leave a replayed log
@@ -144,18 +164,16 @@ export async function recover (ctx: RecoveryContext): Promise<Recovered> {
   // recorded first, a crash before the logs' retirement would make the next
   // open replay those logs again into NEWER-numbered level-0 tables holding
   // OLDER data (and, if a log lost its unsynced tail meanwhile, less of it),
-  // which reads would then wrongly prefer. A replay that wrote no table keeps
-  // its logs live instead (their memtables are flushed later): the edit names
-  // the oldest of them, which retires only logs that held no record.
-  const logNumber = versions.newFileNumber()
+  // which reads would then wrongly prefer.
   ctx.createLog(logNumber)
+  fs.syncDir(dir)
   await versions.logAndApply({
     newFiles: replayed.tables.map((meta) => ({ level: 0, meta })),
     rangeTombstones: replayed.tombstones,
-    logNumber: replayed.unflushed.length > 0 ? replayed.unflushed[0].logNumber : logNumber,
+    logNumber,
     lastSequence: replayed.lastSequence
   })
-  return { report, lastSequence: replayed.lastSequence, logNumber, unflushed: replayed.unflushed }
+  return { report, lastSequence: replayed.lastSequence, logNumber, unflushed: [] }
 }
 
 /**
@@ -170,18 +188,23 @@ export function removeOrphans (fs: FileSystem, dir: string, versions: VersionSet
 }
 
 interface Replayed {
-  /** Level-0 tables written by the replay (damage dropped, or a memtable filled up). */
+  /** True if the replay wrote memtables out (damage dropped, or a memtable filled up): to the tables below and the tombstones. */
+  flushed: boolean
+  /** Level-0 tables written by the replay (none if range tombstones covered every entry). */
   tables: FileMeta[]
   tombstones: RangeTombstone[]
   /** Otherwise: the memtable of each log that held records, oldest first. */
   unflushed: ReplayedMemTable[]
   lastSequence: number
+  /** The newest log, if it held no record and no damage (zeros aside): it becomes the new log. */
+  emptyNewestLog?: number
 }
 
 /** Step 2 above. */
 async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Replayed): Promise<void> {
   const { fs, dir, versions, walRecovery: mode } = ctx
   const flush = async (mem: MemTable): Promise<void> => {
+    out.flushed = true
     out.tables.push(...await ctx.writeLevel0(mem, out.lastSequence))
     out.tombstones.push(...mem.rangeTombstones())
   }
@@ -225,6 +248,7 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
       continue
     }
     const reader = new LogReader(fs, join(dir, name), name)
+    const droppedBefore = report.dropped.length
     let first = true
     let offset = 0
     try {
@@ -280,6 +304,8 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
       reader.close()
     }
     report.logsReplayed++
+    const empty = first && report.dropped.length === droppedBefore
+    out.emptyNewestLog = empty && i === logs.length - 1 ? logs[i] : undefined
     if (!writeTables && !mem.isEmpty()) {
       out.unflushed.push({ mem, logNumber: logs[i] })
       mem = new MemTable()

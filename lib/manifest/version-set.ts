@@ -135,9 +135,18 @@ export class VersionSet {
 
   /**
    * Starts a new manifest holding a snapshot of the current state and points
-   * CURRENT at it. Used on every open (also for a new database).
+   * CURRENT at it. Used on every open (also for a new database): there
+   * `recovered` gives the live log and the newest sequence number the snapshot
+   * records (what recovery found), in place of a version edit and its fsync.
+   * The directory is synced twice (the new manifest's entry, then CURRENT's),
+   * which makes every create before the call durable too.
    */
-  writeNewManifest (): void {
+  writeNewManifest (recovered?: { logNumber: number, lastSequence: number }): void {
+    if (recovered !== undefined) {
+      assert(recovered.logNumber >= this.logNumber, 'the live log moves back')
+      this.logNumber = recovered.logNumber
+      if (recovered.lastSequence > this.lastSequence) this.lastSequence = recovered.lastSequence
+    }
     const number = this.newFileNumber()
     const name = manifestName(number)
     const file = this.fs.openWrite(join(this.dir, name))
