@@ -253,7 +253,7 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
     let offset = 0
     try {
       for (;;) {
-        for (let rec = reader.next(); rec !== undefined; rec = reader.next()) {
+        for (let rec = reader.nextView(); rec !== undefined; rec = reader.nextView()) {
           const count = checkBatch(rec, name)
           const firstSeq = batchSequence(rec)
           if (mode !== 'skip-damaged' && (nextSeq < 0 ? firstSeq > versions.lastSequence + 1 : firstSeq !== nextSeq)) {
@@ -267,7 +267,8 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
           nextSeq = firstSeq + count
           first = false
           offset = reader.offset
-          // The record is the caller's (LogReader.next): a large one becomes part of the memtable's arena.
+          // A view of the reader's window (copied into the memtable's arena), or
+          // a large record's own buffer (which becomes part of the arena).
           mem.addBatch(rec, firstSeq)
           if (nextSeq - 1 > out.lastSequence) out.lastSequence = nextSeq - 1
           report.recordsReplayed++
