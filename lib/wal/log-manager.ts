@@ -100,7 +100,6 @@ export class LogManager {
   open (number: number): void {
     assert(this.current === undefined, 'log opened twice')
     this.current = this.create(number)
-    this.fs.syncDir(this.dir)
   }
 
   private create (number: number): Log {
