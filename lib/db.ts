@@ -64,6 +64,9 @@ export { processCounters } from './compaction/scheduler'
 export type { ChangeBatch, ChangeOp } from './change-feed'
 export type { CheckpointResult } from './checkpoint'
 
+/** How many write buffers' worth a memtable replayed at open may hold before it is written to a table during the open (lib/recovery.ts). */
+const REPLAY_BUFFER_FACTOR = 4
+
 export interface LevelInfo {
   level: number
   files: number
@@ -198,16 +201,20 @@ export class Engine {
       errorIfExists: options.errorIfExists,
       walRecovery: options.walRecovery,
       createLog: (number) => this.logs.open(number),
-      isFull: (mem) => this.memtables.isFull(mem),
+      // A log written with a larger write buffer than this open's still replays
+      // into one memtable, up to a bound that keeps memory near the writer's.
+      isFull: (mem) => this.memtables.isFull(mem, REPLAY_BUFFER_FACTOR),
       writeLevel0: async (mem, lastSeq) => (await this.scheduler.writeLevel0(mem, lastSeq)).outputs
     })
     this.recovery = recovered.report
     this.pipeline.setLastSequence(recovered.lastSequence)
-    const retired = fs.list(dir).map((n) => parseFileName(n))
-      .filter((p) => p !== undefined && p.type === 'log' && p.number < recovered.logNumber)
+    // The replayed memtables not yet in tables are flushed in the background (lib/recovery.ts).
+    this.memtables.adoptReplayed(recovered.unflushed)
+    const logs = fs.list(dir).map((n) => parseFileName(n))
+      .filter((p) => p !== undefined && p.type === 'log')
       .map((p) => p!.number)
-    const keep = this.retention.adopt(retired)
-    keep.add(recovered.logNumber)
+    const keep = this.retention.adopt(logs.filter((n) => n < this.versions.logNumber))
+    for (const n of logs) if (n >= this.versions.logNumber) keep.add(n)
     removeOrphans(fs, dir, this.versions, keep, this.recovery)
     this.scheduler.schedule()
   }

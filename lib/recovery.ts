@@ -2,12 +2,31 @@
 //
 //   1. Read the manifest named by CURRENT (or start a new database).
 //   2. Replay the logs not yet in tables (number >= the manifest's logNumber),
-//      in order, into memtables; each full one is written to level-0 tables.
-//   3. Create the new log; write a fresh manifest holding the state read in 1;
-//      then one version edit adds the replay's tables, retires the replayed
-//      logs and names the new log, so that the tables and the retirement of
-//      the logs they came from become durable together.
+//      in order, one memtable per log.
+//   3. Create the new log (or take over the newest log if it held no record
+//      and no damage: a database opened and closed again and again, each
+//      time before its replayed memtables were flushed, does not pile up
+//      empty logs); write a fresh manifest holding the state read in 1,
+//      the log it starts from (the oldest replayed log that stays live, else
+//      the new one) and the newest sequence number. Its directory syncs make
+//      the new log's entry durable too.
 //   4. Remove orphans: files no version or live log refers to (left by a crash).
+//
+// What open waits for, and what it leaves to the background. A clean replay
+// (every log's records valid to its end, or to the zeros written ahead of
+// them) writes no table: the replayed memtables become frozen memtables, each
+// with the log that holds its writes, and the engine flushes them after open
+// resolves, as it flushes any frozen memtable; each flush's edit retires its
+// log. Until then the replayed logs stay live, so a crash before the flush
+// replays them again. Before new writes may go to the new log, the replayed
+// logs are synced (the writer that was killed may have left them in the page
+// cache only): a power loss must not keep new writes and lose older ones.
+// A replay that dropped damage, or whose memtable grew too large in the middle
+// of a log (isFull: a log far larger than this open's writeBufferSize), writes its
+// memtables to level-0 tables before open resolves instead, and the edit of
+// step 3 is followed by a version edit that adds those tables and retires
+// every replayed log at once: the damaged tail must not stay in a live log
+// that newer logs follow (see recover()).
 //
 // Damaged logs (option walRecovery, lib/options.ts): by default ('torn-tail')
 // replay drops the damage a crash can leave, only at the end of the newest log
@@ -21,7 +40,7 @@ import type { VersionSet } from './manifest/version-set'
 import type { FileMeta } from './manifest/file-meta'
 import { MemTable } from './memtable/memtable'
 import { LogReader, tailIsZeros, type TailStatus } from './wal/log-reader'
-import { decodeBatch, OP_RANGE_DELETE } from './wal/batch'
+import { batchSequence, checkBatch } from './wal/batch'
 import type { RangeTombstone } from './range-tombstones'
 import { join, logName, parseFileName, tableName } from './filenames'
 import { corruption, levelError } from './errors'
@@ -62,26 +81,36 @@ export interface RecoveryContext {
   createIfMissing: boolean
   errorIfExists: boolean
   walRecovery: WalRecovery
-  /** Creates log `number`, durably, as the log new writes go to: before the manifest names it. */
+  /** Creates log `number` as the log new writes go to; recovery makes its directory entry durable. */
   createLog (number: number): void
-  /** True once a replayed memtable is full and must be written out. */
+  /** True once a replayed memtable is too large to wait for a flush after open: it is written out during the open. */
   isFull (mem: MemTable): boolean
   /** Writes a replayed memtable to level-0 tables (not yet in the manifest); `lastSeq` is the newest sequence number replayed. */
   writeLevel0 (mem: MemTable, lastSeq: number): Promise<FileMeta[]>
+}
+
+/** A memtable replayed from one log, not yet in tables. */
+export interface ReplayedMemTable {
+  mem: MemTable
+  /** The log that holds its writes (live until the memtable is flushed). */
+  logNumber: number
 }
 
 export interface Recovered {
   report: RecoveryReport
   /** The newest sequence number in the database. */
   lastSequence: number
-  /** The log new writes go to (created, and named by the manifest). */
+  /** The log new writes go to (created; the manifest names it, or the oldest of `unflushed`'s logs). */
   logNumber: number
+  /** The replayed memtables to flush in the background, oldest first (see the top of this file). */
+  unflushed: ReplayedMemTable[]
 }
 
 /** Steps 1 to 3 above. The directory exists and is locked. */
 export async function recover (ctx: RecoveryContext): Promise<Recovered> {
   const { fs, dir, versions } = ctx
-  if (versions.exists()) {
+  const created = !versions.exists()
+  if (!created) {
     if (ctx.errorIfExists) throw levelError('LEVEL_INVALID_OPTION', `Database already exists and errorIfExists is true: ${dir}`)
     versions.recover()
   } else {
@@ -99,14 +128,32 @@ export async function recover (ctx: RecoveryContext): Promise<Recovered> {
   // Nothing is written until the replay succeeded but the tables it fills: a
   // failed open removes them and leaves the directory as it found it.
   const report = emptyRecoveryReport(ctx.walRecovery)
-  const replayed: Replayed = { tables: [], tombstones: [], lastSequence: versions.lastSequence }
+  const replayed: Replayed = { flushed: false, tables: [], tombstones: [], unflushed: [], lastSequence: versions.lastSequence }
   try {
     await replayLogs(ctx, report, replayed)
   } catch (err) {
     for (const t of replayed.tables) fs.remove(join(dir, tableName(t.number)))
     throw err
   }
+  // Logs that stay live are durable before any newer log takes records (see the
+  // top of this file); the manifest's directory syncs make their names durable too.
+  for (const u of replayed.unflushed) fs.syncFile(join(dir, logName(u.logNumber)))
+  if (!replayed.flushed && !created) {
+    const logNumber = replayed.emptyNewestLog ?? versions.newFileNumber()
+    // Nothing to add to the version (no table, no range tombstone): the new
+    // manifest records the rest, and the directory syncs it makes before
+    // CURRENT names it cover the new log. (Not for a new database: a log
+    // without CURRENT would make a crash before CURRENT look like a database
+    // that lost it.)
+    ctx.createLog(logNumber)
+    versions.writeNewManifest({
+      logNumber: replayed.unflushed.length > 0 ? replayed.unflushed[0].logNumber : logNumber,
+      lastSequence: replayed.lastSequence
+    })
+    return { report, lastSequence: replayed.lastSequence, logNumber, unflushed: replayed.unflushed }
+  }
   versions.writeNewManifest()
+  const logNumber = replayed.emptyNewestLog ?? versions.newFileNumber()
 
   // The edit that retires the replayed logs is made durable BEFORE new writes
   // go to the new log: a crash in between must not leave a replayed log
@@ -118,15 +165,15 @@ export async function recover (ctx: RecoveryContext): Promise<Recovered> {
   // open replay those logs again into NEWER-numbered level-0 tables holding
   // OLDER data (and, if a log lost its unsynced tail meanwhile, less of it),
   // which reads would then wrongly prefer.
-  const logNumber = versions.newFileNumber()
   ctx.createLog(logNumber)
+  fs.syncDir(dir)
   await versions.logAndApply({
     newFiles: replayed.tables.map((meta) => ({ level: 0, meta })),
     rangeTombstones: replayed.tombstones,
     logNumber,
     lastSequence: replayed.lastSequence
   })
-  return { report, lastSequence: replayed.lastSequence, logNumber }
+  return { report, lastSequence: replayed.lastSequence, logNumber, unflushed: [] }
 }
 
 /**
@@ -141,17 +188,33 @@ export function removeOrphans (fs: FileSystem, dir: string, versions: VersionSet
 }
 
 interface Replayed {
+  /** True if the replay wrote memtables out (damage dropped, or a memtable filled up): to the tables below and the tombstones. */
+  flushed: boolean
+  /** Level-0 tables written by the replay (none if range tombstones covered every entry). */
   tables: FileMeta[]
   tombstones: RangeTombstone[]
+  /** Otherwise: the memtable of each log that held records, oldest first. */
+  unflushed: ReplayedMemTable[]
   lastSequence: number
+  /** The newest log, if it held no record and no damage (zeros aside): it becomes the new log. */
+  emptyNewestLog?: number
 }
 
 /** Step 2 above. */
 async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Replayed): Promise<void> {
   const { fs, dir, versions, walRecovery: mode } = ctx
   const flush = async (mem: MemTable): Promise<void> => {
+    out.flushed = true
     out.tables.push(...await ctx.writeLevel0(mem, out.lastSequence))
     out.tombstones.push(...mem.rangeTombstones())
+  }
+  // Once one table is written, every replayed memtable is (in log order, so that
+  // newer data gets newer table numbers), and the memtable runs on across logs.
+  let writeTables = false
+  const flushUnflushed = async (): Promise<void> => {
+    writeTables = true
+    for (const u of out.unflushed) await flush(u.mem)
+    out.unflushed.length = 0
   }
   const logs = fs.list(dir)
     .map((n) => parseFileName(n))
@@ -185,33 +248,32 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
       continue
     }
     const reader = new LogReader(fs, join(dir, name), name)
+    const droppedBefore = report.dropped.length
     let first = true
     let offset = 0
     try {
       for (;;) {
-        for (let rec = reader.next(); rec !== undefined; rec = reader.next()) {
-          const batch = decodeBatch(rec, name)
-          if (mode !== 'skip-damaged' && (nextSeq < 0 ? batch.firstSeq > versions.lastSequence + 1 : batch.firstSeq !== nextSeq)) {
+        for (let rec = reader.nextView(); rec !== undefined; rec = reader.nextView()) {
+          const count = checkBatch(rec, name)
+          const firstSeq = batchSequence(rec)
+          if (mode !== 'skip-damaged' && (nextSeq < 0 ? firstSeq > versions.lastSequence + 1 : firstSeq !== nextSeq)) {
             const at = first && i > 0 ? logName(logs[i - 1]) : name
             const expected = nextSeq < 0 ? `at most ${versions.lastSequence + 1}` : String(nextSeq)
-            if (mode !== 'point-in-time') throw corruption(at, `records are missing: ${name} continues at sequence number ${batch.firstSeq}, expected ${expected}`)
+            if (mode !== 'point-in-time') throw corruption(at, `records are missing: ${name} continues at sequence number ${firstSeq}, expected ${expected}`)
             report.dropped.push({ file: name, offset, bytes: size(logs[i]) - offset, reason: 'sequence-gap' })
             stopped = true
             break
           }
-          nextSeq = batch.firstSeq + batch.ops.length
+          nextSeq = firstSeq + count
           first = false
           offset = reader.offset
-          let seq = batch.firstSeq
-          // The record's buffer is reused by the reader: range bounds are copied
-          // (add copies keys and values into the memtable's arena).
-          for (const op of batch.ops) {
-            if (op.kind === OP_RANGE_DELETE) mem.addRangeTombstone(seq++, Buffer.from(op.key), op.end && Buffer.from(op.end))
-            else mem.add(seq++, op.kind, op.key, op.value ?? EMPTY)
-          }
-          if (seq - 1 > out.lastSequence) out.lastSequence = seq - 1
+          // A view of the reader's window (copied into the memtable's arena), or
+          // a large record's own buffer (which becomes part of the arena).
+          mem.addBatch(rec, firstSeq)
+          if (nextSeq - 1 > out.lastSequence) out.lastSequence = nextSeq - 1
           report.recordsReplayed++
           if (ctx.isFull(mem)) {
+            await flushUnflushed()
             await flush(mem)
             mem = new MemTable()
           }
@@ -243,7 +305,14 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
       reader.close()
     }
     report.logsReplayed++
+    const empty = first && report.dropped.length === droppedBefore
+    out.emptyNewestLog = empty && i === logs.length - 1 ? logs[i] : undefined
+    if (!writeTables && !mem.isEmpty()) {
+      out.unflushed.push({ mem, logNumber: logs[i] })
+      mem = new MemTable()
+    }
   }
+  if (report.dropped.length > 0) await flushUnflushed()
   if (!mem.isEmpty()) await flush(mem)
 }
 
@@ -267,5 +336,3 @@ function whyNotACrash (tail: TailStatus, newerLogsHoldRecords: boolean): string 
   if (!tail.validRecordAfter) return ': too much damaged data to search for valid records after it'
   return undefined
 }
-
-const EMPTY = Buffer.alloc(0)

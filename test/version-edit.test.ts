@@ -9,6 +9,8 @@ import {
   MANIFEST_FORMAT_VERSION, TAG_END, TAG_LOG_NUMBER, TAG_NEW_FILE, type VersionEdit, decodeVersionEdit, encodeVersionEdit
 } from '../lib/manifest/version-edit'
 import type { InternalKey } from '../lib/keys'
+import { Version } from '../lib/manifest/version'
+import type { FileMeta } from '../lib/manifest/file-meta'
 import { KIND_DELETE, KIND_VALUE, MAX_SEQ, encodeInternalKey } from '../lib/keys'
 import { isLevelError } from '../lib/errors'
 import { nodeFileSystem } from '../lib/fs/node-fs'
@@ -173,5 +175,52 @@ test('a manifest is a log of edits', (t) => {
   } finally {
     nodeFs.rmSync(dir, { recursive: true, force: true })
   }
+  t.end()
+})
+
+test('Version.applyAll of a run of edits builds the version that applying them one by one builds', (t) => {
+  const rnd = new Random(seed + 1)
+  // Table n covers user keys [n0, n5]: disjoint ranges, so any placement is a valid version.
+  const key = (n: number, last: boolean): InternalKey => ({ userKey: Buffer.from(`${String(n).padStart(6, '0')}${last ? 5 : 0}`), seq: 1, kind: KIND_VALUE })
+  const meta = (n: number): FileMeta => ({ number: n, size: 100, entries: 1, smallest: key(n, false), largest: key(n, true) })
+  const live = new Map<number, number>() // number -> level
+  let next = 1
+  const edits: VersionEdit[] = []
+  for (let e = 0; e < 300; e++) {
+    const edit: VersionEdit = { newFiles: [], deletedFiles: [] }
+    const before = [...live]
+    for (let k = rnd.int(4); k > 0; k--) {
+      const n = next++
+      const level = rnd.int(4)
+      edit.newFiles!.push({ level, meta: meta(n) })
+      live.set(n, level)
+    }
+    // Tables that existed before this edit are deleted or moved (a table is never added and removed by one edit).
+    for (const [n, level] of before) {
+      const r = rnd.int(20)
+      if (r === 0) { // deleted (a compaction input)
+        edit.deletedFiles!.push({ level, number: n })
+        live.delete(n)
+      } else if (r === 1 && level < 6) { // moved down a level (a trivial move)
+        edit.deletedFiles!.push({ level, number: n })
+        edit.newFiles!.push({ level: level + 1, meta: meta(n) })
+        live.set(n, level + 1)
+      }
+    }
+    edits.push(edit)
+  }
+  const shape = (v: Version): number[][] => v.levels.map((files) => files.map((f) => f.number))
+  let oneByOne = Version.empty()
+  for (const edit of edits) oneByOne = oneByOne.apply(edit)
+  t.deepEqual(shape(Version.empty().applyAll(edits)), shape(oneByOne), `${edits.length} edits at once`)
+  let chunked = Version.empty()
+  for (let i = 0; i < edits.length;) {
+    const n = 1 + rnd.int(30)
+    chunked = chunked.applyAll(edits.slice(i, i + n))
+    i += n
+  }
+  t.deepEqual(shape(chunked), shape(oneByOne), 'in random runs')
+  const expected = [0, 1, 2, 3, 4, 5, 6].map((level) => [...live].filter(([, l]) => l === level).length)
+  t.deepEqual(oneByOne.levels.map((files) => files.length), expected, 'and it holds the live tables, each at its level')
   t.end()
 })

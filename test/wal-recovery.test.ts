@@ -17,6 +17,8 @@ import { parseFileName } from '../lib/filenames'
 import { Engine, encodeBatch } from '../lib/db'
 import { KIND_VALUE } from '../lib/keys'
 import { MemFileSystem } from './fs/mem-fs'
+import { killedProcessImage } from './fs/crash-images'
+import { abandon } from './util/crash-model'
 import { openEngine } from './util/open-engine'
 import { Random, seedFromEnv } from './util/random'
 import { tempDir } from './util/temp'
@@ -303,4 +305,97 @@ test('a manifest edit names a new live log only once its directory entry is dura
     t.ok(created >= 0 && edit > created, `${worker ? 'worker' : 'event loop'}: the flush created a log and then wrote a manifest edit (${trace.join(', ')})`)
     t.ok(entrySynced >= 0 && entrySynced < edit, 'the directory fsync covering the new log returned before the edit was written')
   }
+})
+
+// Open after a crash (lib/recovery.ts): a clean replay leaves its memtable to
+// a background flush and its log live until then; a replay that dropped damage
+// writes its tables before open resolves. A table write that fails tells which:
+// in the background it cannot fail the open.
+test('a clean log replay is flushed after open resolves, its log kept until then; a torn one is written during the open', async (t) => {
+  const writer = new MemFileSystem()
+  const engine = await openEngine('/db', {}, writer)
+  for (let i = 0; i < N; i++) await engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from(key(i)), value: Buffer.from(value(i)) }]), false)
+  const crashed = killedProcessImage(writer)
+  writer.faults.crashed = true // the writer is gone
+  abandon(engine)
+  const logs = crashed.list('/db').filter((n) => parseFileName(n)?.type === 'log')
+  t.is(logs.length, 1, 'the killed writer left one log')
+  const readAll = (e: Engine): number => Array.from({ length: N }, (_, i) => e.get(Buffer.from(key(i)))?.toString() === value(i) ? 1 : 0).reduce((a: number, b: number) => a + b, 0)
+
+  // Clean: the open resolves although writing the table fails.
+  const clean = killedProcessImage(crashed)
+  clean.faults.inject({ op: 'openWrite', path: /\.sst$/, times: Infinity })
+  const reopened = await openEngine('/db', {}, clean)
+  t.is(readAll(reopened), N, 'the open resolved with every write readable (from the replayed memtable)')
+  await reopened.close().catch(() => {})
+  t.ok(clean.list('/db').includes(logs[0]), 'the flush failed: the replayed log is still there')
+  const after = killedProcessImage(clean)
+  const again = await openEngine('/db', {}, after)
+  t.is(readAll(again), N, 'and the next open replays it: every write')
+  t.deepEqual(again.recovery.dropped, [], 'nothing dropped')
+  await again.waitForIdle()
+  t.notOk(after.list('/db').includes(logs[0]), 'once the background flush is done, the log is retired')
+  await again.close()
+
+  // Torn: the last record cut; the table is written during the open, so its failure fails the open.
+  const torn = killedProcessImage(crashed)
+  const file = torn.openRead(`/db/${logs[0]}`)
+  const bytes = Buffer.alloc(file.size())
+  file.read(bytes, 0, bytes.length, 0)
+  file.close()
+  let end = bytes.length
+  while (end > 0 && bytes[end - 1] === 0) end-- // the zeros written ahead of the records
+  const out = torn.openWrite(`/db/${logs[0]}`)
+  out.append(bytes.subarray(0, end - 3))
+  out.sync()
+  out.close()
+  torn.faults.inject({ op: 'openWrite', path: /\.sst$/ })
+  const failed = await openEngine('/db', {}, torn).then((e) => e.close().then(() => undefined), (err: unknown) => err)
+  t.ok(failed !== undefined, `a torn log's table is written during the open: its failure fails the open (${(failed as Error | undefined)?.message})`)
+  torn.faults.clear()
+  const tornOpen = await openEngine('/db', {}, torn)
+  t.is(readAll(tornOpen), N - 1, 'without the fault: every write but the torn last one')
+  t.deepEqual(tornOpen.recovery.dropped.map((d) => d.reason), ['torn'], 'reported as torn')
+  t.notOk(torn.list('/db').includes(logs[0]), 'and the log is retired by the open itself')
+  await tornOpen.close()
+})
+
+test('opened and closed again and again before the replayed memtable is flushed, a database keeps one log besides the replayed one', async (t) => {
+  const { dir } = await damagedCopy((log) => log)
+  const logs = (): string[] => fs.readdirSync(dir).filter((n) => parseFileName(n)?.type === 'log')
+  for (let round = 0; round < 5; round++) {
+    const db = new LsmLevel(dir)
+    await db.open()
+    await db.close()
+  }
+  t.ok(logs().length <= 2, `logs after 5 opens: ${logs().join(', ')}`)
+  const db = new LsmLevel(dir)
+  await db.open()
+  t.deepEqual(await presentKeys(db), range(0, N), 'every write is there')
+  await db.close()
+})
+
+test('a torn log whose records are only a range delete: the delete survives the open (found by the crash sweep)', async (t) => {
+  const live = path.join(tempDir('lsm-walrec-rd-'), 'db')
+  const db = new LsmLevel(live)
+  await db.open()
+  await db.put('a', '1')
+  await db.put('b', '2')
+  await db.engine.flushMemTable()
+  await db.clear({ gte: 'a', lt: 'c' })
+  // A copy while open (a crash), its log ending in a torn record.
+  const dir = path.join(tempDir('lsm-walrec-rd-copy-'), 'db')
+  fs.mkdirSync(dir)
+  for (const n of fs.readdirSync(live)) if (n !== 'LOCK') fs.copyFileSync(path.join(live, n), path.join(dir, n))
+  await db.close()
+  const log = fs.readdirSync(dir).filter((n) => parseFileName(n)?.type === 'log').sort().pop()!
+  const bytes = fs.readFileSync(path.join(dir, log))
+  let end = bytes.length
+  while (end > 0 && bytes[end - 1] === 0) end--
+  fs.writeFileSync(path.join(dir, log), Buffer.concat([bytes.subarray(0, end), Buffer.from([1, 2, 3, 4, 5, 6, 7])]))
+  const reopened = new LsmLevel(dir)
+  await reopened.open()
+  t.deepEqual(reopened.stats().recovery.dropped.map((d) => d.reason), ['torn'], 'the torn record was dropped')
+  t.deepEqual(await reopened.keys().all(), [], 'the range delete in the log still hides both keys')
+  await reopened.close()
 })

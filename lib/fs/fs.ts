@@ -63,6 +63,8 @@ export interface FileSystem {
   /** Removes a directory if it is empty; returns false if it is not empty. */
   removeDirIfEmpty (path: string): boolean
   mkdirp (path: string): void
+  /** fsync of a whole existing file, not open for writing here (a log written by an earlier process, kept live at open). */
+  syncFile (path: string): void
   /** fsync of a directory, making creates, renames and removes in it durable. */
   syncDir (path: string): void
   /** The same as `syncDir`, off the event loop (optional: `syncDirAsync()` below falls back to syncDir). */

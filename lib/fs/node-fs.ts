@@ -191,6 +191,15 @@ export class NodeFileSystem implements FileSystem {
     fs.mkdirSync(path, { recursive: true })
   }
 
+  syncFile (path: string): void {
+    const fd = fs.openSync(path, 'r')
+    try {
+      fs.fdatasyncSync(fd)
+    } finally {
+      fs.closeSync(fd)
+    }
+  }
+
   syncDir (path: string): void {
     const fd = fs.openSync(path, 'r')
     try {

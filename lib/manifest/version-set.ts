@@ -72,6 +72,12 @@ export class VersionSet {
     if (!this.fs.exists(path)) throw corruption(CURRENT, `names ${name}, which does not exist`)
     const reader = new LogReader(this.fs, path, name)
     let version = Version.empty()
+    // Edits without range tombstones, over a version without any, are applied together (Version.applyAll).
+    const pending: VersionEdit[] = []
+    const applyPending = (): void => {
+      if (pending.length > 0) version = version.applyAll(pending)
+      pending.length = 0
+    }
     let sawSnapshot = false
     let haveNext = false
     let haveSeq = false
@@ -81,13 +87,19 @@ export class VersionSet {
         if (edit.formatVersion !== undefined && edit.formatVersion > MANIFEST_FORMAT_VERSION) {
           throw levelError('LEVEL_NOT_SUPPORTED', `${name} has format version ${edit.formatVersion}; this version of lsm-level reads up to ${MANIFEST_FORMAT_VERSION} (see UPGRADING.md)`)
         }
-        version = version.apply(edit)
+        if (version.rangeTombstones.length === 0 && (edit.rangeTombstones === undefined || edit.rangeTombstones.length === 0)) {
+          pending.push(edit)
+        } else {
+          applyPending()
+          version = version.apply(edit)
+        }
         sawSnapshot = true
         if (edit.logNumber !== undefined) this.logNumber = edit.logNumber
         if (edit.nextFileNumber !== undefined) { this.nextFileNumber = edit.nextFileNumber; haveNext = true }
         if (edit.lastSequence !== undefined) { this.lastSequence = edit.lastSequence; haveSeq = true }
         for (const cp of edit.compactPointers ?? []) this.compactPointers[cp.level] = cp.key
       }
+      applyPending()
     } finally {
       reader.close?.()
     }
@@ -135,9 +147,18 @@ export class VersionSet {
 
   /**
    * Starts a new manifest holding a snapshot of the current state and points
-   * CURRENT at it. Used on every open (also for a new database).
+   * CURRENT at it. Used on every open (also for a new database): there
+   * `recovered` gives the live log and the newest sequence number the snapshot
+   * records (what recovery found), in place of a version edit and its fsync.
+   * The directory is synced twice (the new manifest's entry, then CURRENT's),
+   * which makes every create before the call durable too.
    */
-  writeNewManifest (): void {
+  writeNewManifest (recovered?: { logNumber: number, lastSequence: number }): void {
+    if (recovered !== undefined) {
+      assert(recovered.logNumber >= this.logNumber, 'the live log moves back')
+      this.logNumber = recovered.logNumber
+      if (recovered.lastSequence > this.lastSequence) this.lastSequence = recovered.lastSequence
+    }
     const number = this.newFileNumber()
     const name = manifestName(number)
     const file = this.fs.openWrite(join(this.dir, name))

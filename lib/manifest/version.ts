@@ -93,6 +93,28 @@ export class Version {
     if (--this.refs === 0 && this.onRelease) this.onRelease(this)
   }
 
+  /**
+   * apply() of each of `edits` in turn, building one version instead of one per
+   * edit (a manifest holds an edit per flush and compaction: applied one by one
+   * they cost files x edits). REQUIRES: neither this version nor the edits hold
+   * range tombstones (apply's pruning of tombstones then never runs, and the
+   * result is the same); file numbers are never reused.
+   */
+  applyAll (edits: readonly VersionEdit[]): Version {
+    assert(this.rangeTombstones.length === 0, 'applyAll over range tombstones')
+    const added = new Map<string, { level: number, meta: FileMeta }>()
+    const deletedFiles: Array<{ level: number, number: number }> = []
+    for (const edit of edits) {
+      assert(edit.rangeTombstones === undefined || edit.rangeTombstones.length === 0, 'applyAll of a range tombstone')
+      for (const d of edit.deletedFiles ?? []) {
+        // A table added by an earlier edit of the batch and deleted again: neither.
+        if (!added.delete(d.level + ':' + d.number)) deletedFiles.push(d)
+      }
+      for (const n of edit.newFiles ?? []) added.set(n.level + ':' + n.meta.number, n)
+    }
+    return this.apply({ deletedFiles, newFiles: [...added.values()] })
+  }
+
   /** A new version: this one with `edit`'s deletions and additions. */
   apply (edit: VersionEdit): Version {
     const deleted = new Set<string>()

@@ -32,9 +32,9 @@ export class MemTableSet {
 
   constructor (private readonly writeBufferSize: number) {}
 
-  /** True once `mem` should be frozen (and, in recovery, flushed). */
-  isFull (mem: MemTable): boolean {
-    return mem.approximateBytes() >= this.writeBufferSize || mem.rangeTombstoneCount() >= MAX_MEMTABLE_RANGE_TOMBSTONES
+  /** True once `mem` should be frozen; `factor`: once it holds that many times the write buffer's bytes. */
+  isFull (mem: MemTable, factor = 1): boolean {
+    return mem.approximateBytes() >= factor * this.writeBufferSize || mem.rangeTombstoneCount() >= MAX_MEMTABLE_RANGE_TOMBSTONES
   }
 
   /** Freezes the active memtable, whose writes are in log `logNumber`, and starts a new one. */
@@ -42,6 +42,11 @@ export class MemTableSet {
     this.frozen.push({ mem: this.active, logNumber, writesInFlight: this.activeWritesInFlight })
     this.active = new MemTable()
     this.activeWritesInFlight = 0
+  }
+
+  /** At open: memtables replayed from logs and not yet in tables (oldest first, each with its log) wait for their flush. */
+  adoptReplayed (replayed: ReadonlyArray<{ mem: MemTable, logNumber: number }>): void {
+    for (const r of replayed) this.frozen.push({ mem: r.mem, logNumber: r.logNumber, writesInFlight: 0 })
   }
 
   /**

@@ -147,6 +147,11 @@ export function batchCount (payload: Uint8Array): number {
   return getFixed32(payload, 8)
 }
 
+/** The first sequence number of an encoded batch. */
+export function batchSequence (payload: Uint8Array): number {
+  return getFixed64(payload, 0)
+}
+
 /** Sets the first sequence number of an encoded batch (encodeBatch). */
 export function setBatchSequence (payload: Uint8Array, firstSeq: number): void {
   assert(Number.isInteger(firstSeq) && firstSeq >= 1, 'batch first sequence number must be >= 1')
@@ -208,11 +213,8 @@ export function readBatchOp (payload: Uint8Array, pos: number): number {
   return pos
 }
 
-/**
- * Decodes a batch payload read from the log file `name`. Keys and values are
- * subarrays of `payload` (no copies). Throws corruption(name, ...) if malformed.
- */
-export function decodeBatch (payload: Buffer, name: string): DecodedBatch {
+/** The operation count of a batch payload read from the log file `name`, after checking its header. Throws corruption(name, ...) if malformed. */
+function checkedCount (payload: Uint8Array, name: string): number {
   const end = payload.length
   if (end < BATCH_HEADER_SIZE) throw corruption(name, `write batch too short (${end} bytes)`)
   const firstSeq = getFixed64(payload, 0)
@@ -221,6 +223,33 @@ export function decodeBatch (payload: Buffer, name: string): DecodedBatch {
   if (count > 0 && firstSeq + count - 1 > MAX_SEQ) throw corruption(name, 'write batch sequence numbers exceed the maximum')
   // Every op takes at least 2 bytes (kind + key length); checked before any allocation.
   if (count > (end - BATCH_HEADER_SIZE) / 2) throw corruption(name, `write batch count ${count} exceeds its size`)
+  return count
+}
+
+/**
+ * Checks a whole batch payload read from the log file `name` as decodeBatch
+ * does, without making views (log replay then adds it with MemTable.addBatch).
+ * Returns its operation count. Throws corruption(name, ...) if malformed.
+ */
+export function checkBatch (payload: Uint8Array, name: string): number {
+  const count = checkedCount(payload, name)
+  let pos = BATCH_HEADER_SIZE
+  for (let i = 0; i < count; i++) {
+    pos = readBatchOp(payload, pos)
+    if (pos < 0) throw corruption(name, `write batch operation ${i}: ${batchOpOut.error}`)
+  }
+  if (pos !== payload.length) throw corruption(name, `write batch has ${payload.length - pos} trailing bytes`)
+  return count
+}
+
+/**
+ * Decodes a batch payload read from the log file `name`. Keys and values are
+ * subarrays of `payload` (no copies). Throws corruption(name, ...) if malformed.
+ */
+export function decodeBatch (payload: Buffer, name: string): DecodedBatch {
+  const end = payload.length
+  const count = checkedCount(payload, name)
+  const firstSeq = getFixed64(payload, 0)
   const o = batchOpOut
   const ops: DecodedOp[] = new Array(count)
   let pos = BATCH_HEADER_SIZE

@@ -92,11 +92,14 @@ export class LogManager {
     return this.retirements > 0
   }
 
-  /** Creates log `number` as the current log and makes its directory entry durable. */
+  /**
+   * Creates log `number` as the current log, at open. Its directory entry is
+   * not yet durable: the caller syncs the directory before any write (recovery
+   * does, lib/recovery.ts).
+   */
   open (number: number): void {
     assert(this.current === undefined, 'log opened twice')
     this.current = this.create(number)
-    this.fs.syncDir(this.dir)
   }
 
   private create (number: number): Log {

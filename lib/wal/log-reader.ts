@@ -97,6 +97,16 @@ export class LogReader {
 
   /** The next record's payload (a buffer owned by the caller), or undefined at the end of the valid prefix. */
   next (): Buffer | undefined {
+    const payload = this.nextView()
+    return payload !== undefined && payload.buffer === this.win.buffer ? Buffer.from(payload) : payload
+  }
+
+  /**
+   * next() without the copy, for a caller that is done with the payload before
+   * its next call (log replay): a view of the reader's window, valid until the
+   * next call, or a buffer of its own for a record larger than the window.
+   */
+  nextView (): Buffer | undefined {
     if (this.status !== undefined) return undefined
     const payload = this.readRecord(this.pos)
     if (payload === undefined) {
@@ -138,7 +148,7 @@ export class LogReader {
     if (file !== undefined) file.close()
   }
 
-  // The payload of a valid record starting at `off`, or undefined.
+  // The payload of a valid record starting at `off` (a view of the window if it fits), or undefined.
   private readRecord (off: number): Buffer | undefined {
     const len = this.plausibleHeader(off)
     if (len < 0) return undefined
@@ -147,7 +157,7 @@ export class LogReader {
       const at = this.ensure(off, HEADER_SIZE + len)
       const payload = this.win.subarray(at + HEADER_SIZE, at + HEADER_SIZE + len)
       if (recordChecksum(RECORD_FULL, payload) !== stored) return undefined
-      return Buffer.from(payload)
+      return payload
     }
     // A large record: read its payload straight into a buffer of its own.
     const payload = Buffer.allocUnsafe(len)

@@ -39,12 +39,12 @@ export function isCrashError (err: unknown): boolean {
  */
 export type OpKind =
   | 'openRead' | 'read' | 'readSmallFile' | 'exists' | 'list'
-  | 'openWrite' | 'append' | 'sync' | 'syncAsync' | 'syncDone'
+  | 'openWrite' | 'append' | 'sync' | 'syncAsync' | 'syncDone' | 'syncFile'
   | 'createExclusive' | 'hardLink' | 'rename' | 'remove' | 'removeDirIfEmpty' | 'mkdirp' | 'syncDir' | 'syncDirAsync' | 'syncDirDone' | 'truncate'
 
 /** Operations that change the (current or durable) state: the crash points. */
 const MUTATING_OPS: ReadonlySet<OpKind> = new Set<OpKind>([
-  'openWrite', 'append', 'sync', 'syncAsync', 'syncDone',
+  'openWrite', 'append', 'sync', 'syncAsync', 'syncDone', 'syncFile',
   'createExclusive', 'hardLink', 'rename', 'remove', 'removeDirIfEmpty', 'mkdirp', 'syncDir', 'syncDirAsync', 'syncDirDone', 'truncate'
 ])
 

@@ -214,6 +214,13 @@ export class MemFileSystem implements FileSystem {
     for (const d of chain.reverse()) this.dirs.set(d, newDir())
   }
 
+  syncFile (p: string): void {
+    const abs = path.resolve(p)
+    this.faults.before('syncFile', abs)
+    const inode = this.lookup(abs, 'open')
+    syncInode(inode, inode.len, inode.epoch)
+  }
+
   syncDir (p: string): void {
     const abs = path.resolve(p)
     this.faults.before('syncDir', abs)
