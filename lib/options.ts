@@ -86,10 +86,11 @@ export interface EngineOptions {
   /**
    * Split a compaction of at least 4 x targetFileSize of input in two halves
    * run at once, one on each worker thread (lib/compaction/scheduler.ts), so
-   * that a large compaction, which stalled writes may wait for, uses two
-   * cores. Default true; false: one worker thread per compaction, for a host
-   * that should give lsm-level's background work one core at most. No effect
-   * without compactionWorker.
+   * that a large compaction can use two cores. Default false: measured on 2
+   * shared cores (benchmarks/subcompactions.ts, load 4), compactRange() took
+   * 0.83-0.99x the time, but a fill that waits for compaction ran at
+   * 0.79-0.98x, since the flush worker then also runs half of a compaction and
+   * flushes wait longer. No effect without compactionWorker.
    */
   subcompactions: boolean
   /**
@@ -238,7 +239,7 @@ export function resolveOptions (input: Partial<Record<keyof EngineOptions, unkno
     level0StopWritesTrigger: pick('level0StopWritesTrigger', 12),
     maxImmutableMemtables: pick('maxImmutableMemtables', 2),
     compactionWorker: pick('compactionWorker', true),
-    subcompactions: pick('subcompactions', true),
+    subcompactions: pick('subcompactions', false),
     inlineSync: pick('inlineSync', true),
     compaction,
     maxSizeAmplificationPercent: pick('maxSizeAmplificationPercent', 200),

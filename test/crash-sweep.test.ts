@@ -84,7 +84,7 @@ const WORKLOADS: WorkloadSpec[] = [
     // Compactions of at least 4 x targetFileSize split in two subcompactions
     // (lib/compaction/scheduler.ts): here most of them, on the in-process workers.
     name: 'tiny buffers, subcompactions',
-    options: { ...TINY, targetFileSize: 256 },
+    options: { ...TINY, targetFileSize: 256, subcompactions: true },
     steps: 80,
     keys: 48,
     batch: [2, 8],

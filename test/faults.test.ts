@@ -584,7 +584,7 @@ test('a subcompaction failing removes the other half\'s tables', async (t) => {
   for (const nth of SUBCOMPACTION_FAULTS) {
     casesRun++
     const rnd = new Random(seed + 3100 + nth)
-    const { fs, engine } = await openFresh({ ...OPTIONS, targetFileSize: 256 })
+    const { fs, engine } = await openFresh({ ...OPTIONS, targetFileSize: 256, subcompactions: true })
     const log = new WriteLog(false)
     for (let i = 0; i < 3; i++) {
       await fill(engine, log, rnd, 60, false)

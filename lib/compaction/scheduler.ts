@@ -14,7 +14,7 @@
 // file system) on the event loop, in slices of a few thousand entries
 // (lib/compaction/table-writer.ts).
 //
-// Subcompactions: a compaction of at least SUBCOMPACTION_FACTOR x
+// Subcompactions (option subcompactions): a compaction of at least SUBCOMPACTION_FACTOR x
 // targetFileSize of input is split at a user key into two halves of about
 // equal bytes, run at once on the compaction and the flush worker threads
 // (the flush worker runs a flush alongside, never behind), and installed as
