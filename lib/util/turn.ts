@@ -4,7 +4,6 @@
 // notices when the current macrotask turn has run longer than `budgetMs` and
 // asks the caller to continue on the next turn (setImmediate) instead: one
 // deferral every millisecond or so, a negligible cost per operation.
-import { performance } from 'node:perf_hooks'
 
 export class TurnBudget {
   private turnStart = 0
