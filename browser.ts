@@ -11,6 +11,7 @@ import { AbstractLevel, AbstractIterator, AbstractSnapshot } from 'abstract-leve
 import type { AbstractDatabaseOptions } from 'abstract-level'
 import ModuleError = require('module-error')
 import type { ErrorMessage, RangeMessage, Reply, Request } from './lib/browser/protocol'
+import { ENGINE_OPTION_NAMES, resolveOptions } from './lib/options'
 
 // Replaced by the bundler (scripts/build-browser.js) with import.meta.url: the
 // worker bundle sits beside this one. Undefined when this file runs unbundled.
@@ -55,6 +56,39 @@ function reviveError (e: ErrorMessage): Error {
   return err
 }
 
+/**
+ * Workers whose database closed, kept a while for the next open with the same
+ * factory (starting a worker and loading the engine costs tens of
+ * milliseconds; apps and test suites open and close databases often).
+ */
+const idleWorkers = new Map<WorkerFactory, Connection[]>()
+const IDLE_WORKERS_MAX = 2
+const IDLE_WORKER_MS = 5000
+
+function connect (factory: WorkerFactory): Connection {
+  const idle = idleWorkers.get(factory)?.pop()
+  if (idle !== undefined) {
+    idle.wake()
+    return idle
+  }
+  return new Connection(factory())
+}
+
+function retire (factory: WorkerFactory, connection: Connection): void {
+  const idle = idleWorkers.get(factory) ?? []
+  if (!connection.healthy || idle.length >= IDLE_WORKERS_MAX) {
+    connection.terminate()
+    return
+  }
+  idle.push(connection)
+  idleWorkers.set(factory, idle)
+  connection.sleep(() => {
+    const i = idle.indexOf(connection)
+    if (i >= 0) idle.splice(i, 1)
+    connection.terminate()
+  })
+}
+
 type Pending = { resolve: (value: unknown) => void, reject: (err: Error) => void }
 type Message = Request extends infer R ? R extends { id: number } ? Omit<R, 'id'> : never : never
 
@@ -64,6 +98,7 @@ class Connection {
   private readonly waiting = new Map<number, Pending>()
   private outbox: Request[] = []
   private failure: Error | undefined
+  private idleTimer: ReturnType<typeof setTimeout> | undefined
 
   constructor (private readonly worker: WorkerLike) {
     worker.onmessage = (event) => {
@@ -86,6 +121,19 @@ class Connection {
   /** A request whose reply only matters if it is an error, which the next request on the same object reports. */
   post (message: Message): void {
     this.request(message).catch(() => {})
+  }
+
+  get healthy (): boolean {
+    return this.failure === undefined
+  }
+
+  /** Idle: `expire` runs unless wake() comes first. */
+  sleep (expire: () => void): void {
+    this.idleTimer = setTimeout(expire, IDLE_WORKER_MS)
+  }
+
+  wake (): void {
+    clearTimeout(this.idleTimer)
   }
 
   terminate (): void {
@@ -219,7 +267,10 @@ export class BrowserLevel<K = string, V = string> extends AbstractLevel<Uint8Arr
     if (typeof location !== 'string' || location === '') {
       throw new ModuleError("Invalid option 'location': must be a non-empty string", { code: 'LEVEL_INVALID_OPTION' })
     }
-    const { keyEncoding, valueEncoding, worker, ...engineOptions } = options
+    const { worker, ...rest } = options
+    const engineOptions = pickEngineOptions(rest)
+    // Validated here, so that bad options fail at construction with a clear message.
+    resolveOptions(engineOptions)
     super({
       encodings: { view: true },
       has: true,
@@ -232,7 +283,7 @@ export class BrowserLevel<K = string, V = string> extends AbstractLevel<Uint8Arr
       permanence: true,
       deferredOpen: true,
       additionalMethods: { approximateSize: true, compactRange: true, flush: true, stats: true }
-    } as LevelManifest, { keyEncoding, valueEncoding } as AbstractDatabaseOptions<K, V>)
+    } as LevelManifest, withoutEngineOptions(rest) as AbstractDatabaseOptions<K, V>)
     this.location = location
     this.startWorker = worker ?? defaultWorker
     this.engineOptions = engineOptions
@@ -243,12 +294,13 @@ export class BrowserLevel<K = string, V = string> extends AbstractLevel<Uint8Arr
     return this.connection
   }
 
-  async _open (options: { createIfMissing: boolean, errorIfExists: boolean }): Promise<void> {
-    const connection = new Connection(this.startWorker())
+  async _open (options: Record<string, unknown> & { createIfMissing: boolean, errorIfExists: boolean }): Promise<void> {
+    const connection = connect(this.startWorker)
+    const engineOptions = { ...this.engineOptions, ...pickEngineOptions(options), createIfMissing: options.createIfMissing, errorIfExists: options.errorIfExists }
     try {
-      await connection.request({ op: 'open', location: this.location, options: { ...this.engineOptions, createIfMissing: options.createIfMissing, errorIfExists: options.errorIfExists } })
+      await connection.request({ op: 'open', location: this.location, options: engineOptions })
     } catch (err) {
-      connection.terminate()
+      retire(this.startWorker, connection)
       throw err
     }
     this.connection = connection
@@ -258,11 +310,8 @@ export class BrowserLevel<K = string, V = string> extends AbstractLevel<Uint8Arr
     const connection = this.connection
     this.connection = undefined
     if (connection === undefined) return
-    try {
-      await connection.request({ op: 'close' })
-    } finally {
-      connection.terminate()
-    }
+    await connection.request({ op: 'close' })
+    retire(this.startWorker, connection)
   }
 
   async _put (key: Uint8Array, value: Uint8Array, options: { sync?: boolean }): Promise<void> {
@@ -330,6 +379,21 @@ export class BrowserLevel<K = string, V = string> extends AbstractLevel<Uint8Arr
     if (this.status === 'opening') await this.open({ passive: true } as object)
     return await this.worker.request({ op: 'call', method, args })
   }
+}
+
+// createIfMissing and errorIfExists are abstract-level's: they reach _open() through it.
+const ENGINE_OPTION_KEYS: string[] = ENGINE_OPTION_NAMES.filter((n) => n !== 'createIfMissing' && n !== 'errorIfExists')
+
+function pickEngineOptions (options: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const name of ENGINE_OPTION_KEYS) if (options[name] !== undefined) out[name] = options[name]
+  return out
+}
+
+function withoutEngineOptions (options: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(options)) if (!ENGINE_OPTION_KEYS.includes(k)) out[k] = v
+  return out
 }
 
 /**

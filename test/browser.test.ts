@@ -2,7 +2,7 @@
 // driven by playwright-core, loads the bundles of scripts/build-browser.js from
 // a local HTTP server and runs test/browser/page.ts there: the abstract-level
 // compliance suite through the main thread's database (default and tiny-buffer
-// options) on OPFS, persistence across a page reload, and a second tab on an
+// options) on OPFS, persistence across page loads, and a second tab on an
 // open database. When no browser (or no esbuild / playwright-core) is found,
 // the file says so loudly on its last lines and skips; CI installs chromium
 // first (.ci/run).
@@ -16,7 +16,7 @@ import type { AddressInfo } from 'node:net'
 const root = path.join(__dirname, '..', '..')
 const CANDIDATES = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].filter((p): p is string => typeof p === 'string' && p !== '')
 /** Per page run; the compliance suite takes about a minute on 2 busy cores. */
-const RUN_TIMEOUT_MS = 10 * 60 * 1000
+const RUN_TIMEOUT_MS = 5 * 60 * 1000
 
 function findBrowser (): string | undefined {
   return CANDIDATES.find((p) => fs.existsSync(p))
@@ -62,15 +62,14 @@ function serve (): Promise<http.Server> {
 interface Page {
   exposeFunction (name: string, fn: (line: string) => void): Promise<void>
   goto (url: string): Promise<unknown>
-  reload (): Promise<unknown>
   on (event: 'pageerror', fn: (err: Error) => void): void
   close (): Promise<void>
 }
 interface Context { newPage (): Promise<Page>, close (): Promise<void> }
 interface Browser { newContext (): Promise<Context>, close (): Promise<void> }
 
-/** A page whose TAP lines are collected; run() loads a query and resolves at '# done'. */
-async function reportingPage (context: Context): Promise<{ page: Page, run: (url: string, reload?: boolean) => Promise<string[]> }> {
+/** A page whose TAP lines are collected; run() loads a URL (a new page load) and resolves at '# done'. */
+async function reportingPage (context: Context): Promise<{ page: Page, run: (url: string) => Promise<string[]> }> {
   const page = await context.newPage()
   let lines: string[] = []
   let done: (() => void) | undefined
@@ -82,17 +81,16 @@ async function reportingPage (context: Context): Promise<{ page: Page, run: (url
     lines.push(`not ok - page error: ${err.message}`)
     done?.()
   })
-  const run = async (url: string, reload = false): Promise<string[]> => {
+  const run = async (url: string): Promise<string[]> => {
     lines = []
     const finished = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no '# done' from ${url} in ${RUN_TIMEOUT_MS} ms`)), RUN_TIMEOUT_MS)
+      const timer = setTimeout(() => reject(new Error(`no '# done' from ${url} in ${RUN_TIMEOUT_MS} ms; last lines:\n${lines.slice(-10).join('\n')}`)), RUN_TIMEOUT_MS)
       done = () => {
         clearTimeout(timer)
         resolve()
       }
     })
-    if (reload) await page.reload()
-    else await page.goto(url)
+    await page.goto(url)
     await finished
     return lines
   }
@@ -104,8 +102,10 @@ function summarize (lines: string[]): { pass: number, fail: number, failures: st
   const pass = Number(/^# pass\s+(\d+)/m.exec(lines.join('\n'))?.[1] ?? 0)
   const fail = Number(/^# fail\s+(\d+)/m.exec(lines.join('\n'))?.[1] ?? 0)
   const failures: string[] = []
+  let name = ''
   lines.forEach((line, i) => {
-    if (line.startsWith('not ok')) failures.push([line, ...lines.slice(i + 1, i + 8)].join('\n'))
+    if (line.startsWith('# ')) name = line
+    if (line.startsWith('not ok')) failures.push([name, line, ...lines.slice(i + 1, i + 8)].join('\n'))
   })
   return { pass, fail, failures }
 }
@@ -142,14 +142,15 @@ if (missing !== undefined) {
       const { pass, fail, failures } = summarize(await run(`${base}/test.html?run=compliance&config=${config}`))
       for (const f of failures.slice(0, 20)) t.comment(f)
       t.is(fail, 0, `no failure in the browser (${pass} passed, ${fail} failed, ${((Date.now() - t0) / 1000).toFixed(1)} s)`)
-      // The suite makes about 5,170 assertions in Node (test/compliance-default.test.ts);
-      // a run that stopped early passes fewer.
-      t.ok(pass > 5000, `the whole suite ran (${pass} assertions passed)`)
+      // The suite makes 4,669 assertions for this database's manifest (5,170 in
+      // Node, with getSync and the engine's additional methods); a run that
+      // stopped early passes fewer.
+      t.ok(pass >= 4669, `the whole suite ran (${pass} assertions passed)`)
       await context.close()
     })
   }
 
-  test('browser: data survives a page reload (OPFS), synced write included', async (t) => {
+  test('browser: data survives a new page load (OPFS), synced write included', async (t) => {
     const context = await browser.newContext()
     const { run } = await reportingPage(context)
     const location = `persist-${Date.now()}`
@@ -157,7 +158,7 @@ if (missing !== undefined) {
     t.is(wrote.failures.length, 0, 'wrote the data set' + (wrote.failures[0] !== undefined ? `: ${wrote.failures[0]}` : ''))
     const lines = await run(`${base}/test.html?run=persist-read&location=${location}`)
     const read = lines.filter((l) => /^(not )?ok /.test(l))
-    t.is(read.length, 2, 'two checks reported after the reload')
+    t.is(read.length, 2, 'two checks reported by the new page')
     for (const line of read) t.ok(line.startsWith('ok '), line)
     await context.close()
   })

@@ -19,9 +19,11 @@ function get (db: Engine, key: string): string | undefined {
 }
 const DIR = '/db'
 
+/** A file system with DIR mounted and its reserve of free files created. */
 async function mounted (root: FakeDirectory): Promise<OpfsFileSystem> {
   const fs = new OpfsFileSystem(root)
   await fs.mount(DIR)
+  await fs.settled()
   return fs
 }
 
@@ -35,10 +37,11 @@ function writeFile (fs: OpfsFileSystem, path: string, text: string): void {
 test('opfs fs: files, names, rename, remove, and a remount', async (t) => {
   const root = new FakeDirectory()
   const fs = await mounted(root)
-  t.ok(fs.exists(DIR), 'the mounted directory exists')
+  t.notOk(fs.exists(DIR), 'an empty mounted directory holds no database')
   writeFile(fs, `${DIR}/a`, 'alpha')
   writeFile(fs, `${DIR}/b`, 'bravo')
   writeFile(fs, `${DIR}/sub/c`, 'charlie')
+  t.ok(fs.exists(DIR), 'the directory exists once it holds a file')
   t.same(fs.list(DIR).sort(), ['a', 'b', 'sub'], 'list shows files and subdirectories')
   t.same(fs.list(`${DIR}/sub`), ['c'], 'list of a subdirectory')
   const r = fs.openRead(`${DIR}/a`)

@@ -68,6 +68,8 @@ const CRC_OFFSET = 20 + MAX_NAME_BYTES
 const POOL_SUFFIX = '.pool'
 /** Free pool files kept ahead of need; more are created in the background below this. */
 const RESERVE_FILES = 16
+/** Free pool files mount() waits for. */
+const MOUNT_FREE_FILES = 6
 
 // ------------------------------------------------ the OPFS API we use (subset)
 
@@ -278,7 +280,10 @@ async function openPool (dir: DirectoryHandle): Promise<Pool> {
     pool.writeHeader(file, '')
     pool.recycle(file)
   }
-  if (pool.free.length < RESERVE_FILES) await pool.addFiles(RESERVE_FILES - pool.free.length)
+  // Enough free files for an open (manifest, CURRENT and its temp, a log);
+  // the rest of the reserve is created in the background.
+  if (pool.free.length < MOUNT_FREE_FILES) await pool.addFiles(MOUNT_FREE_FILES - pool.free.length)
+  if (pool.free.length < RESERVE_FILES) pool.grow()
   for (const file of pool.unsyncedHeaders) file.handle.flush()
   pool.unsyncedHeaders.clear()
   return pool
@@ -434,7 +439,11 @@ export class OpfsFileSystem implements FileSystem {
   }
 
   exists (path: string): boolean {
-    if (this.pools.has(path)) return true
+    // A mounted directory exists once it holds a file: mount() creates the
+    // OPFS directory, and an open with createIfMissing: false must still find
+    // no database there.
+    const mounted = this.pools.get(path)
+    if (mounted !== undefined) return mounted.byName.size > 0
     try {
       const { pool, name } = this.locate(path)
       if (pool.byName.has(name)) return true
@@ -485,7 +494,7 @@ export class OpfsFileSystem implements FileSystem {
 
   mkdirp (path: string): void {
     // Directories are implicit in names; the mounted directory exists.
-    if (!this.exists(path)) this.locate(path)
+    if (!this.pools.has(path)) this.locate(path)
   }
 
   syncDir (path: string): void {

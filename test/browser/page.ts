@@ -3,7 +3,7 @@
 //   ?run=compliance&config=default|tiny   the abstract-level compliance suite
 //                                         through the main thread's database
 //   ?run=persist-write&location=...       writes a known data set, closes
-//   ?run=persist-read&location=...        checks it after a page reload
+//   ?run=persist-read&location=...        checks it, loaded in a new page
 //   ?run=two-tabs&location=...&hold=1     opens and keeps it open (or not)
 // Results go to Node as TAP lines through window.lsmReport (a function the
 // test exposes), ending with '# done'.
@@ -67,7 +67,7 @@ async function persistRead (location: string): Promise<void> {
   await db.open({ createIfMissing: false })
   const entries = await db.iterator({ gte: 'key', lt: 'key~' }).all()
   const wrong = entries.filter(([k, v], i) => k !== `key${String(i).padStart(5, '0')}` || v !== `value${i}`).length
-  report(`${entries.length === PERSIST_KEYS && wrong === 0 ? 'ok' : 'not ok'} 1 ${entries.length} of ${PERSIST_KEYS} keys read back after the reload (${wrong} wrong)`)
+  report(`${entries.length === PERSIST_KEYS && wrong === 0 ? 'ok' : 'not ok'} 1 ${entries.length} of ${PERSIST_KEYS} keys read back by a new page (${wrong} wrong)`)
   const last = await db.get('last')
   report(`${last === 'written before the reload' ? 'ok' : 'not ok'} 2 the synced last write is there (${String(last)})`)
   await db.close()
@@ -87,12 +87,28 @@ async function twoTabs (location: string, hold: boolean): Promise<void> {
   report('# done')
 }
 
+async function openCycles (): Promise<void> {
+  for (let i = 0; i < 10; i++) {
+    const t0 = performance.now()
+    const db = new BrowserLevel(`cycle-${Date.now()}-${i}`, { worker })
+    await db.open()
+    const t1 = performance.now()
+    await db.put('a', 'b')
+    const t2 = performance.now()
+    await db.close()
+    const t3 = performance.now()
+    report(`# open ${(t1 - t0).toFixed(1)} put ${(t2 - t1).toFixed(1)} close ${(t3 - t2).toFixed(1)} ms`)
+  }
+  report('# done')
+}
+
 async function main (): Promise<void> {
   const run = params.get('run')
   const location = params.get('location') ?? 'db'
   if (run === 'compliance') runCompliance(params.get('config') ?? 'default')
   else if (run === 'persist-write') await persistWrite(location)
   else if (run === 'persist-read') await persistRead(location)
+  else if (run === 'open-cycles') await openCycles()
   else if (run === 'two-tabs') await twoTabs(location, params.get('hold') === '1')
   else throw new Error(`unknown run: ${String(run)}`)
 }
