@@ -22,6 +22,7 @@ const scope = globalThis as unknown as WorkerScope
 const fsReady: Promise<OpfsFileSystem> = installBrowserPlatform()
 let db: Db | undefined
 let dir = ''
+let releaseTabLock: (() => void) | undefined
 const iterators = new Map<number, Iterator>()
 const snapshots = new Map<number, Snapshot>()
 
@@ -58,18 +59,52 @@ function rangeOptions (range: RangeMessage): Record<string, unknown> {
   return out
 }
 
+interface LockManager {
+  request (name: string, options: { ifAvailable: boolean }, callback: (lock: unknown) => Promise<void> | undefined): Promise<unknown>
+}
+
+/**
+ * Takes the origin-wide Web Lock named for the database directory, held until
+ * the returned function is called (or this worker or its tab ends): a second
+ * tab or worker opening the database gets LEVEL_LOCKED at once. Without the
+ * Web Locks API, the exclusive OPFS handles still refuse it (at mount).
+ */
+const locks = (globalThis as unknown as { navigator: { locks?: LockManager } }).navigator.locks
+const locked = locks !== undefined
+
+async function acquireTabLock (path: string): Promise<() => void> {
+  if (locks === undefined) return () => {}
+  return await new Promise((resolve, reject) => {
+    locks.request(`lsm-level:${path}`, { ifAvailable: true }, (lock) => {
+      if (lock === null) {
+        reject(levelError('LEVEL_LOCKED', `Database is open in another tab or worker: ${path}`))
+        return undefined
+      }
+      return new Promise<void>((release) => resolve(release))
+    }).catch(reject)
+  })
+}
+
 async function openDb (location: string, options: Record<string, unknown>): Promise<void> {
   const fs = await fsReady
   dir = resolveLocation(location)
-  await fs.mount(dir)
+  const release = await acquireTabLock(dir)
   const candidate: Db = new LsmLevel(dir, { ...options, keyEncoding: 'view', valueEncoding: 'view' })
   try {
-    await candidate.open({ passive: false, createIfMissing: options.createIfMissing !== false, errorIfExists: options.errorIfExists === true })
+    // The Web Lock is ours: a pool file whose handle is busy is a leftover of this worker's own growth.
+    await fs.mount(dir, { skipBusyFiles: locked })
+    try {
+      await candidate.open({ passive: false, createIfMissing: options.createIfMissing !== false, errorIfExists: options.errorIfExists === true })
+    } catch (err) {
+      fs.unmount(dir)
+      throw (err as { cause?: unknown }).cause ?? err
+    }
   } catch (err) {
-    await fs.unmount(dir)
-    throw (err as { cause?: unknown }).cause ?? err
+    release()
+    throw err
   }
   db = candidate
+  releaseTabLock = release
 }
 
 async function closeDb (): Promise<void> {
@@ -78,8 +113,14 @@ async function closeDb (): Promise<void> {
   db = undefined
   iterators.clear()
   snapshots.clear()
-  await closing.close()
-  await (await fsReady).unmount(dir)
+  try {
+    await closing.close()
+    const fs = await fsReady
+    fs.unmount(dir)
+  } finally {
+    releaseTabLock?.()
+    releaseTabLock = undefined
+  }
 }
 
 /** Starts `req` (its synchronous part runs now, in arrival order); returns its result. */

@@ -229,18 +229,36 @@ class Pool {
     }
   }
 
-  /** Closes every handle (the engine must have closed its files). */
-  async close (): Promise<void> {
+  /**
+   * Closes every handle (the engine must have closed its files). Growth in
+   * progress is not waited for (Chromium was seen never to settle a
+   * createSyncAccessHandle() of a new file, about once in 50 opens): the
+   * handle it opens, if it ever does, is closed then (addFiles).
+   */
+  close (): void {
     this.closed = true
-    await this.growing
     for (const file of new Set([...this.byName.values(), ...this.free, ...this.unsyncedHeaders])) file.handle.close()
     this.byName.clear()
     this.free.length = 0
   }
 }
 
+export interface MountOptions {
+  /**
+   * Pool files whose sync access handle is held elsewhere are left out rather
+   * than failing the mount with LEVEL_LOCKED: for a caller that owns the
+   * directory otherwise (a Web Lock), to whom a busy file can only be a new
+   * pool file of its own whose handle creation never settled (see Pool#close).
+   */
+  skipBusyFiles?: boolean
+}
+
+function isBusy (err: unknown): boolean {
+  return (err as { name?: unknown } | undefined)?.name === 'NoModificationAllowedError'
+}
+
 /** Mounts an OPFS directory's pool: opens every pool file, reads the headers, settles conflicts. */
-async function openPool (dir: DirectoryHandle): Promise<Pool> {
+async function openPool (dir: DirectoryHandle, skipBusyFiles: boolean): Promise<Pool> {
   const pool = new Pool(dir)
   const opened: PoolFile[] = []
   try {
@@ -248,7 +266,11 @@ async function openPool (dir: DirectoryHandle): Promise<Pool> {
       if (!entry.endsWith(POOL_SUFFIX)) continue
       const n = Number(entry.slice(1, -POOL_SUFFIX.length))
       if (Number.isInteger(n) && n >= pool.count) pool.count = n + 1
-      opened.push(new PoolFile(await (await dir.getFileHandle(entry)).createSyncAccessHandle()))
+      try {
+        opened.push(new PoolFile(await (await dir.getFileHandle(entry)).createSyncAccessHandle()))
+      } catch (err) {
+        if (!(skipBusyFiles && isBusy(err))) throw err
+      }
     }
   } catch (err) {
     for (const file of opened) file.handle.close()
@@ -291,7 +313,7 @@ async function openPool (dir: DirectoryHandle): Promise<Pool> {
 
 /** An OPFS handle that another tab or worker holds open: LEVEL_LOCKED. */
 function lockedIfBusy (err: unknown): unknown {
-  if ((err as { name?: unknown } | undefined)?.name === 'NoModificationAllowedError') {
+  if (isBusy(err)) {
     return levelError('LEVEL_LOCKED', 'The database is open in another tab or worker (its OPFS files are held there)', err)
   }
   return err
@@ -368,18 +390,18 @@ export class OpfsFileSystem implements FileSystem {
    * '/my-db'; its components name OPFS directories under the root, created if
    * missing). Throws LEVEL_LOCKED if another tab or worker holds its files.
    */
-  async mount (dir: string): Promise<void> {
+  async mount (dir: string, options: MountOptions = {}): Promise<void> {
     if (this.pools.has(dir)) return
     let handle = this.root
     for (const part of dir.split('/')) if (part !== '') handle = await handle.getDirectoryHandle(part, { create: true })
-    this.pools.set(dir, await openPool(handle))
+    this.pools.set(dir, await openPool(handle, options.skipBusyFiles === true))
   }
 
   /** Closes the sync access handles of `dir` (the database must be closed), so that another tab can mount it. */
-  async unmount (dir: string): Promise<void> {
+  unmount (dir: string): void {
     const pool = this.pools.get(dir)
     this.pools.delete(dir)
-    await pool?.close()
+    pool?.close()
   }
 
   isMounted (dir: string): boolean {

@@ -87,28 +87,12 @@ async function twoTabs (location: string, hold: boolean): Promise<void> {
   report('# done')
 }
 
-async function openCycles (): Promise<void> {
-  for (let i = 0; i < 10; i++) {
-    const t0 = performance.now()
-    const db = new BrowserLevel(`cycle-${Date.now()}-${i}`, { worker })
-    await db.open()
-    const t1 = performance.now()
-    await db.put('a', 'b')
-    const t2 = performance.now()
-    await db.close()
-    const t3 = performance.now()
-    report(`# open ${(t1 - t0).toFixed(1)} put ${(t2 - t1).toFixed(1)} close ${(t3 - t2).toFixed(1)} ms`)
-  }
-  report('# done')
-}
-
 async function main (): Promise<void> {
   const run = params.get('run')
   const location = params.get('location') ?? 'db'
   if (run === 'compliance') runCompliance(params.get('config') ?? 'default')
   else if (run === 'persist-write') await persistWrite(location)
   else if (run === 'persist-read') await persistRead(location)
-  else if (run === 'open-cycles') await openCycles()
   else if (run === 'two-tabs') await twoTabs(location, params.get('hold') === '1')
   else throw new Error(`unknown run: ${String(run)}`)
 }
