@@ -68,6 +68,8 @@ const CRC_OFFSET = 20 + MAX_NAME_BYTES
 const POOL_SUFFIX = '.pool'
 /** Free pool files kept ahead of need; more are created in the background below this. */
 const RESERVE_FILES = 16
+/** A growth of the pool still unsettled after this long is left to itself and another may start. */
+const GROWTH_STALL_MS = 2000
 /** Free pool files mount() waits for. */
 const MOUNT_FREE_FILES = 6
 
@@ -205,13 +207,19 @@ class Pool {
     this.free.push(file)
   }
 
-  /** Creates RESERVE_FILES more pool files in the background (once at a time). */
+  /**
+   * Creates RESERVE_FILES more pool files in the background (once at a time;
+   * a growth that has not settled after GROWTH_STALL_MS no longer blocks the
+   * next one: see close()).
+   */
   grow (): void {
     if (this.growing !== undefined) return
-    this.growing = this.addFiles(RESERVE_FILES).then(
+    const growth: Promise<void> = this.addFiles(RESERVE_FILES).then(
       () => { this.growthError = undefined },
       (err) => { this.growthError = err }
-    ).finally(() => { this.growing = undefined })
+    ).finally(() => { if (this.growing === growth) this.growing = undefined })
+    this.growing = growth
+    setTimeout(() => { if (this.growing === growth) this.growing = undefined }, GROWTH_STALL_MS)
   }
 
   async addFiles (n: number): Promise<void> {
