@@ -25,7 +25,10 @@
 // name into the source file's header, then frees the file that carried the
 // target name before. When the free files run low (below RESERVE_FILES), more
 // are created in the background; if none is left when one is needed, openWrite
-// throws LEVEL_IO_ERROR at once rather than wait.
+// throws LEVEL_IO_ERROR at once rather than wait. Chromium was seen, about
+// once in 50 opens, never to settle createSyncAccessHandle() of a new file:
+// such a file is passed over after HANDLE_WAIT_MS, and nothing (mount, growth,
+// close) waits on it.
 //
 // Crash rules (a closed tab, a killed worker, a crashed browser or OS):
 // - Every header write gets a generation one above any seen in this directory.
@@ -68,6 +71,8 @@ const CRC_OFFSET = 20 + MAX_NAME_BYTES
 const POOL_SUFFIX = '.pool'
 /** Free pool files kept ahead of need; more are created in the background below this. */
 const RESERVE_FILES = 16
+/** How long a new pool file's sync access handle is waited for before it is passed over. */
+const HANDLE_WAIT_MS = 1000
 /** A growth of the pool still unsettled after this long is left to itself and another may start. */
 const GROWTH_STALL_MS = 2000
 /** Free pool files mount() waits for. */
@@ -222,10 +227,21 @@ class Pool {
     setTimeout(() => { if (this.growing === growth) this.growing = undefined }, GROWTH_STALL_MS)
   }
 
+  /**
+   * Creates `n` pool files. A file whose handle has not come within
+   * HANDLE_WAIT_MS is passed over (Chromium was seen never to settle one,
+   * about once in 50 opens): it is closed if it ever comes, and the next
+   * mount skips or reuses it.
+   */
   async addFiles (n: number): Promise<void> {
-    for (let i = 0; i < n; i++) {
+    for (let added = 0; added < n && !this.closed;) {
       const name = `p${this.count++}${POOL_SUFFIX}`
-      const handle = await (await this.dir.getFileHandle(name, { create: true })).createSyncAccessHandle()
+      const opening = this.dir.getFileHandle(name, { create: true }).then((f) => f.createSyncAccessHandle())
+      const handle = await within(opening, HANDLE_WAIT_MS)
+      if (handle === undefined) {
+        opening.then((late) => late.close(), () => {})
+        continue
+      }
       if (this.closed) {
         handle.close()
         return
@@ -234,6 +250,7 @@ class Pool {
       // A new file holds no valid header, which mount() takes for free.
       handle.truncate(HEADER_BYTES)
       this.free.push(file)
+      added++
     }
   }
 
@@ -263,6 +280,17 @@ export interface MountOptions {
 
 function isBusy (err: unknown): boolean {
   return (err as { name?: unknown } | undefined)?.name === 'NoModificationAllowedError'
+}
+
+/** What `promise` resolves to within `ms`, else undefined. */
+async function within<T> (promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timeout = new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), ms) })
+  try {
+    return await Promise.race([promise, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 /** Mounts an OPFS directory's pool: opens every pool file, reads the headers, settles conflicts. */
