@@ -1,6 +1,6 @@
 // The Node platform (lib/platform.ts): node:fs, node:path, the LOCK file of
-// lib/lock.ts, worker threads for flushes and compactions, and zlib's CRC-32
-// for inputs long enough for it to win. Installed on import.
+// lib/lock.ts, worker threads for flushes and compactions, and zlib's CRC-32.
+// Installed on import.
 import * as path from 'node:path'
 import * as zlib from 'node:zlib'
 import { installPlatform } from './platform'
@@ -8,17 +8,16 @@ import { nodeFileSystem } from './fs/node-fs'
 import { acquireLock } from './lock'
 import { sharedCompactionWorker, sharedFlushWorker } from './compaction/worker'
 import { useCrc32 } from './util/crc'
-import { crc32Js } from './util/crc32-table'
 
 const zlibCrc32 = (zlib as unknown as { crc32(data: Uint8Array, value?: number): number }).crc32
 
-// zlib.crc32 costs a native call (~130 ns here); the table loop wins below
-// about 200 bytes (log records of small puts), zlib above (3x on 4 KiB blocks).
-// Measured side by side on random buffers, ns per call, zlib / js:
-// 32 B 136 / 51, 128 B 172 / 152, 256 B 251 / 319, 4 KiB 1296 / 4177.
-const ZLIB_FROM_BYTES = 192
-
-useCrc32((data, initial = 0) => data.length < ZLIB_FROM_BYTES ? crc32Js(data, initial) : zlibCrc32(data, initial))
+// zlib.crc32, as before the browser build. Per call, the table loop of
+// crc32Js wins below about 200 bytes (random buffers, ns per call, zlib / js:
+// 32 B 136 / 51, 128 B 172 / 152, 256 B 251 / 319, 4 KiB 1296 / 4177), but a
+// switch between the two by length showed no gain on awaited 100-byte puts
+// (against the build before: 0.79 to 1.04 with the switch, 0.91 to 1.20 with
+// zlib alone, medians of alternating runs on a loaded 2-core machine).
+useCrc32(zlibCrc32)
 
 installPlatform({
   fileSystem: nodeFileSystem,

@@ -50,10 +50,10 @@ test('crc32Js continues a CRC as zlib does: crc(a + b) = crc(b, crc(a))', (t) =>
   t.end()
 })
 
-test('crc() with the Node platform installed equals zlib.crc32 on both sides of its switch', (t) => {
+test('crc() with the Node platform installed is zlib.crc32', (t) => {
   const rnd = new Random(seed + 2)
   for (const n of [0, 1, 100, 191, 192, 193, 4096]) {
-    const data = rnd.bytes(n)
+    const data = rnd.bytes(n + 1).subarray(0, n)
     t.is(crc(data, 7), zlibCrc32(data, 7), `${n} bytes`)
   }
   t.end()

@@ -1,8 +1,8 @@
 // Checksums for every on-disk record and block: CRC-32 (zlib's polynomial),
 // masked as LevelDB masks its CRCs so that a checksum stored inside checksummed
 // data does not checksum to a fixed value. The implementation is pure
-// JavaScript (lib/util/crc32-table.ts) unless the host supplies a faster one
-// with the same results: the Node platform (lib/node-platform.ts) installs
+// JavaScript (lib/util/crc32-table.ts) unless the host supplies its own with
+// the same results: the Node platform (lib/node-platform.ts) installs
 // zlib.crc32.
 import { crc32Js } from './crc32-table'
 
