@@ -5,6 +5,10 @@
 // asks the caller to continue on the next turn (setImmediate) instead: one
 // deferral every millisecond or so, a negligible cost per operation.
 
+// Read once: in Node, the global `performance` is an accessor property, looked
+// up again on every use; this is called once per operation.
+const clock = globalThis.performance
+
 export class TurnBudget {
   private turnStart = 0
   private markerPending = false
@@ -14,7 +18,7 @@ export class TurnBudget {
 
   /** True if the caller should defer its work to the next turn of the event loop. */
   exhausted (): boolean {
-    const now = performance.now()
+    const now = clock.now()
     if (!this.markerPending) {
       // First operation of this turn: remember when it started, and learn when it ends.
       this.markerPending = true
