@@ -25,7 +25,7 @@
 // event loop (no write is applied and no version installed meanwhile); the
 // version is then pinned (Version.ref) while its tables are linked over later
 // turns, so a compaction that replaces them cannot delete them first.
-import * as path from 'node:path'
+import { platform } from './platform'
 import { linkOrCopy, type FileSystem } from './fs/fs'
 import type { Version } from './manifest/version'
 import type { FileMeta } from './manifest/file-meta'
@@ -34,7 +34,7 @@ import { LogReader } from './wal/log-reader'
 import { LogWriter } from './wal/log-writer'
 import { batchCount } from './wal/batch'
 import { getFixed64 } from './util/coding'
-import { CURRENT, join, logName, manifestName, parseFileName, tableName, tempName } from './filenames'
+import { CURRENT, join, logName, manifestName, parentDir, parseFileName, tableName, tempName } from './filenames'
 import { levelError } from './errors'
 import { assert } from './invariants'
 
@@ -150,7 +150,7 @@ function prepareTarget (fs: FileSystem, target: string): void {
     throw levelError('LEVEL_INVALID_OPTION', `Checkpoint directory is not empty: ${target}`)
   }
   fs.mkdirp(target)
-  fs.syncDir(path.dirname(path.resolve(target)))
+  fs.syncDir(parentDir(platform().resolvePath(target)))
 }
 
 /** Writes `records` as log records (or `raw` bytes as they are) to a new file at `file`, synced. */

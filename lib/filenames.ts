@@ -8,7 +8,6 @@
 //   <n>.tmp            a file being written (tables during flush/compaction, CURRENT)
 //
 // <n> is a file number, zero-padded to 6 digits (more digits once it grows).
-import * as path from 'node:path'
 
 export type FileType = 'current' | 'lock' | 'manifest' | 'log' | 'table' | 'temp'
 
@@ -35,8 +34,24 @@ export function tempName (n: number): string {
   return `${pad(n)}.tmp`
 }
 
+/**
+ * The path of `name` (a file name, or names joined by '/') in the directory
+ * `dir`. Directories come resolved (Platform.resolvePath), so joining is all
+ * there is to do; '/' is a separator on every platform, Windows included.
+ */
 export function join (dir: string, name: string): string {
-  return path.join(dir, name)
+  return dir.endsWith('/') || dir.endsWith('\\') ? dir + name : dir + '/' + name
+}
+
+/** The last component of a path. */
+export function baseName (path: string): string {
+  return path.slice(Math.max(path.lastIndexOf('/'), path.lastIndexOf('\\')) + 1)
+}
+
+/** The directory of a path: all but its last component. */
+export function parentDir (path: string): string {
+  const cut = Math.max(path.lastIndexOf('/'), path.lastIndexOf('\\'))
+  return cut <= 0 ? path.slice(0, cut + 1) || '.' : path.slice(0, cut)
 }
 
 /** Parses a directory entry's name; undefined for names that are not ours. */

@@ -67,6 +67,7 @@ import * as os from 'node:os'
 import * as path from 'node:path'
 import { randomBytes } from 'node:crypto'
 import type { FileSystem } from './fs/fs'
+import type { LockHandle } from './platform'
 import { ioError, levelError } from './errors'
 import { LOCK, join } from './filenames'
 
@@ -75,15 +76,6 @@ export const FORMAT_VERSION = 1
 
 const EMPTY_WAIT_MS = 100
 const EMPTY_POLL_MS = 10
-
-export interface LockHandle {
-  /** The directory the lock is held on (as given to acquireLock). */
-  readonly dir: string
-  /** Releases the lock; idempotent. */
-  release (): void
-  /** Releases the lock and puts back the stale LOCK file it replaced, if any (for an open that failed). */
-  restore (): void
-}
 
 // Resolved directory paths locked by this process.
 const lockedDirs = new Set<string>()

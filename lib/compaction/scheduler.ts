@@ -23,10 +23,10 @@
 //
 // A failed job stops writes (without flushes the memtables cannot drain) and
 // is reported by every later waitForIdle, flush or compactRange.
-import * as path from 'node:path'
 import type { FileSystem } from '../fs/fs'
 import { removeAsync } from '../fs/fs'
-import { nodeFileSystem } from '../fs/node-fs'
+import { platform } from '../platform'
+import { envFlag } from '../util/env-flag'
 import type { EngineOptions } from '../options'
 import type { VersionSet } from '../manifest/version-set'
 import type { FileMeta } from '../manifest/file-meta'
@@ -36,9 +36,9 @@ import type { TableCache } from '../sstable/table-cache'
 import type { RangeTombstone, RangeTombstoneIndex } from '../range-tombstones'
 import { writeTables, type TableWriterParams, type TableWriterResult } from './table-writer'
 import { runCompactionJob, type CompactionJob, type FlushJob } from './job'
-import { sharedCompactionWorker, sharedFlushWorker, type CompactionWorker } from './worker'
+import type { CompactionWorker } from './worker'
 import { compactionEdit, describeTask, isTrivialMove, manualTask, mergeRuns, movedTables, pickCompaction, type CompactionTask } from './task'
-import { join, tableName } from '../filenames'
+import { baseName, join, tableName } from '../filenames'
 import { compareBytes } from '../util/coding'
 import { ioError, type LevelError } from '../errors'
 
@@ -46,7 +46,7 @@ import { ioError, type LevelError } from '../errors'
  * LSM_TRACE_COMPACTIONS=1: one line on stderr per finished compaction (its input
  * runs' bytes, newest first, and the bytes it wrote): a picker's choices, to tune it.
  */
-const traceCompactions = process.env.LSM_TRACE_COMPACTIONS === '1'
+const traceCompactions = envFlag('LSM_TRACE_COMPACTIONS')
 
 /** Totals over every engine in this process (tests use them to show background work happened). */
 export const processCounters = { flushes: 0, compactions: 0, trivialMoves: 0 }
@@ -106,7 +106,7 @@ export class CompactionScheduler {
   constructor (private readonly env: SchedulerEnv) {
     const workers = !env.options.compactionWorker
       ? undefined
-      : env.workers ?? (env.fs === nodeFileSystem ? { compaction: sharedCompactionWorker(), flush: sharedFlushWorker() } : undefined)
+      : env.workers ?? platform().backgroundWorkers(env.fs)
     this.worker = workers?.compaction
     this.flushWorker = workers?.flush
     env.versions.onObsoleteTable = (n) => {
@@ -455,7 +455,7 @@ export class CompactionScheduler {
 /** A failed flush or compaction as LEVEL_IO_ERROR, naming the file it failed on when known. */
 function backgroundError (err: unknown): LevelError {
   const e = err as { file?: unknown, path?: unknown } | undefined
-  const file = typeof e?.file === 'string' ? e.file : typeof e?.path === 'string' ? path.basename(e.path) : undefined
+  const file = typeof e?.file === 'string' ? e.file : typeof e?.path === 'string' ? baseName(e.path) : undefined
   return ioError(`Background flush or compaction failed${file === undefined ? '' : ` (${file})`}`, err, file)
 }
 

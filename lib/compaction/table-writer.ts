@@ -22,7 +22,6 @@ import { join, tableName } from '../filenames'
 import { KIND_DELETE } from '../keys'
 import { compareRange } from '../util/coding'
 import { levelError } from '../errors'
-import { performance } from 'node:perf_hooks'
 import type { RangeTombstoneIndex } from '../range-tombstones'
 
 export interface TableWriterParams {

@@ -51,7 +51,6 @@
 // never collects garbage. `SkipList.fromState` rebuilds a read-only list from it.
 import { compareRange } from '../util/coding'
 import { assert } from '../invariants'
-import { performance } from 'node:perf_hooks'
 
 /** Levels of the tallest tower. With branching 4 this suits lists of up to ~4^12 = 16M entries. */
 export const MAX_HEIGHT = 12

@@ -1,9 +1,19 @@
-// Checksums for every on-disk record and block: CRC-32 (zlib's polynomial, from
-// node:zlib), masked as LevelDB masks its CRCs so that a checksum stored inside
-// checksummed data does not checksum to a fixed value.
-import * as zlib from 'node:zlib'
+// Checksums for every on-disk record and block: CRC-32 (zlib's polynomial),
+// masked as LevelDB masks its CRCs so that a checksum stored inside checksummed
+// data does not checksum to a fixed value. The implementation is pure
+// JavaScript (lib/util/crc32-table.ts) unless the host supplies its own with
+// the same results: the Node platform (lib/node-platform.ts) installs
+// zlib.crc32.
+import { crc32Js } from './crc32-table'
 
-const crc32 = (zlib as unknown as { crc32(data: Uint8Array, value?: number): number }).crc32
+export type Crc32 = (data: Uint8Array, initial?: number) => number
+
+let crc32: Crc32 = crc32Js
+
+/** Replaces the CRC-32 implementation; it must return what crc32Js returns. */
+export function useCrc32 (implementation: Crc32): void {
+  crc32 = implementation
+}
 
 export function crc (data: Uint8Array, initial = 0): number {
   return crc32(data, initial)

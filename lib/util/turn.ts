@@ -4,7 +4,10 @@
 // notices when the current macrotask turn has run longer than `budgetMs` and
 // asks the caller to continue on the next turn (setImmediate) instead: one
 // deferral every millisecond or so, a negligible cost per operation.
-import { performance } from 'node:perf_hooks'
+
+// Read once: in Node, the global `performance` is an accessor property, looked
+// up again on every use; this is called once per operation.
+const clock = globalThis.performance
 
 export class TurnBudget {
   private turnStart = 0
@@ -15,7 +18,7 @@ export class TurnBudget {
 
   /** True if the caller should defer its work to the next turn of the event loop. */
   exhausted (): boolean {
-    const now = performance.now()
+    const now = clock.now()
     if (!this.markerPending) {
       // First operation of this turn: remember when it started, and learn when it ends.
       this.markerPending = true

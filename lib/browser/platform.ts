@@ -1,0 +1,41 @@
+// The browser platform (lib/platform.ts): the OPFS file system (its database
+// directories mounted before each open), '/'-rooted paths, a lock table for
+// this worker (other tabs and workers are kept out by OPFS itself: a file's
+// sync access handle is exclusive, so a second mount fails with LEVEL_LOCKED),
+// and flushes and compactions on this worker's event loop, in slices.
+import { installPlatform, type LockHandle } from '../platform'
+import { OpfsFileSystem, type DirectoryHandle } from '../fs/opfs-fs'
+import { levelError } from '../errors'
+
+/** A location as an absolute OPFS path: '/' + its components, '.' and '..' resolved. */
+export function resolveLocation (location: string): string {
+  const parts: string[] = []
+  for (const part of location.split('/')) {
+    if (part === '' || part === '.') continue
+    if (part === '..') parts.pop()
+    else parts.push(part)
+  }
+  return '/' + parts.join('/')
+}
+
+const locked = new Set<string>()
+
+function acquireLock (_fs: unknown, dir: string): LockHandle {
+  if (locked.has(dir)) throw levelError('LEVEL_LOCKED', `Database is locked by another open database in this worker: ${dir}`)
+  locked.add(dir)
+  const release = (): void => { locked.delete(dir) }
+  return { dir, release, restore: release }
+}
+
+/** Installs the platform over the origin's OPFS root; returns its file system. */
+export async function installBrowserPlatform (): Promise<OpfsFileSystem> {
+  const storage = (globalThis as unknown as { navigator: { storage: { getDirectory(): Promise<unknown> } } }).navigator.storage
+  const fs = new OpfsFileSystem(await storage.getDirectory() as DirectoryHandle)
+  installPlatform({
+    fileSystem: fs,
+    resolvePath: resolveLocation,
+    acquireLock,
+    backgroundWorkers: () => undefined
+  })
+  return fs
+}

@@ -1,0 +1,51 @@
+// Bundles the browser entry with esbuild into dist/browser/:
+//   lsm-level.js         browser.ts: the main thread's database (ES module)
+//   lsm-level-worker.js  lib/browser/worker-main.ts: the engine's worker (ES module)
+// `--tests` also bundles the page that test/browser.test.ts loads into
+// dist/browser-test/. Node-only modules that level.ts imports on demand
+// (repair, destroy, importLevelDB) become a stub that fails with
+// LEVEL_NOT_SUPPORTED; the build fails if any node: module is left.
+'use strict'
+const path = require('node:path')
+const esbuild = require('esbuild')
+
+const root = path.join(__dirname, '..')
+
+const nodeOnly = {
+  name: 'node-only',
+  setup (build) {
+    build.onResolve({ filter: /^\.\/lib\/(repair|tools\/import-leveldb)\.js$/ }, () => ({ path: path.join(root, 'lib/browser/node-only.ts') }))
+    build.onResolve({ filter: /^node:/ }, (args) => ({ errors: [{ text: `${args.path} in the browser bundle (imported by ${args.importer})` }] }))
+  }
+}
+
+const common = {
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  target: 'es2022',
+  sourcemap: true,
+  logLevel: 'warning',
+  plugins: [nodeOnly],
+  define: { LSM_LEVEL_BUNDLE_URL: 'import.meta.url' }
+}
+
+async function main () {
+  await esbuild.build({ ...common, entryPoints: { 'lsm-level': path.join(root, 'browser.ts'), 'lsm-level-worker': path.join(root, 'lib/browser/worker-main.ts') }, outdir: path.join(root, 'dist/browser') })
+  if (process.argv.includes('--tests')) {
+    await esbuild.build({
+      ...common,
+      entryPoints: { page: path.join(root, 'test/browser/page.ts') },
+      outdir: path.join(root, 'dist/browser-test'),
+      // tape's node-side modules, as browserify would substitute them.
+      alias: { stream: 'readable-stream', path: path.join(root, 'test/browser/path-shim.js') },
+      inject: [path.join(root, 'test/browser/process-shim.js')],
+      define: { ...common.define, __dirname: '"/"' }
+    })
+  }
+}
+
+main().catch((err) => {
+  console.error(err.message)
+  process.exit(1)
+})

@@ -1,0 +1,191 @@
+// lsm-level in a real browser: headless Chromium (the distribution's package),
+// driven by playwright-core, loads the bundles of scripts/build-browser.js from
+// a local HTTP server and runs test/browser/page.ts there: the abstract-level
+// compliance suite through the main thread's database (default and tiny-buffer
+// options) on OPFS, persistence across page loads, and a second tab on an
+// open database. When no browser (or no esbuild / playwright-core) is found,
+// the file says so loudly on its last lines and skips; CI installs chromium
+// first (.ci/run).
+import test from 'tape'
+import * as fs from 'node:fs'
+import * as http from 'node:http'
+import * as path from 'node:path'
+import { spawnSync } from 'node:child_process'
+import type { AddressInfo } from 'node:net'
+
+const root = path.join(__dirname, '..', '..')
+const CANDIDATES = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].filter((p): p is string => typeof p === 'string' && p !== '')
+/** Per page run; a compliance suite takes about 2 minutes on 2 busy cores, 3 beside the other. */
+const RUN_TIMEOUT_MS = 8 * 60 * 1000
+
+function findBrowser (): string | undefined {
+  return CANDIDATES.find((p) => fs.existsSync(p))
+}
+
+function canRequire (name: string): boolean {
+  try {
+    require.resolve(name)
+    return true
+  } catch {
+    return false
+  }
+}
+
+function skipLoudly (why: string): void {
+  const bar = '#'.repeat(78)
+  console.log(`${bar}\n# BROWSER TESTS SKIPPED: ${why}\n# Install it (apt-get install chromium) to run them; .ci/run does.\n${bar}`)
+}
+
+const MIME: Record<string, string> = { '.js': 'text/javascript', '.map': 'application/json', '.html': 'text/html' }
+
+/** Serves dist/browser and dist/browser-test, and the test page at /test.html. */
+function serve (): Promise<http.Server> {
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://localhost')
+    if (url.pathname === '/test.html') {
+      res.writeHead(200, { 'content-type': 'text/html' })
+      res.end('<!doctype html><meta charset="utf-8"><script type="module" src="/browser-test/page.js"></script>')
+      return
+    }
+    const file = path.join(root, 'dist', path.normalize(url.pathname))
+    if (!file.startsWith(path.join(root, 'dist') + path.sep) || !fs.existsSync(file)) {
+      res.writeHead(404)
+      res.end()
+      return
+    }
+    res.writeHead(200, { 'content-type': MIME[path.extname(file)] ?? 'application/octet-stream' })
+    fs.createReadStream(file).pipe(res)
+  })
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
+}
+
+interface Page {
+  exposeFunction (name: string, fn: (line: string) => void): Promise<void>
+  goto (url: string): Promise<unknown>
+  on (event: 'pageerror', fn: (err: Error) => void): void
+  close (): Promise<void>
+}
+interface Context { newPage (): Promise<Page>, close (): Promise<void> }
+interface Browser { newContext (): Promise<Context>, close (): Promise<void> }
+
+/** A page whose TAP lines are collected; run() loads a URL (a new page load) and resolves at '# done'. */
+async function reportingPage (context: Context): Promise<{ page: Page, run: (url: string) => Promise<string[]> }> {
+  const page = await context.newPage()
+  let lines: string[] = []
+  let done: (() => void) | undefined
+  await page.exposeFunction('lsmReport', (line: string) => {
+    for (const l of line.split('\n')) lines.push(l)
+    if (line === '# done') done?.()
+  })
+  page.on('pageerror', (err) => {
+    lines.push(`not ok - page error: ${err.message}`)
+    done?.()
+  })
+  const run = async (url: string): Promise<string[]> => {
+    lines = []
+    const finished = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no '# done' from ${url} in ${RUN_TIMEOUT_MS} ms; last lines:\n${lines.slice(-10).join('\n')}`)), RUN_TIMEOUT_MS)
+      done = () => {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+    await page.goto(url)
+    await finished
+    return lines
+  }
+  return { page, run }
+}
+
+/** Counts of tape's summary, and the failing lines with their details. */
+function summarize (lines: string[]): { pass: number, fail: number, failures: string[] } {
+  const pass = Number(/^# pass\s+(\d+)/m.exec(lines.join('\n'))?.[1] ?? 0)
+  const fail = Number(/^# fail\s+(\d+)/m.exec(lines.join('\n'))?.[1] ?? 0)
+  const failures: string[] = []
+  let name = ''
+  lines.forEach((line, i) => {
+    if (line.startsWith('# ')) name = line
+    if (line.startsWith('not ok')) failures.push([name, line, ...lines.slice(i + 1, i + 8)].join('\n'))
+  })
+  return { pass, fail, failures }
+}
+
+const executablePath = findBrowser()
+const missing = executablePath === undefined
+  ? 'no Chromium found (' + CANDIDATES.join(', ') + ')'
+  : !canRequire('esbuild') ? 'esbuild is not installed' : !canRequire('playwright-core') ? 'playwright-core is not installed' : undefined
+
+if (missing !== undefined) {
+  // Registered last: the loud message ends the file's output.
+  process.on('exit', () => skipLoudly(missing))
+} else {
+  let browser: Browser
+  let server: http.Server
+  let base = ''
+
+  test('browser: bundle, serve, launch', async (t) => {
+    const build = spawnSync(process.execPath, [path.join(root, 'scripts', 'build-browser.js'), '--tests'], { encoding: 'utf8' })
+    t.is(build.status, 0, `scripts/build-browser.js --tests${build.status === 0 ? '' : ': ' + build.stderr}`)
+    server = await serve()
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { chromium } = require('playwright-core') as { chromium: { launch (o: object): Promise<Browser> } }
+    browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] })
+    t.pass(`Chromium launched (${executablePath})`)
+  })
+
+  // The two configurations run side by side, in two pages (each suite waits
+  // on its worker most of the time): about 2 minutes each on 2 busy cores.
+  test('browser: the abstract-level compliance suite (default and tiny-buffer options) through the main thread\'s database, on OPFS', async (t) => {
+    const runs = ['default', 'tiny'].map(async (config) => {
+      const context = await browser.newContext()
+      const { run } = await reportingPage(context)
+      const t0 = Date.now()
+      const result = summarize(await run(`${base}/test.html?run=compliance&config=${config}`))
+      await context.close()
+      return { config, seconds: (Date.now() - t0) / 1000, ...result }
+    })
+    for (const { config, seconds, pass, fail, failures } of await Promise.all(runs)) {
+      for (const f of failures.slice(0, 20)) t.comment(f)
+      t.is(fail, 0, `${config}: no failure in the browser (${pass} passed, ${fail} failed, ${seconds.toFixed(1)} s)`)
+      // The suite makes 4,670 assertions for this database's manifest (5,171 in
+      // Node, with getSync and the engine's additional methods); a run that
+      // stopped early passes fewer.
+      t.ok(pass >= 4670, `${config}: the whole suite ran (${pass} assertions passed)`)
+    }
+  })
+
+  test('browser: data survives a new page load (OPFS), synced write included', async (t) => {
+    const context = await browser.newContext()
+    const { run } = await reportingPage(context)
+    const location = `persist-${Date.now()}`
+    const wrote = summarize(await run(`${base}/test.html?run=persist-write&location=${location}`))
+    t.is(wrote.failures.length, 0, 'wrote the data set' + (wrote.failures[0] !== undefined ? `: ${wrote.failures[0]}` : ''))
+    const lines = await run(`${base}/test.html?run=persist-read&location=${location}`)
+    const read = lines.filter((l) => /^(not )?ok /.test(l))
+    t.is(read.length, 2, 'two checks reported by the new page')
+    for (const line of read) t.ok(line.startsWith('ok '), line)
+    await context.close()
+  })
+
+  test('browser: a second tab opening an open database gets LEVEL_LOCKED', async (t) => {
+    const context = await browser.newContext()
+    const first = await reportingPage(context)
+    const second = await reportingPage(context)
+    const location = `tabs-${Date.now()}`
+    const held = await first.run(`${base}/test.html?run=two-tabs&location=${location}&hold=1`)
+    t.ok(held.includes('# opened'), 'the first tab opened the database and holds it')
+    const refused = await second.run(`${base}/test.html?run=two-tabs&location=${location}&hold=0`)
+    t.ok(refused.some((l) => /open failed: LEVEL_DATABASE_NOT_OPEN \/ LEVEL_LOCKED/.test(l)), `the second tab is refused: ${refused.filter((l) => l.startsWith('# open')).join(' ')}`)
+    await first.page.close()
+    const after = await second.run(`${base}/test.html?run=two-tabs&location=${location}&hold=0`)
+    t.ok(after.includes('# opened'), 'once the first tab is closed, the second opens it')
+    await context.close()
+  })
+
+  test('browser: close', async (t) => {
+    await browser.close()
+    await new Promise((resolve) => server.close(resolve))
+    t.pass('closed')
+  })
+}

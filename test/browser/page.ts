@@ -1,0 +1,103 @@
+// The page test/browser.test.ts loads in a real browser, bundled by
+// scripts/build-browser.js --tests. The query string says what to run:
+//   ?run=compliance&config=default|tiny   the abstract-level compliance suite
+//                                         through the main thread's database
+//   ?run=persist-write&location=...       writes a known data set, closes
+//   ?run=persist-read&location=...        checks it, loaded in a new page
+//   ?run=two-tabs&location=...&hold=1     opens and keeps it open (or not)
+// Results go to Node as TAP lines through window.lsmReport (a function the
+// test exposes), ending with '# done'.
+import test from 'tape'
+import { BrowserLevel } from '../../browser'
+
+// The suite ships no typings.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const suite = require('abstract-level/test')
+
+const report = (globalThis as unknown as { lsmReport: (line: string) => void }).lsmReport
+const params = new URLSearchParams((globalThis as unknown as { location: { search: string } }).location.search)
+const worker = (): ReturnType<NonNullable<ConstructorParameters<typeof BrowserLevel>[1]>['worker'] & object> => {
+  const Worker = (globalThis as unknown as { Worker: new (url: string, options: object) => never }).Worker
+  return new Worker('/browser/lsm-level-worker.js', { type: 'module' })
+}
+
+const CONFIGS: Record<string, Record<string, unknown>> = {
+  default: {},
+  tiny: {
+    writeBufferSize: 1024,
+    blockSize: 256,
+    targetFileSize: 1024,
+    maxBytesForLevelBase: 4096,
+    cacheSize: 16 * 1024,
+    level0CompactionTrigger: 1
+  }
+}
+
+function runCompliance (config: string): void {
+  const engineOptions = CONFIGS[config]
+  const root = `compliance-${config}-${Date.now()}`
+  let n = 0
+  const stream = test.createStream()
+  stream.on('data', (line: string) => report(line.replace(/\n$/, '')))
+  stream.on('end', () => report('# done'))
+  suite({
+    test,
+    factory (options?: Record<string, unknown>) {
+      return new BrowserLevel(`${root}/${n++}`, { ...engineOptions, ...options, worker })
+    }
+  })
+}
+
+const PERSIST_KEYS = 2000
+
+async function persistWrite (location: string): Promise<void> {
+  const db = new BrowserLevel(location, { worker, writeBufferSize: 16 * 1024 })
+  await db.open()
+  for (let i = 0; i < PERSIST_KEYS; i += 100) {
+    await db.batch(Array.from({ length: 100 }, (_, j) => ({ type: 'put' as const, key: `key${String(i + j).padStart(5, '0')}`, value: `value${i + j}` })))
+  }
+  await db.put('last', 'written before the reload', { sync: true } as object)
+  await db.close()
+  report('ok 1 wrote the data set')
+  report('# done')
+}
+
+async function persistRead (location: string): Promise<void> {
+  const db = new BrowserLevel(location, { worker })
+  await db.open({ createIfMissing: false })
+  const entries = await db.iterator({ gte: 'key', lt: 'key~' }).all()
+  const wrong = entries.filter(([k, v], i) => k !== `key${String(i).padStart(5, '0')}` || v !== `value${i}`).length
+  report(`${entries.length === PERSIST_KEYS && wrong === 0 ? 'ok' : 'not ok'} 1 ${entries.length} of ${PERSIST_KEYS} keys read back by a new page (${wrong} wrong)`)
+  const last = await db.get('last')
+  report(`${last === 'written before the reload' ? 'ok' : 'not ok'} 2 the synced last write is there (${String(last)})`)
+  await db.close()
+  report('# done')
+}
+
+async function twoTabs (location: string, hold: boolean): Promise<void> {
+  const db = new BrowserLevel(location, { worker })
+  try {
+    await db.open()
+    report('# opened')
+    if (!hold) await db.close()
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string } }).cause
+    report(`# open failed: ${String((err as { code?: string }).code)} / ${String(cause?.code)}`)
+  }
+  report('# done')
+}
+
+async function main (): Promise<void> {
+  const run = params.get('run')
+  const location = params.get('location') ?? 'db'
+  if (run === 'compliance') runCompliance(params.get('config') ?? 'default')
+  else if (run === 'persist-write') await persistWrite(location)
+  else if (run === 'persist-read') await persistRead(location)
+  else if (run === 'two-tabs') await twoTabs(location, params.get('hold') === '1')
+  else throw new Error(`unknown run: ${String(run)}`)
+}
+
+main().catch((err: Error) => {
+  report(`not ok 1 ${err.stack ?? err.message}`)
+  report('# done')
+})

@@ -1,0 +1,3 @@
+// The `path` that tape expects (for stack traces), in the test page's bundle.
+export const sep = '/'
+export default { sep }

@@ -1,0 +1,160 @@
+// A fake of the OPFS API that lib/fs/opfs-fs.ts uses (directory handles, file
+// handles, sync access handles), in memory, with the durability of a browser
+// crash: each file has its durable bytes and the writes and truncations made
+// since its last flush(); crash() returns a new root whose files kept each
+// unflushed operation or not, at random, and a kept write may be cut short (a
+// torn header). A second sync access handle on a file fails with
+// NoModificationAllowedError, as in browsers (another tab holds the database).
+import type { DirectoryHandle, FileHandle, SyncAccessHandle } from '../../lib/fs/opfs-fs'
+import type { Random } from '../util/random'
+
+type Op = { write: Uint8Array, at: number } | { truncate: number }
+
+/** `bytes` after `op`: changed in place when it fits, else a longer copy. */
+function applyOp (bytes: Uint8Array, op: Op): Uint8Array {
+  if ('truncate' in op) {
+    const out = new Uint8Array(op.truncate)
+    out.set(bytes.subarray(0, op.truncate))
+    return out
+  }
+  const end = op.at + op.write.length
+  const out = end > bytes.length ? new Uint8Array(end) : bytes
+  if (out !== bytes) out.set(bytes)
+  out.set(op.write, op.at)
+  return out
+}
+
+class FakeFile {
+  durable: Uint8Array = new Uint8Array(0)
+  current: Uint8Array = new Uint8Array(0)
+  pending: Op[] = []
+  open = false
+
+  apply (op: Op): void {
+    this.current = applyOp(this.current, op)
+    this.pending.push(op)
+  }
+
+  /** This file after a crash: the durable bytes and a random choice of the pending operations, in order. */
+  crashed (rnd: Random): FakeFile {
+    const file = new FakeFile()
+    let bytes: Uint8Array = this.durable.slice()
+    for (const op of this.pending) {
+      const choice = rnd.int(3)
+      if (choice === 0) continue
+      if (choice === 1 || 'truncate' in op) bytes = applyOp(bytes, op)
+      else bytes = applyOp(bytes, { write: op.write.subarray(0, rnd.int(op.write.length)), at: op.at })
+    }
+    file.durable = bytes
+    file.current = bytes
+    return file
+  }
+}
+
+/** Flushes so far, and how many more writes, truncations and flushes may run before the fake crashes. */
+interface Counters { flushes: number, opsLeft: number }
+
+export const CRASHED = 'fake OPFS: crashed'
+
+class FakeSyncAccessHandle implements SyncAccessHandle {
+  private closed = false
+  constructor (private readonly file: FakeFile, private readonly counters: Counters) {}
+
+  private check (): void {
+    if (this.closed) throw Object.assign(new Error('handle closed'), { name: 'InvalidStateError' })
+    if (this.counters.opsLeft-- <= 0) throw new Error(CRASHED)
+  }
+
+  read (buffer: Uint8Array, options: { at: number }): number {
+    if (this.closed) throw Object.assign(new Error('handle closed'), { name: 'InvalidStateError' })
+    const src = this.file.current.subarray(options.at, options.at + buffer.length)
+    buffer.set(src)
+    return src.length
+  }
+
+  write (buffer: Uint8Array, options: { at: number }): number {
+    this.check()
+    this.file.apply({ write: Uint8Array.from(buffer), at: options.at })
+    return buffer.length
+  }
+
+  truncate (size: number): void {
+    this.check()
+    this.file.apply({ truncate: size })
+  }
+
+  getSize (): number {
+    if (this.closed) throw Object.assign(new Error('handle closed'), { name: 'InvalidStateError' })
+    return this.file.current.length
+  }
+
+  flush (): void {
+    this.check()
+    this.counters.flushes++
+    this.file.durable = this.file.current.slice()
+    this.file.pending = []
+  }
+
+  close (): void {
+    if (this.closed) return
+    this.closed = true
+    this.file.open = false
+  }
+}
+
+export class FakeDirectory implements DirectoryHandle {
+  readonly files = new Map<string, FakeFile>()
+  readonly dirs = new Map<string, FakeDirectory>()
+  /** Shared by every file below: set opsLeft to make the fake crash after that many operations. */
+  counters: Counters = { flushes: 0, opsLeft: Infinity }
+
+  async getDirectoryHandle (name: string, options?: { create?: boolean }): Promise<DirectoryHandle> {
+    let dir = this.dirs.get(name)
+    if (dir === undefined) {
+      if (options?.create !== true) throw Object.assign(new Error(name), { name: 'NotFoundError' })
+      dir = new FakeDirectory()
+      dir.counters = this.counters
+      this.dirs.set(name, dir)
+    }
+    return dir
+  }
+
+  async getFileHandle (name: string, options?: { create?: boolean }): Promise<FileHandle> {
+    let file = this.files.get(name)
+    if (file === undefined) {
+      if (options?.create !== true) throw Object.assign(new Error(name), { name: 'NotFoundError' })
+      file = new FakeFile()
+      this.files.set(name, file)
+    }
+    const f = file
+    const counters = this.counters
+    return {
+      async createSyncAccessHandle () {
+        if (f.open) throw Object.assign(new Error('file is open elsewhere'), { name: 'NoModificationAllowedError' })
+        f.open = true
+        return new FakeSyncAccessHandle(f, counters)
+      }
+    }
+  }
+
+  async removeEntry (name: string): Promise<void> {
+    this.files.delete(name)
+    this.dirs.delete(name)
+  }
+
+  async* keys (): AsyncIterable<string> {
+    for (const name of [...this.dirs.keys(), ...this.files.keys()]) yield name
+  }
+
+  /** The tree a browser crash leaves (directory entries are durable at once, as OPFS creates them). */
+  crash (rnd: Random): FakeDirectory {
+    const out = new FakeDirectory()
+    for (const [name, file] of this.files) out.files.set(name, file.crashed(rnd))
+    for (const [name, dir] of this.dirs) {
+      const child = dir.crash(rnd)
+      child.counters = out.counters
+      out.dirs.set(name, child)
+    }
+    return out
+  }
+}

@@ -1,0 +1,216 @@
+// The OPFS file system (lib/fs/opfs-fs.ts) over a fake of the OPFS API
+// (test/fs/fake-opfs.ts): its file semantics, the manifest switch across
+// crashes at every point, pool growth, a second opener, and the engine on it.
+import test from 'tape'
+import { OpfsFileSystem, HEADER_BYTES } from '../lib/fs/opfs-fs'
+import { Engine, encodeBatch } from '../lib/db'
+import { KIND_VALUE } from '../lib/keys'
+import { FakeDirectory, CRASHED } from './fs/fake-opfs'
+import { Random, seedFromEnv } from './util/random'
+
+const seed = seedFromEnv()
+
+async function put (db: Engine, key: string, value: string, sync = false): Promise<void> {
+  await db.write(encodeBatch([{ kind: KIND_VALUE, key, value }]), sync)
+}
+
+function get (db: Engine, key: string): string | undefined {
+  return db.get(Buffer.from(key))?.toString()
+}
+const DIR = '/db'
+
+/** A file system with DIR mounted and its reserve of free files created. */
+async function mounted (root: FakeDirectory): Promise<OpfsFileSystem> {
+  const fs = new OpfsFileSystem(root)
+  await fs.mount(DIR)
+  await fs.settled()
+  return fs
+}
+
+function writeFile (fs: OpfsFileSystem, path: string, text: string): void {
+  const f = fs.openWrite(path)
+  f.append(Buffer.from(text))
+  f.sync()
+  f.close()
+}
+
+test('opfs fs: files, names, rename, remove, and a remount', async (t) => {
+  const root = new FakeDirectory()
+  const fs = await mounted(root)
+  t.notOk(fs.exists(DIR), 'an empty mounted directory holds no database')
+  writeFile(fs, `${DIR}/a`, 'alpha')
+  writeFile(fs, `${DIR}/b`, 'bravo')
+  writeFile(fs, `${DIR}/sub/c`, 'charlie')
+  t.ok(fs.exists(DIR), 'the directory exists once it holds a file')
+  t.same(fs.list(DIR).sort(), ['a', 'b', 'sub'], 'list shows files and subdirectories')
+  t.same(fs.list(`${DIR}/sub`), ['c'], 'list of a subdirectory')
+  const r = fs.openRead(`${DIR}/a`)
+  const buf = Buffer.alloc(10)
+  t.is(r.size(), 5, 'size excludes the header')
+  t.is(r.read(buf, 0, 10, 1), 4, 'a read is short at the end')
+  t.is(buf.toString('utf8', 0, 4), 'lpha', 'bytes read at a position')
+  r.close()
+  fs.rename(`${DIR}/a`, `${DIR}/b`)
+  t.notOk(fs.exists(`${DIR}/a`), 'the source name is gone')
+  t.is(fs.readSmallFile(`${DIR}/b`).toString(), 'alpha', 'the target carries the source contents')
+  fs.remove(`${DIR}/sub/c`)
+  t.notOk(fs.exists(`${DIR}/sub`), 'an emptied subdirectory is gone')
+  t.throws(() => fs.openRead(`${DIR}/c`), /ENOENT/, 'a missing file is ENOENT')
+  t.throws(() => fs.openRead('/elsewhere/x'), /ENOENT/, 'outside the mounted directory is ENOENT')
+  fs.syncDir(DIR)
+  fs.unmount(DIR)
+  const again = await mounted(root)
+  t.same(again.list(DIR), ['b'], 'names survive a remount')
+  t.is(again.readSmallFile(`${DIR}/b`).toString(), 'alpha', 'contents survive a remount')
+})
+
+test('opfs fs: a second opener of the same directory gets LEVEL_LOCKED', async (t) => {
+  const root = new FakeDirectory()
+  const first = await mounted(root)
+  const second = new OpfsFileSystem(root)
+  try {
+    await second.mount(DIR)
+    t.fail('the second mount succeeded')
+  } catch (err) {
+    t.is((err as { code?: string }).code, 'LEVEL_LOCKED', 'LEVEL_LOCKED while the first holds the files')
+  }
+  const third = new OpfsFileSystem(root)
+  await third.mount(DIR, { skipBusyFiles: true })
+  t.is(third.list(DIR).length, 0, 'skipBusyFiles: mounts without the busy files')
+  third.unmount(DIR)
+  first.unmount(DIR)
+  await second.mount(DIR)
+  t.pass('mounts once the first has unmounted')
+})
+
+test('opfs fs: a removed file still being read is not reused until its reader closes', async (t) => {
+  const root = new FakeDirectory()
+  const fs = await mounted(root)
+  writeFile(fs, `${DIR}/old`, 'old contents')
+  const reader = fs.openRead(`${DIR}/old`)
+  fs.remove(`${DIR}/old`)
+  // Take every free file: none of them may be the one the reader reads.
+  for (let i = 0; i < 15; i++) writeFile(fs, `${DIR}/new${i}`, 'x'.repeat(20))
+  const buf = Buffer.alloc(12)
+  reader.read(buf, 0, 12, 0)
+  t.is(buf.toString(), 'old contents', 'the reader still reads the removed file')
+  reader.close()
+  await fs.settled()
+  t.is(fs.list(DIR).length, 15, 'the new files are all there')
+})
+
+test('opfs fs: the pool grows in the background, and an exhausted pool fails with LEVEL_IO_ERROR', async (t) => {
+  const root = new FakeDirectory()
+  const fs = await mounted(root)
+  let thrown: unknown
+  let made = 0
+  try {
+    for (; made < 100; made++) writeFile(fs, `${DIR}/f${made}`, 'data')
+  } catch (err) {
+    thrown = err
+  }
+  t.is((thrown as { code?: string } | undefined)?.code, 'LEVEL_IO_ERROR', `LEVEL_IO_ERROR after ${made} files without a turn of the event loop`)
+  await fs.settled()
+  for (; made < 100; made++) {
+    writeFile(fs, `${DIR}/f${made}`, 'data')
+    await fs.settled()
+  }
+  t.is(fs.list(DIR).length, 100, 'with turns in between, the pool grows to 100 files')
+})
+
+/** One manifest switch as the engine makes it: temp file, sync, rename onto CURRENT, directory sync. */
+function switchCurrent (fs: OpfsFileSystem, text: string, temp: string): void {
+  writeFile(fs, `${DIR}/${temp}`, text)
+  fs.rename(`${DIR}/${temp}`, `${DIR}/CURRENT`)
+  fs.syncDir(DIR)
+}
+
+test('opfs fs: the CURRENT switch survives a crash at every point (no atomic rename)', async (t) => {
+  const rnd = new Random(seed)
+  const runs = 400
+  let bad = 0
+  const outcomes = { old: 0, new: 0 }
+  for (let run = 0; run < runs; run++) {
+    const root = new FakeDirectory()
+    const fs = await mounted(root)
+    switchCurrent(fs, 'v0', 't0')
+    // Crash after a random number of OPFS operations within the next switches.
+    root.counters.opsLeft = rnd.int(40)
+    let done = 0
+    try {
+      for (let v = 1; v <= 4; v++) {
+        switchCurrent(fs, `v${v}`, `t${v}`)
+        done = v
+      }
+    } catch (err) {
+      if ((err as Error).message !== CRASHED) throw err
+    }
+    const image = root.crash(rnd)
+    const after = await mounted(image)
+    const text = after.exists(`${DIR}/CURRENT`) ? after.readSmallFile(`${DIR}/CURRENT`).toString() : '(missing)'
+    const ok = text === `v${done}` || text === `v${done + 1}`
+    if (text === `v${done}`) outcomes.old++
+    else if (ok) outcomes.new++
+    if (!ok && bad++ < 5) t.fail(`run ${run}: CURRENT is ${text} after ${done} completed switches`)
+  }
+  t.is(bad, 0, `${runs} crashes: CURRENT is always the last completed switch or the one in progress`)
+  t.ok(outcomes.old > 0 && outcomes.new > 0, `both outcomes happened (old ${outcomes.old}, new ${outcomes.new})`)
+})
+
+test('opfs fs: a torn header frees the file; the older of two claimants is freed at mount', async (t) => {
+  const root = new FakeDirectory()
+  const fs = await mounted(root)
+  writeFile(fs, `${DIR}/x`, 'one')
+  fs.syncDir(DIR)
+  fs.unmount(DIR)
+  // Damage x's header: a torn write leaves a CRC mismatch.
+  const pool = root.dirs.get('db')!
+  const [name, file] = [...pool.files].find(([, f]) => f.current.length > HEADER_BYTES)!
+  file.current[30] ^= 0xff
+  file.durable = file.current
+  const again = await mounted(root)
+  t.notOk(again.exists(`${DIR}/x`), `the file with a damaged header (${name}) is free space`)
+  t.ok(again.list(DIR).length === 0, 'no names remain')
+})
+
+test('opfs fs: the engine on OPFS keeps its data across a close and a crash', async (t) => {
+  const rnd = new Random(seed + 1)
+  const root = new FakeDirectory()
+  let fs = await mounted(root)
+  const options = { writeBufferSize: 4096, compactionWorker: false }
+  let db = await Engine.open(DIR, options, fs)
+  const model = new Map<string, string>()
+  for (let i = 0; i < 3000; i++) {
+    const key = `k${rnd.int(1000)}`
+    const value = `v${i}`
+    model.set(key, value)
+    await put(db, key, value)
+  }
+  await db.close()
+  fs.unmount(DIR)
+  fs = await mounted(root)
+  db = await Engine.open(DIR, options, fs)
+  let wrong = 0
+  for (const [key, value] of model) if (get(db, key) !== value) wrong++
+  t.is(wrong, 0, `${model.size} keys read back after a reopen`)
+  // Synced writes, then a crash at a random point of the writes that follow.
+  for (let i = 0; i < 200; i++) {
+    const key = `s${i}`
+    model.set(key, 'synced')
+    await put(db, key, 'synced', true)
+  }
+  root.counters.opsLeft = rnd.int(500)
+  try {
+    for (let i = 0; i < 2000; i++) await put(db, `u${i}`, 'x'.repeat(100))
+  } catch {}
+  const image = root.crash(rnd)
+  // The crashed engine lets go of the directory lock (its process would be gone).
+  root.counters.opsLeft = Infinity
+  try { await db.close() } catch {}
+  fs = await mounted(image)
+  db = await Engine.open(DIR, options, fs)
+  wrong = 0
+  for (const [key, value] of model) if (get(db, key) !== value) wrong++
+  t.is(wrong, 0, `${model.size} keys (200 written with sync) read back after a crash`)
+  await db.close()
+})
