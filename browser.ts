@@ -163,13 +163,7 @@ class Connection {
   }
 }
 
-interface RangeOptions {
-  gt?: Uint8Array
-  gte?: Uint8Array
-  lt?: Uint8Array
-  lte?: Uint8Array
-  reverse?: boolean
-  limit?: number
+interface RangeOptions extends RangeMessage {
   snapshot?: BrowserSnapshot
 }
 

@@ -37,10 +37,11 @@ export interface EngineOptions {
    * eviction, lib/sstable/cache.ts). Default 32 MiB: classic-level's block
    * cache is 8 MB, but LevelDB reads tables through mmap, so every block it
    * touches stays in its memory as page cache and a miss of its block cache
-   * costs no system call; here a miss is a pread (~3 µs). Measured on 200,000
-   * keys of 16 + 100 bytes, getSync of every key in random order, fresh
-   * processes: 8 MiB 127-131k/s (RSS 142-144 MB), 32 MiB 206-273k/s (164-165
-   * MB), classic-level 147-153k/s (208 MB). 0 disables it.
+   * costs no system call; here a miss is a pread (~3 µs). Measured by
+   * benchmarks/cache-size.ts (200,000 keys of 16 + 100 bytes, getSync of every
+   * key in random order, fresh processes, 3 runs): 8 MiB 0.47-0.64x
+   * classic-level (RSS 161-163 MB), 32 MiB 1.02-1.55x (140-141 MB),
+   * classic-level's RSS 151 MB. 0 disables it.
    */
   cacheSize: number
   /** Open table files kept in the table cache (each holds a file descriptor). Default 1000. */
