@@ -1,9 +1,9 @@
-// ESM entry point: re-exports the CommonJS build (dist/index.js), so that
+// ESM entry point: re-exports the CommonJS bundle (dist/node/lsm-level.js), so that
 // `import { Level } from 'lsm-level'` and `require('lsm-level')` give the same class.
 import { createRequire } from 'node:module'
 
 const require = createRequire(import.meta.url)
-const cjs = require('./dist/index.js')
+const cjs = require('./dist/node/lsm-level.js')
 
 export const LsmLevel = cjs.LsmLevel
 export const Level = cjs.Level

@@ -49,12 +49,12 @@ export interface Loaded {
   requireMs: number
 }
 
-/** Requires the engine's package (lsm-level: this checkout's compiled index), timed. */
+/** Requires the engine's package (lsm-level: this checkout's bundle, dist/node/lsm-level.js, what the package loads), timed. */
 export function loadEngine (name: EngineName): Loaded {
   const t0 = process.hrtime.bigint()
   /* eslint-disable @typescript-eslint/no-require-imports */
   const ctor = name === 'lsm-level'
-    ? require(path.join(__dirname, '..', 'index')).LsmLevel
+    ? require(path.join(__dirname, '..', 'node', 'lsm-level.js')).LsmLevel
     : name === 'classic-level' ? require('classic-level').ClassicLevel : require('memory-level').MemoryLevel
   /* eslint-enable @typescript-eslint/no-require-imports */
   const requireMs = millis(t0)

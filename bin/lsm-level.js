@@ -1,3 +1,3 @@
 #!/usr/bin/env node
 'use strict'
-require('../dist/cli/main.js').main(process.argv.slice(2))
+require('../dist/node/cli.js').main(process.argv.slice(2))

@@ -5,6 +5,7 @@
 // scripts, so nothing is rebuilt while other tests run.
 import test from 'tape'
 import * as fs from 'node:fs'
+import * as os from 'node:os'
 import * as path from 'node:path'
 import { spawnSync } from 'node:child_process'
 
@@ -58,7 +59,7 @@ test('the package holds no tests, benchmarks, TypeScript sources or source maps'
 })
 
 test('the package holds only runtime code and documents', (t) => {
-  const allowed = /^(package\.json|README\.md|CHANGELOG\.md|UPGRADING\.md|LICENSE(\.md)?|index\.mjs|index\.d\.mts|bin\/[^/]+\.js|dist\/(index|level)\.(js|d\.ts)|dist\/browser\.d\.ts|dist\/browser\/lsm-level(-worker)?\.js|dist\/(lib|cli)\/.+\.(js|d\.ts))$/
+  const allowed = /^(package\.json|README\.md|CHANGELOG\.md|UPGRADING\.md|LICENSE(\.md)?|index\.mjs|index\.d\.mts|bin\/[^/]+\.js|dist\/node\/(lsm-level|lsm-level-worker|cli)\.js|dist\/(index|level|browser)\.d\.ts|dist\/browser\/lsm-level(-worker)?\.js|dist\/(lib|cli)\/.+\.d\.ts)$/
   t.same(listed.filter((f) => !allowed.test(f)), [], 'nothing else')
   t.end()
 })
@@ -70,11 +71,35 @@ test('the package holds its documents and entry points', (t) => {
   t.end()
 })
 
-test('every compiled module in the package has its declarations', (t) => {
-  // The browser bundles (dist/browser/) are typed by dist/browser.d.ts.
+test('the runtime code is the Node bundles: no compiled module besides them', (t) => {
+  // scripts/build-node.js: one file for the package, one for its worker threads,
+  // one for the command line; the modules' declarations type them
+  // (dist/index.d.ts), the browser bundles (dist/browser/) dist/browser.d.ts.
   const js = listed.filter((f) => f.startsWith('dist/') && !f.startsWith('dist/browser/') && f.endsWith('.js'))
-  t.ok(js.length > 0, `${js.length} compiled modules`)
-  const missing = js.filter((f) => !listed.includes(f.replace(/\.js$/, '.d.ts')))
-  t.same(missing, [], 'a .d.ts beside each .js')
+  t.same(js, ['dist/node/cli.js', 'dist/node/lsm-level-worker.js', 'dist/node/lsm-level.js'], 'dist/node/ holds the three bundles')
+  t.ok(listed.includes('dist/index.d.ts') && listed.some((f) => f.startsWith('dist/lib/') && f.endsWith('.d.ts')), 'the declarations are there')
   t.end()
+})
+
+test('the bundle is the engine: a database through it flushes and compacts on its worker threads', async (t) => {
+  // dist/test/ -> dist/node/
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Level } = require(path.join(__dirname, '..', 'node', 'lsm-level.js')) as typeof import('../index')
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-bundle-'))
+  try {
+    const db = new Level(dir, { writeBufferSize: 4096 })
+    await db.open()
+    for (let i = 0; i < 2000; i++) await db.put(`key ${i}`, `value ${i}`)
+    await db.compactRange()
+    const stats = db.stats()
+    const deeper = db.levels().filter((l) => l.level > 0 && l.files > 0)
+    await db.close()
+    t.ok(stats.flushes > 1, `memtables flushed (${stats.flushes})`)
+    t.ok(deeper.length > 0, 'compacted into tables below level 0')
+    const again = new Level(dir)
+    t.is(await again.get('key 1999'), 'value 1999', 'reads back after reopening')
+    await again.close()
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
 })

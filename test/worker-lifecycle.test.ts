@@ -5,6 +5,7 @@ import test from 'tape'
 import * as nodeFs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
+import { Worker } from 'node:worker_threads'
 import { Engine, encodeBatch } from '../lib/db'
 import { CompactionWorker } from '../lib/compaction/worker'
 import { nodeFileSystem } from '../lib/fs/node-fs'
@@ -56,6 +57,38 @@ test('a worker thread starts with the first job, stops when idle, and starts aga
     t.equal(reopened.get(Buffer.from('c3-9'))?.toString(), 'value c3-9', 'the last flush reads back')
     await reopened.close()
   } finally {
+    nodeFs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('lsm-level inside an app\'s own worker thread leaves that thread\'s parentPort to the app', async (t) => {
+  const dir = nodeFs.mkdtempSync(path.join(os.tmpdir(), 'lsm-worker-app-'))
+  // The app's worker echoes what its parent sends, after using a database (with
+  // a flush on lsm-level's own threads). A job host listening on the same port
+  // would answer the app's messages as malformed jobs.
+  const source = `
+    const { parentPort, workerData } = require('node:worker_threads')
+    const { Level } = require(workerData.entry)
+    parentPort.on('message', async (msg) => {
+      const db = new Level(workerData.dir)
+      await db.put('k', msg.text)
+      await db.compactRange()
+      parentPort.postMessage({ echo: await db.get('k') })
+      await db.close()
+    })
+  `
+  const worker = new Worker(source, { eval: true, workerData: { dir, entry: path.join(__dirname, '..', 'index.js') } })
+  try {
+    const replies: unknown[] = []
+    const done = new Promise<void>((resolve, reject) => {
+      worker.on('error', reject)
+      worker.on('message', (m) => { replies.push(m); if ((m as { echo?: unknown }).echo !== undefined) setTimeout(resolve, 200) })
+    })
+    worker.postMessage({ text: 'hello' })
+    await done
+    t.deepEqual(replies, [{ echo: 'hello' }], 'the app gets its own reply and nothing else')
+  } finally {
+    await worker.terminate()
     nodeFs.rmSync(dir, { recursive: true, force: true })
   }
 })

@@ -14,12 +14,16 @@
 import { MessageChannel, Worker, isMainThread, parentPort, workerData, type MessagePort } from 'node:worker_threads'
 import * as fs from 'node:fs'
 import * as os from 'node:os'
+import * as path from 'node:path'
 import type { FileSystem } from '../fs/fs'
 import { nodeFileSystem } from '../fs/node-fs'
 import { reviveMeta, type CompactionJob, type FlushJob } from './job'
 import { errorFromData, serveJobs, type JobReply, type JobRequest } from './job-host'
 import type { TableWriterResult } from './table-writer'
 import { SkipList } from '../memtable/skiplist'
+
+/** Set by scripts/build-node.js: in the bundles, the threads run the worker bundle beside this file. */
+declare const LSM_LEVEL_WORKER_FILE: string | undefined
 
 /**
  * The main thread's handle on a job host (lib/compaction/job-host.ts): a worker
@@ -38,7 +42,9 @@ export class CompactionWorker {
    *   two compete for a core.
    */
   static thread (niceness = 0, idleStopMs = WORKER_IDLE_STOP_MS): CompactionWorker {
-    return new CompactionWorker(() => new Worker(__filename, { workerData: { niceness } }), idleStopMs)
+    const file = typeof LSM_LEVEL_WORKER_FILE === 'string' ? path.join(__dirname, LSM_LEVEL_WORKER_FILE) : __filename
+    const data: JobHostData = { lsmLevelJobHost: true, niceness }
+    return new CompactionWorker(() => new Worker(file, { workerData: data }), idleStopMs)
   }
 
   /**
@@ -217,7 +223,14 @@ function renice (niceness: number): void {
 
 // ---------------------------------------------------------------- worker side
 
-if (!isMainThread && parentPort) {
-  renice(Number((workerData as { niceness?: number } | undefined)?.niceness ?? 0))
+/** What a job host thread is started with; the marker tells it from an app's own worker thread that loads lsm-level. */
+interface JobHostData {
+  lsmLevelJobHost: true
+  niceness: number
+}
+
+const hostData = workerData as Partial<JobHostData> | null | undefined
+if (!isMainThread && parentPort && hostData?.lsmLevelJobHost === true) {
+  renice(Number(hostData.niceness ?? 0))
   serveJobs(parentPort, nodeFileSystem)
 }

@@ -1,5 +1,7 @@
 // Runs the shared abstract-level compliance suite against LsmLevel with the given
 // engine options, each database in its own directory under one temporary root.
+// `Db` is the class under test: the compiled modules by default, or the
+// package's bundle (dist/node/lsm-level.js, what users load).
 import test from 'tape'
 import * as fs from 'node:fs'
 import * as os from 'node:os'
@@ -11,13 +13,13 @@ import { processCounters } from '../../lib/db'
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const suite = require('abstract-level/test')
 
-export function runCompliance (name: string, engineOptions: Record<string, unknown>): void {
+export function runCompliance (name: string, engineOptions: Record<string, unknown>, Db: typeof LsmLevel = LsmLevel): void {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), `lsm-compliance-${name}-`))
   let n = 0
   suite({
     test,
     factory (options?: Record<string, unknown>) {
-      return new LsmLevel(path.join(root, String(n++)), { ...engineOptions, ...options })
+      return new Db(path.join(root, String(n++)), { ...engineOptions, ...options })
     }
   })
   test(`compliance (${name}): background work during the suite`, (t) => {
