@@ -54,12 +54,13 @@ export class Table {
   lastUse = 0
 
   private refs = 1
-  // The index, decoded once (decoded-block.ts):
-  // data block i spans [blockOffsets[i], + blockSizes[i]).
+  // The index, decoded once (decoded-block.ts). Data block i spans
+  // [blockOffsets[i], + blockSizes[i]), its handle decoded from the index on
+  // first use (blockSizes[i] < 0 until then): an open reads no handle it does
+  // not need, which is most of them for a table opened for one get.
   private readonly index: DecodedBlock
   private readonly blockOffsets: Float64Array
   private readonly blockSizes: Float64Array
-  private readonly dataEnd: number
   /** This table's slots in the block cache (one per data block). */
   private readonly slots: BlockSlots
   /** Memory for decompressed blocks: recycled block cache buffers. */
@@ -84,16 +85,7 @@ export class Table {
     this.largest = properties.largest
     this.index = index
     this.blockOffsets = new Float64Array(index.length)
-    this.blockSizes = new Float64Array(index.length)
-    let end = 0
-    for (let i = 0; i < index.length; i++) {
-      const h = decodeHandle(name, index.value(i), fileSize - FOOTER_SIZE)
-      if (h.offset < end) throw corruption(name, `data block ${i} overlaps its predecessor`)
-      this.blockOffsets[i] = h.offset
-      this.blockSizes[i] = h.size
-      end = h.offset + h.size + BLOCK_TRAILER_SIZE
-    }
-    this.dataEnd = end
+    this.blockSizes = new Float64Array(index.length).fill(-1)
     this.slots = cache.slotsFor(index.length)
     if (index.length !== properties.dataBlocks) {
       throw corruption(name, `index lists ${index.length} data blocks, properties say ${properties.dataBlocks}`)
@@ -184,7 +176,20 @@ export class Table {
   /** Approximate file offset where userKey would be (for size estimates). */
   approximateOffsetOf (userKey: Uint8Array): number {
     const b = this.index.lowerBound(userKey, MAX_SEQ)
-    return b < this.blockOffsets.length ? this.blockOffsets[b] : this.dataEnd
+    const n = this.blockOffsets.length
+    if (b < n) return this.blockOffsets[this.locate(b)]
+    // Past the last block: where the data blocks end.
+    return n === 0 ? 0 : this.blockOffsets[this.locate(n - 1)] + this.blockSizes[n - 1] + BLOCK_TRAILER_SIZE
+  }
+
+  /** Decodes data block i's handle from the index if not done yet; returns i. */
+  private locate (i: number): number {
+    if (this.blockSizes[i] < 0) {
+      const h = decodeHandle(this.name, this.index.value(i), this.fileSize - FOOTER_SIZE)
+      this.blockOffsets[i] = h.offset
+      this.blockSizes[i] = h.size
+    }
+    return i
   }
 
   ref (): void {
@@ -208,9 +213,9 @@ export class Table {
   /** @internal Data block `i` (0 <= i < dataBlockCount), raw, from the cache or the file. */
   rawBlock (i: number): RawBlock {
     assert(this.refs > 0, `Table ${this.name} used after close`)
-    const offset = this.blockOffsets[i]
     const cached = this.cache.get(this.slots, i)
     if (cached !== undefined) return cached
+    const offset = this.blockOffsets[this.locate(i)]
     const size = this.blockSizes[i]
     const handle: BlockHandle = { offset, size }
     const into = this.cache.takeBuffer(size + BLOCK_TRAILER_SIZE)
