@@ -21,6 +21,8 @@ import { reviveMeta, type CompactionJob, type FlushJob } from './job'
 import { errorFromData, serveJobs, type JobReply, type JobRequest } from './job-host'
 import type { TableWriterResult } from './table-writer'
 import { SkipList } from '../memtable/skiplist'
+// The threads check and write every block's CRC-32: zlib's, as on the main thread.
+import '../util/node-crc'
 
 /** Set by scripts/build-node.js: in the bundles, the threads run the worker bundle beside this file. */
 declare const LSM_LEVEL_WORKER_FILE: string | undefined
