@@ -183,6 +183,20 @@ if (missing !== undefined) {
     await context.close()
   })
 
+  test('browser: engine checks (random writes against a model with reopens, snapshots, range deletes) through flushes and compactions on OPFS', async (t) => {
+    const seed = process.env.SEED !== undefined && process.env.SEED !== '' ? Number(process.env.SEED) >>> 0 : Math.floor(Math.random() * 0x100000000)
+    t.comment(`SEED=${seed} (SEED=${seed} replays it)`)
+    const context = await browser.newContext()
+    const { run } = await reportingPage(context)
+    const { pass, fail, failures } = summarize(await run(`${base}/test.html?run=engine&seed=${seed}`))
+    for (const f of failures.slice(0, 20)) t.comment(f)
+    t.is(fail, 0, `no failure in the browser (${pass} passed)`)
+    // 8 rounds of 3 checks and the background-work check (25), the snapshot
+    // test (6) and the range-delete test (6); a run that stopped early passes fewer.
+    t.ok(pass >= 37, `every check ran (${pass} assertions passed)`)
+    await context.close()
+  })
+
   test('browser: close', async (t) => {
     await browser.close()
     await new Promise((resolve) => server.close(resolve))

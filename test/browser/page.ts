@@ -5,10 +5,12 @@
 //   ?run=persist-write&location=...       writes a known data set, closes
 //   ?run=persist-read&location=...        checks it, loaded in a new page
 //   ?run=two-tabs&location=...&hold=1     opens and keeps it open (or not)
+//   ?run=engine&seed=N                    the engine checks of engine-checks.ts
 // Results go to Node as TAP lines through window.lsmReport (a function the
 // test exposes), ending with '# done'.
 import test from 'tape'
 import { BrowserLevel } from '../../browser'
+import { registerEngineChecks } from './engine-checks'
 
 // The suite ships no typings.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -33,13 +35,18 @@ const CONFIGS: Record<string, Record<string, unknown>> = {
   }
 }
 
+/** Sends tape's output to Node, '# done' at its end. */
+function reportTape (): void {
+  const stream = test.createStream()
+  stream.on('data', (line: string) => report(line.replace(/\n$/, '')))
+  stream.on('end', () => report('# done'))
+}
+
 function runCompliance (config: string): void {
   const engineOptions = CONFIGS[config]
   const root = `compliance-${config}-${Date.now()}`
   let n = 0
-  const stream = test.createStream()
-  stream.on('data', (line: string) => report(line.replace(/\n$/, '')))
-  stream.on('end', () => report('# done'))
+  reportTape()
   suite({
     test,
     factory (options?: Record<string, unknown>) {
@@ -87,6 +94,12 @@ async function twoTabs (location: string, hold: boolean): Promise<void> {
   report('# done')
 }
 
+function runEngineChecks (seed: number): void {
+  report(`# SEED=${seed}`)
+  reportTape()
+  registerEngineChecks(worker, seed, `engine-${Date.now()}`)
+}
+
 async function main (): Promise<void> {
   const run = params.get('run')
   const location = params.get('location') ?? 'db'
@@ -94,6 +107,7 @@ async function main (): Promise<void> {
   else if (run === 'persist-write') await persistWrite(location)
   else if (run === 'persist-read') await persistRead(location)
   else if (run === 'two-tabs') await twoTabs(location, params.get('hold') === '1')
+  else if (run === 'engine') runEngineChecks(Number(params.get('seed')) >>> 0)
   else throw new Error(`unknown run: ${String(run)}`)
 }
 
