@@ -84,8 +84,28 @@ function open (engine: EngineName, location: string): Db {
 /** Closes a database and deletes its files (OPFS directory or IndexedDB database). */
 async function destroy (engine: EngineName, db: Db): Promise<void> {
   await db.close()
-  if (engine === 'lsm-level') await (await page.navigator.storage.getDirectory()).removeEntry(db.location, { recursive: true })
+  if (engine === 'lsm-level') await removeOpfsDirectory(db.location)
   else page.indexedDB.deleteDatabase(db.namePrefix + db.location)
+}
+
+/**
+ * Removes a database's OPFS directory. lsm-level's close() can resolve while a
+ * growth of its file pool still opens a sync access handle (closed when it
+ * comes: lib/fs/opfs-fs.ts), and an open handle makes removeEntry() fail with
+ * NoModificationAllowedError: so it is retried for a while, then left (the
+ * driver deletes the browser's profile at the end).
+ */
+async function removeOpfsDirectory (name: string): Promise<void> {
+  const root = await page.navigator.storage.getDirectory()
+  for (let attempt = 0; attempt < 20; attempt++) {
+    try {
+      await root.removeEntry(name, { recursive: true })
+      return
+    } catch (err) {
+      if ((err as Error).name !== 'NoModificationAllowedError') throw err
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
 }
 
 async function fillInBatches (db: Db, { keys, values }: Data, n: number): Promise<void> {
