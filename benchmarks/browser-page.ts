@@ -124,7 +124,7 @@ const filled = new Map<EngineName, Db>()
 /** What one workload does: returns the number of operations. */
 type Run = (engine: EngineName, run: number) => Promise<number>
 
-const RUNS: Record<Workload, Run> = {
+const WORKLOAD_RUNS: Record<Workload, Run> = {
   async fillrandom (engine, run) {
     const db = open(engine, `bench-fillrandom-${run}`)
     await db.open()
@@ -202,15 +202,19 @@ async function snapshots (engine: EngineName): Promise<string> {
   return `\`supports.snapshots\` ${String(db.supports.snapshots)}; ${does}`
 }
 
-page.lsmBench = {
+/** What the driver calls, as the page's global `lsmBench`. */
+const bench = {
   setup (c: BenchConfig): void {
     config = c
     data = dataSet(c)
   },
-  run: async (engine: EngineName, workload: Workload, run: number): Promise<number> => await RUNS[workload](engine, run),
+  run: async (engine: EngineName, workload: Workload, run: number): Promise<number> => await WORKLOAD_RUNS[workload](engine, run),
   snapshots,
   async finish (): Promise<void> {
     for (const [engine, db] of filled) await destroy(engine, db)
     filled.clear()
   }
 }
+
+export type Bench = typeof bench
+page.lsmBench = bench

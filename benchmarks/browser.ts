@@ -20,7 +20,7 @@ import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import { findChromium, CHROMIUM_CANDIDATES, type Page, playwrightChromium, serveDist } from '../test/browser/harness'
-import type { BenchConfig, EngineName, Workload } from './browser-page'
+import type { Bench, BenchConfig, EngineName, Workload } from './browser-page'
 import { median, rotated } from './child'
 import { commandLine, dateLine, describeMachine, gitCommit, int, loadNote, machine, ratio, writeSection } from './report'
 
@@ -45,12 +45,6 @@ const WORKLOADS: Record<Workload, string> = {
   seekrandom: `${int(CONFIG.seeks)} x (iterator with \`gte\` a random present key, \`nextv(100)\`); ranges/s`
 }
 
-interface Bench {
-  setup (config: BenchConfig): void
-  run (engine: EngineName, workload: Workload, run: number): Promise<number>
-  snapshots (engine: EngineName): Promise<string>
-  finish (): Promise<void>
-}
 // page.evaluate() sends a function's source to the page, not its closure: the
 // functions below reach the page's `lsmBench` through the page's globalThis.
 interface PageGlobal { lsmBench: Bench }
@@ -116,7 +110,8 @@ function report (started: Date, startLoad: string, chromiumVersion: string, resu
   lines.push(`- Data: keys of 16 random bytes, values of 100 random bytes (seeded LCG, seed ${CONFIG.seed}), the same for both engines, both with the \`'view'\` encoding (Uint8Array keys and values, which both store as they are). ` +
     'Both engines in one page on the main thread (lsm-level\'s engine runs in its worker), default options. ' +
     'The reads use the database that fillbatch filled in the same run; lsm-level\'s is compacted first (untimed).')
-  lines.push(`- ${RUNS} runs, each a new pair of databases, workload by workload, the engines' order rotated each run; each cell is the median of the ${RUNS}.`)
+  lines.push(`- ${RUNS} runs, each a new pair of databases, workload by workload, the engines' order rotated each run; each cell is the median of the ${RUNS}. ` +
+    'No separate warmup: the first run is the page\'s first use of each engine\'s paths.')
   lines.push('')
   lines.push('| workload | what | lsm-level | browser-level | lsm / browser-level |')
   lines.push('|---|---|---:|---:|---:|')
