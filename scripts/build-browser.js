@@ -2,7 +2,9 @@
 //   lsm-level.js         browser.ts: the main thread's database (ES module)
 //   lsm-level-worker.js  lib/browser/worker-main.ts: the engine's worker (ES module)
 // `--tests` also bundles the page that test/browser.test.ts loads into
-// dist/browser-test/. Node-only modules that level.ts imports on demand
+// dist/browser-test/, and the page of the browser benchmark
+// (benchmarks/browser-page.ts, with browser-level) into dist/browser-bench/.
+// Node-only modules that level.ts imports on demand
 // (repair, destroy, importLevelDB) become a stub that fails with
 // LEVEL_NOT_SUPPORTED; the build fails if any node: module is left.
 'use strict'
@@ -42,6 +44,7 @@ async function main () {
       inject: [path.join(root, 'test/browser/process-shim.js')],
       define: { ...common.define, __dirname: '"/"' }
     })
+    await esbuild.build({ ...common, entryPoints: { page: path.join(root, 'benchmarks/browser-page.ts') }, outdir: path.join(root, 'dist/browser-bench') })
   }
 }
 

@@ -7,20 +7,14 @@
 // the file says so loudly on its last lines and skips; CI installs chromium
 // first (.ci/run).
 import test from 'tape'
-import * as fs from 'node:fs'
-import * as http from 'node:http'
+import type * as http from 'node:http'
 import * as path from 'node:path'
 import { spawnSync } from 'node:child_process'
-import type { AddressInfo } from 'node:net'
+import { CHROMIUM_CANDIDATES, type Browser, type Context, findChromium, type Page, playwrightChromium, serveDist } from './browser/harness'
 
 const root = path.join(__dirname, '..', '..')
-const CANDIDATES = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].filter((p): p is string => typeof p === 'string' && p !== '')
 /** Per page run; a compliance suite takes about 2 minutes on 2 busy cores, 3 beside the other. */
 const RUN_TIMEOUT_MS = 8 * 60 * 1000
-
-function findBrowser (): string | undefined {
-  return CANDIDATES.find((p) => fs.existsSync(p))
-}
 
 function canRequire (name: string): boolean {
   try {
@@ -35,38 +29,6 @@ function skipLoudly (why: string): void {
   const bar = '#'.repeat(78)
   console.log(`${bar}\n# BROWSER TESTS SKIPPED: ${why}\n# Install it (apt-get install chromium) to run them; .ci/run does.\n${bar}`)
 }
-
-const MIME: Record<string, string> = { '.js': 'text/javascript', '.map': 'application/json', '.html': 'text/html' }
-
-/** Serves dist/browser and dist/browser-test, and the test page at /test.html. */
-function serve (): Promise<http.Server> {
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://localhost')
-    if (url.pathname === '/test.html') {
-      res.writeHead(200, { 'content-type': 'text/html' })
-      res.end('<!doctype html><meta charset="utf-8"><script type="module" src="/browser-test/page.js"></script>')
-      return
-    }
-    const file = path.join(root, 'dist', path.normalize(url.pathname))
-    if (!file.startsWith(path.join(root, 'dist') + path.sep) || !fs.existsSync(file)) {
-      res.writeHead(404)
-      res.end()
-      return
-    }
-    res.writeHead(200, { 'content-type': MIME[path.extname(file)] ?? 'application/octet-stream' })
-    fs.createReadStream(file).pipe(res)
-  })
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
-}
-
-interface Page {
-  exposeFunction (name: string, fn: (line: string) => void): Promise<void>
-  goto (url: string): Promise<unknown>
-  on (event: 'pageerror', fn: (err: Error) => void): void
-  close (): Promise<void>
-}
-interface Context { newPage (): Promise<Page>, close (): Promise<void> }
-interface Browser { newContext (): Promise<Context>, close (): Promise<void> }
 
 /** A page whose TAP lines are collected; run() loads a URL (a new page load) and resolves at '# done'. */
 async function reportingPage (context: Context): Promise<{ page: Page, run: (url: string) => Promise<string[]> }> {
@@ -110,9 +72,9 @@ function summarize (lines: string[]): { pass: number, fail: number, failures: st
   return { pass, fail, failures }
 }
 
-const executablePath = findBrowser()
+const executablePath = findChromium()
 const missing = executablePath === undefined
-  ? 'no Chromium found (' + CANDIDATES.join(', ') + ')'
+  ? 'no Chromium found (' + CHROMIUM_CANDIDATES.join(', ') + ')'
   : !canRequire('esbuild') ? 'esbuild is not installed' : !canRequire('playwright-core') ? 'playwright-core is not installed' : undefined
 
 if (missing !== undefined) {
@@ -126,11 +88,8 @@ if (missing !== undefined) {
   test('browser: bundle, serve, launch', async (t) => {
     const build = spawnSync(process.execPath, [path.join(root, 'scripts', 'build-browser.js'), '--tests'], { encoding: 'utf8' })
     t.is(build.status, 0, `scripts/build-browser.js --tests${build.status === 0 ? '' : ': ' + build.stderr}`)
-    server = await serve()
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { chromium } = require('playwright-core') as { chromium: { launch (o: object): Promise<Browser> } }
-    browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] })
+    ;({ server, base } = await serveDist({ '/test.html': '/browser-test/page.js' }))
+    browser = await playwrightChromium().launch({ executablePath: executablePath!, args: ['--no-sandbox'] })
     t.pass(`Chromium launched (${executablePath})`)
   })
 

@@ -6,7 +6,8 @@
 //
 // Keys and values travel as Uint8Arrays (the main thread's abstract-level
 // encodes and decodes them). Requests are structured-cloned (their buffers may
-// be the caller's own); replies transfer the buffers the worker made for them.
+// be the caller's own); replies transfer the large buffers the worker made for
+// them and clone the small ones (see TRANSFER_MIN_BYTES).
 
 /** A range as abstract-level normalises it, keys encoded. */
 export interface RangeMessage {
@@ -61,10 +62,19 @@ export function errorMessage (err: unknown, depth = 0): ErrorMessage {
   }
 }
 
-/** The buffers of `value` (a reply's result) that can be transferred: views of a whole ArrayBuffer. */
+/**
+ * Buffers smaller than this are cloned, not transferred: Chromium 150 pays per
+ * transferred buffer, and a nextv(1000) reply (2,000 buffers of 16 and 100
+ * bytes) took 6.4 ms in the worker's postMessage transferred against 2.2 ms
+ * cloned; a single buffer costs the same either way at 8 KiB, and 16 KiB and
+ * up go faster transferred (benchmarks/browser.ts's machine, BENCHMARKS.md).
+ */
+const TRANSFER_MIN_BYTES = 8 * 1024
+
+/** The buffers of `value` (a reply's result) worth transferring: views of a whole ArrayBuffer of TRANSFER_MIN_BYTES or more. */
 export function transferables (value: unknown, out = new Set<ArrayBuffer>()): Set<ArrayBuffer> {
   if (value instanceof Uint8Array) {
-    if (value.byteOffset === 0 && value.byteLength === value.buffer.byteLength && value.buffer instanceof ArrayBuffer) out.add(value.buffer)
+    if (value.byteOffset === 0 && value.byteLength === value.buffer.byteLength && value.byteLength >= TRANSFER_MIN_BYTES && value.buffer instanceof ArrayBuffer) out.add(value.buffer)
   } else if (Array.isArray(value)) {
     for (const v of value) transferables(v, out)
   }

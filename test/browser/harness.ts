@@ -1,0 +1,68 @@
+// What the browser test (test/browser.test.ts) and the browser benchmark
+// (benchmarks/browser.ts) share: finding the distribution's Chromium, serving
+// dist/ (the bundles of scripts/build-browser.js) with a page or two on a local
+// HTTP server, and playwright-core, required only when a run needs it (its
+// typings are declared here, as far as they are used).
+import * as fs from 'node:fs'
+import * as http from 'node:http'
+import * as path from 'node:path'
+import type { AddressInfo } from 'node:net'
+
+const root = path.join(__dirname, '..', '..', '..')
+
+export const CHROMIUM_CANDIDATES = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].filter((p): p is string => typeof p === 'string' && p !== '')
+
+export function findChromium (): string | undefined {
+  return CHROMIUM_CANDIDATES.find((p) => fs.existsSync(p))
+}
+
+export interface Page {
+  exposeFunction (name: string, fn: (line: string) => void): Promise<void>
+  goto (url: string): Promise<unknown>
+  evaluate<R, A> (fn: (arg: A) => R | Promise<R>, arg: A): Promise<R>
+  waitForFunction (expression: string): Promise<unknown>
+  on (event: 'pageerror', fn: (err: Error) => void): void
+  close (): Promise<void>
+}
+export interface Context { newPage (): Promise<Page>, close (): Promise<void> }
+export interface Browser { newContext (): Promise<Context>, close (): Promise<void> }
+interface LaunchOptions { executablePath: string, args?: string[] }
+export interface Chromium {
+  launch (options: LaunchOptions): Promise<Browser>
+  /** A browser whose profile (and so its OPFS and IndexedDB) lives on disk in userDataDir. */
+  launchPersistentContext (userDataDir: string, options: LaunchOptions): Promise<Context>
+}
+
+export function playwrightChromium (): Chromium {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('playwright-core') as { chromium: Chromium }).chromium
+}
+
+const MIME: Record<string, string> = { '.js': 'text/javascript', '.map': 'application/json', '.html': 'text/html' }
+
+/**
+ * Serves the files of dist/ and, at each path of `pages` (such as
+ * '/test.html'), an HTML page that loads the module script it maps to.
+ */
+export async function serveDist (pages: Record<string, string>): Promise<{ server: http.Server, base: string }> {
+  const dist = path.join(root, 'dist')
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://localhost')
+    const script = pages[url.pathname]
+    if (script !== undefined) {
+      res.writeHead(200, { 'content-type': 'text/html' })
+      res.end(`<!doctype html><meta charset="utf-8"><script type="module" src="${script}"></script>`)
+      return
+    }
+    const file = path.join(dist, path.normalize(url.pathname))
+    if (!file.startsWith(dist + path.sep) || !fs.existsSync(file)) {
+      res.writeHead(404)
+      res.end()
+      return
+    }
+    res.writeHead(200, { 'content-type': MIME[path.extname(file)] ?? 'application/octet-stream' })
+    fs.createReadStream(file).pipe(res)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
+}
