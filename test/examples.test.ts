@@ -115,7 +115,7 @@ test('package.json exports and files', (t) => {
   const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'))
   t.same(pkg.exports['.'], {
     import: { types: './index.d.mts', default: './index.mjs' },
-    require: { types: './dist/index.d.ts', default: './dist/index.js' }
+    require: { types: './dist/index.d.ts', default: './dist/node/lsm-level.js' }
   })
   t.ok(pkg.files.includes('index.mjs') && pkg.files.includes('index.d.mts'), 'index.mjs and its typings are published')
   t.end()
