@@ -1,6 +1,7 @@
 // Bundles the browser entry with esbuild into dist/browser/:
 //   lsm-level.js         browser.ts: the main thread's database (ES module)
 //   lsm-level-worker.js  lib/browser/worker-main.ts: the engine's worker (ES module)
+//   lsm-level-in-worker.js  browser-in-worker.ts: the engine for code in a worker (ES module)
 // `--tests` also bundles the page that test/browser.test.ts loads into
 // dist/browser-test/, and the page of the browser benchmark
 // (benchmarks/browser-page.ts, with browser-level) into dist/browser-bench/.
@@ -33,7 +34,7 @@ const common = {
 }
 
 async function main () {
-  await esbuild.build({ ...common, entryPoints: { 'lsm-level': path.join(root, 'browser.ts'), 'lsm-level-worker': path.join(root, 'lib/browser/worker-main.ts') }, outdir: path.join(root, 'dist/browser') })
+  await esbuild.build({ ...common, entryPoints: { 'lsm-level': path.join(root, 'browser.ts'), 'lsm-level-worker': path.join(root, 'lib/browser/worker-main.ts'), 'lsm-level-in-worker': path.join(root, 'browser-in-worker.ts') }, outdir: path.join(root, 'dist/browser') })
   if (process.argv.includes('--tests')) {
     await esbuild.build({
       ...common,
