@@ -2,8 +2,8 @@
 //   lsm-level.js         browser.ts: the main thread's database (ES module)
 //   lsm-level-worker.js  lib/browser/worker-main.ts: the engine's worker (ES module)
 //   lsm-level-in-worker.js  browser-in-worker.ts: the engine for code in a worker (ES module)
-// `--tests` also bundles the page that test/browser.test.ts loads into
-// dist/browser-test/, and the page of the browser benchmark
+// `--tests` also bundles the page that test/browser.test.ts loads, and the
+// worker that page starts for OpfsLevel, into dist/browser-test/, and the page of the browser benchmark
 // (benchmarks/browser-page.ts, with browser-level) into dist/browser-bench/.
 // Node-only modules that level.ts imports on demand
 // (repair, destroy, importLevelDB) become a stub that fails with
@@ -38,7 +38,7 @@ async function main () {
   if (process.argv.includes('--tests')) {
     await esbuild.build({
       ...common,
-      entryPoints: { page: path.join(root, 'test/browser/page.ts') },
+      entryPoints: { page: path.join(root, 'test/browser/page.ts'), worker: path.join(root, 'test/browser/worker-runner.ts') },
       outdir: path.join(root, 'dist/browser-test'),
       // tape's node-side modules, as browserify would substitute them.
       alias: { stream: 'readable-stream', path: path.join(root, 'test/browser/path-shim.js') },

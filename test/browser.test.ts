@@ -2,8 +2,10 @@
 // driven by playwright-core, loads the bundles of scripts/build-browser.js from
 // a local HTTP server and runs test/browser/page.ts there: the abstract-level
 // compliance suite through the main thread's database (default and tiny-buffer
-// options) on OPFS, persistence across page loads, and a second tab on an
-// open database. When no browser (or no esbuild / playwright-core) is found,
+// options) on OPFS, persistence across page loads, a second tab on an open
+// database, and OpfsLevel used directly in a dedicated worker that the page
+// starts (test/browser/worker-runner.ts: the compliance suite, getSync, the
+// lock against the page's database). When no browser (or no esbuild / playwright-core) is found,
 // the file says so loudly on its last lines and skips; CI installs chromium
 // first (.ci/run).
 import test from 'tape'
@@ -15,6 +17,8 @@ import { CHROMIUM_CANDIDATES, type Browser, type Context, findChromium, type Pag
 const root = path.join(__dirname, '..', '..')
 /** Per page run; a compliance suite takes about 2 minutes on 2 busy cores, 3 beside the other. */
 const RUN_TIMEOUT_MS = 8 * 60 * 1000
+/** What the compliance suite passes for OpfsLevel in a worker (measured: see its test). */
+const IN_WORKER_ASSERTIONS = 5171
 
 function canRequire (name: string): boolean {
   try {
@@ -154,6 +158,41 @@ if (missing !== undefined) {
     // test (6) and the range-delete test (6); a run that stopped early passes fewer.
     t.ok(pass >= 37, `every check ran (${pass} assertions passed)`)
     await context.close()
+  })
+
+  test('browser: OpfsLevel in a dedicated worker: the abstract-level compliance suite (default options) on OPFS', async (t) => {
+    const context = await browser.newContext()
+    const { run } = await reportingPage(context)
+    const t0 = Date.now()
+    const { pass, fail, failures } = summarize(await run(`${base}/test.html?run=in-worker&what=compliance`))
+    await context.close()
+    for (const f of failures.slice(0, 20)) t.comment(f)
+    t.is(fail, 0, `no failure in the worker (${pass} passed, ${fail} failed, ${((Date.now() - t0) / 1000).toFixed(1)} s)`)
+    // The suite makes IN_WORKER_ASSERTIONS assertions for OpfsLevel's manifest
+    // (LsmLevel's: getSync and the additional methods included); a run that
+    // stopped early passes fewer.
+    t.ok(pass >= IN_WORKER_ASSERTIONS, `the whole suite ran (${pass} assertions passed)`)
+  })
+
+  test('browser: OpfsLevel in a worker: getSync = get through flushes and a compaction; a second database there gets LEVEL_LOCKED', async (t) => {
+    const context = await browser.newContext()
+    const { run } = await reportingPage(context)
+    const { pass, fail, failures } = summarize(await run(`${base}/test.html?run=in-worker&what=checks`))
+    await context.close()
+    for (const f of failures) t.comment(f)
+    t.is(fail, 0, `no failure in the worker (${pass} passed)`)
+    // 3 getSync checks and the flushes-and-levels check, 3 lock checks.
+    t.ok(pass >= 7, `every check ran (${pass} assertions passed)`)
+  })
+
+  test('browser: OpfsLevel is LEVEL_NOT_SUPPORTED on a page; a page\'s BrowserLevel gets LEVEL_LOCKED while a worker\'s OpfsLevel holds the location', async (t) => {
+    const context = await browser.newContext()
+    const { run } = await reportingPage(context)
+    const lines = await run(`${base}/test.html?run=in-worker-lock&location=in-worker-lock-${Date.now()}`)
+    await context.close()
+    const checks = lines.filter((l) => /^(not )?ok /.test(l))
+    t.is(checks.length, 3, 'three checks reported by the page')
+    for (const line of checks) t.ok(line.startsWith('ok '), line)
   })
 
   test('browser: close', async (t) => {
