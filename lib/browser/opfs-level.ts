@@ -12,7 +12,7 @@
 import './globals'
 import { LsmLevel, type LsmLevelOptions } from '../../level'
 import { installBrowserPlatform, resolveLocation } from './platform'
-import { acquireTabLock, tabLocks } from './tab-lock'
+import { acquireTabLock, tabLocksAvailable } from './tab-lock'
 import { levelError } from '../errors'
 
 export type OpfsLevelOptions<K = string, V = string> = LsmLevelOptions<K, V>
@@ -49,7 +49,7 @@ export class OpfsLevel<K = string, V = string> extends LsmLevel<K, V> {
     const release = await acquireTabLock(dir)
     try {
       // The Web Lock is ours: a pool file whose handle is busy is a leftover of this worker's own growth.
-      await fs.mount(dir, { skipBusyFiles: tabLocks })
+      await fs.mount(dir, { skipBusyFiles: tabLocksAvailable() })
       try {
         await super._open(options)
       } catch (err) {

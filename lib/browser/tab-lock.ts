@@ -8,14 +8,18 @@ interface LockManager {
   request (name: string, options: { ifAvailable: boolean }, callback: (lock: unknown) => Promise<void> | undefined): Promise<unknown>
 }
 
-const locks = (globalThis as unknown as { navigator: { locks?: LockManager } }).navigator.locks
+function lockManager (): LockManager | undefined {
+  return (globalThis as unknown as { navigator?: { locks?: LockManager } }).navigator?.locks
+}
 
 /**
  * Whether this worker has the Web Locks API. Without it the exclusive OPFS
  * sync access handles still refuse a second opener (at mount), and a busy pool
  * file cannot be told from one held by another tab.
  */
-export const tabLocks = locks !== undefined
+export function tabLocksAvailable (): boolean {
+  return lockManager() !== undefined
+}
 
 /**
  * Takes the lock for the directory `dir` (resolved), held until the returned
@@ -23,6 +27,7 @@ export const tabLocks = locks !== undefined
  * worker) opening it gets LEVEL_LOCKED at once.
  */
 export async function acquireTabLock (dir: string): Promise<() => void> {
+  const locks = lockManager()
   if (locks === undefined) return () => {}
   return await new Promise((resolve, reject) => {
     locks.request(`lsm-level:${dir}`, { ifAvailable: true }, (lock) => {
