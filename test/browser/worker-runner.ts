@@ -4,7 +4,8 @@
 // query string says what to run:
 //   ?run=compliance          the abstract-level compliance suite, default options
 //   ?run=checks              getSync against get through flushes and a
-//                            compaction; a second database on an open location
+//                            compaction; a second database on an open location;
+//                            a failed open
 //   ?run=hold&location=...   opens the database and holds it until the page
 //                            posts 'close' (the page then tries its own)
 // TAP lines (and '# opened', '# closed') go to the page with postMessage, which
@@ -106,6 +107,16 @@ function runChecks (): void {
     await second.open()
     t.is(await second.get('a'), '1', 'the second opens once the first is closed, and reads its write')
     await second.close()
+  })
+
+  test('in a worker: a failed open holds nothing: the next open of the location works', async (t) => {
+    const location = `${root}/lock`
+    const failed = new OpfsLevel(location)
+    await failed.open({ errorIfExists: true }).then(() => t.fail('opened'), (err: { code?: string }) => t.is(err.code, 'LEVEL_DATABASE_NOT_OPEN', 'errorIfExists on an existing database fails'))
+    const db = new OpfsLevel(location)
+    await db.open()
+    t.is(await db.get('a'), '1', 'the next open works and reads the data')
+    await db.close()
   })
 }
 
