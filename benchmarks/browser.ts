@@ -113,11 +113,11 @@ function report (started: Date, startLoad: string, chromiumVersion: string, resu
   lines.push(`- Browser: ${chromiumVersion}, headless, driven by playwright-core`)
   lines.push(`- Commit: ${gitCommit()}`)
   lines.push(`- Command: \`${commandLine(ENV_NAMES)}\``)
-  lines.push(`- Data: keys of 16 random bytes, values of 100 random bytes (seeded LCG, seed ${CONFIG.seed}), the same for both engines, both with the \`'view'\` encoding (Uint8Array keys and values, which both store as they are). ` +
+  lines.push(`- Data: keys of 16 random bytes, values of 100 random bytes (seeded LCG, seed ${CONFIG.seed}), the same for every engine, all with the \`'view'\` encoding (Uint8Array keys and values, which both store as they are). ` +
     'BrowserLevel (`lsm-level/browser`, whose engine runs in its worker) and browser-level used from one page, on its main thread; ' +
     'OpfsLevel (`lsm-level/browser/in-worker`) used inside a dedicated worker that the page starts, each workload timed in that worker; default options. ' +
     'The reads use the database that fillbatch filled in the same run; lsm-level\'s are compacted first (untimed).')
-  lines.push(`- ${RUNS} runs, each a new pair of databases, workload by workload, the engines' order rotated each run; each cell is the median of the ${RUNS}. ` +
+  lines.push(`- ${RUNS} runs, each a new database per engine, workload by workload, the engines' order rotated each run; each cell is the median of the ${RUNS}. ` +
     'No separate warmup: the first run is the page\'s first use of each engine\'s paths.')
   lines.push('')
   lines.push('| workload | what | lsm-level BrowserLevel (page) | lsm-level OpfsLevel (in a worker) | browser-level | BrowserLevel / browser-level | OpfsLevel / browser-level |')
