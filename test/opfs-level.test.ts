@@ -8,6 +8,7 @@ import test from 'tape'
 import { OpfsLevel } from '../lib/browser/opfs-level'
 import { installBrowserPlatform } from '../lib/browser/platform'
 import { FakeDirectory } from './fs/fake-opfs'
+import type { OpfsFileSystem } from '../lib/fs/opfs-fs'
 
 /** navigator.locks.request() with ifAvailable, as far as lib/browser/tab-lock.ts uses it. */
 class FakeLocks {
@@ -41,35 +42,40 @@ test('OpfsLevel without OPFS sync access handles (on a page, in Node): LEVEL_NOT
   t.end()
 })
 
-test('OpfsLevel in a (faked) dedicated worker', async (t) => {
+const LOCK = 'lsm-level:/dbs/a'
+
+/** Fakes a dedicated worker's globals (once; after the test above, which needs none). */
+async function fakeWorker (): Promise<{ locks: FakeLocks, fs: OpfsFileSystem }> {
   const locks = new FakeLocks()
   const root = new FakeDirectory()
   Object.defineProperty(globalThis, 'navigator', { value: { storage: { getDirectory: async () => root }, locks }, configurable: true })
   Object.defineProperty(globalThis, 'FileSystemFileHandle', { value: class { createSyncAccessHandle (): void {} }, configurable: true })
-  const fs = await installBrowserPlatform()
-  const LOCK = 'lsm-level:/dbs/a'
+  return { locks, fs: await installBrowserPlatform() }
+}
+let worker: ReturnType<typeof fakeWorker> | undefined
 
-  t.test('open and close take and give back the Web Lock and the mount; getSync', async (t) => {
-    const db = new OpfsLevel('dbs/a')
-    await db.open()
-    t.ok(locks.held.has(LOCK) && fs.isMounted('/dbs/a'), 'open: the lock is held and the directory mounted')
-    await db.put('k', 'v')
-    t.is(db.getSync('k'), 'v', 'getSync reads a put')
-    const second = new OpfsLevel('dbs/./a')
-    await second.open().then(() => t.fail('a second database opened'), (err) => t.is(codes(err), 'LEVEL_DATABASE_NOT_OPEN / LEVEL_LOCKED', 'a second database on the location: LEVEL_LOCKED'))
-    await db.close()
-    await settle()
-    t.ok(!locks.held.has(LOCK) && !fs.isMounted('/dbs/a'), 'close: the lock released and the directory unmounted')
-  })
+test('OpfsLevel in a (faked) worker: open and close take and give back the Web Lock and the mount; getSync', async (t) => {
+  const { locks, fs } = await (worker ??= fakeWorker())
+  const db = new OpfsLevel('dbs/a')
+  await db.open()
+  t.ok(locks.held.has(LOCK) && fs.isMounted('/dbs/a'), 'open: the lock is held and the directory mounted')
+  await db.put('k', 'v')
+  t.is(db.getSync('k'), 'v', 'getSync reads a put')
+  const second = new OpfsLevel('dbs/./a')
+  await second.open().then(() => t.fail('a second database opened'), (err) => t.is(codes(err), 'LEVEL_DATABASE_NOT_OPEN / LEVEL_LOCKED', 'a second database on the location: LEVEL_LOCKED'))
+  await db.close()
+  await settle()
+  t.ok(!locks.held.has(LOCK) && !fs.isMounted('/dbs/a'), 'close: the lock released and the directory unmounted')
+})
 
-  t.test('a failed open leaves neither the lock nor the mount held', async (t) => {
-    const db = new OpfsLevel('dbs/a')
-    await db.open({ errorIfExists: true }).then(() => t.fail('opened'), (err) => t.is(String((err as { code?: string }).code), 'LEVEL_DATABASE_NOT_OPEN', 'errorIfExists on an existing database fails'))
-    await settle()
-    t.ok(!locks.held.has(LOCK) && !fs.isMounted('/dbs/a'), 'nothing held after the failure')
-    const again = new OpfsLevel('dbs/a')
-    await again.open()
-    t.is(await again.get('k'), 'v', 'the next open works and reads the data')
-    await again.close()
-  })
+test('OpfsLevel in a (faked) worker: a failed open leaves neither the lock nor the mount held', async (t) => {
+  const { locks, fs } = await (worker ??= fakeWorker())
+  const db = new OpfsLevel('dbs/a')
+  await db.open({ errorIfExists: true }).then(() => t.fail('opened'), (err) => t.is(String((err as { code?: string }).code), 'LEVEL_DATABASE_NOT_OPEN', 'errorIfExists on an existing database fails'))
+  await settle()
+  t.ok(!locks.held.has(LOCK) && !fs.isMounted('/dbs/a'), 'nothing held after the failure')
+  const again = new OpfsLevel('dbs/a')
+  await again.open()
+  t.is(await again.get('k'), 'v', 'the next open works and reads the data')
+  await again.close()
 })
