@@ -1,10 +1,12 @@
-// Browser benchmark (`npm run bench:browser`): lsm-level's BrowserLevel on the
-// Origin Private File System against browser-level, the Level project's
-// IndexedDB engine, in one page of headless Chromium (the distribution's
-// package, driven by playwright-core as in test/browser.test.ts). The page is
-// benchmarks/browser-page.ts, bundled by `npm run build`; this driver serves
-// it, asks it for one measurement at a time (page.evaluate), interleaves the
-// engines (their order rotated each run) and reports medians and ratios.
+// Browser benchmark (`npm run bench:browser`): lsm-level on the Origin Private
+// File System, as BrowserLevel used from a page and as OpfsLevel used inside a
+// worker, against browser-level, the Level project's IndexedDB engine, in one
+// page of headless Chromium (the distribution's package, driven by
+// playwright-core as in test/browser.test.ts). The page is
+// benchmarks/browser-page.ts (it starts benchmarks/browser-worker.ts for
+// OpfsLevel), bundled by `npm run build`; this driver serves it, asks it for
+// one measurement at a time (page.evaluate), interleaves the engines (their
+// order rotated each run) and reports medians and ratios to browser-level.
 //
 // The browser gets a profile directory on disk (launchPersistentContext): a
 // plain new context is incognito-like, and keeps OPFS and IndexedDB in memory.
@@ -34,16 +36,20 @@ const CONFIG: BenchConfig = {
 const RUNS = Number(process.env.BENCH_RUNS ?? 3)
 const MARKDOWN = process.env.BENCH_MARKDOWN
 const ENV_NAMES = ['BENCH_PUTS', 'BENCH_KEYS', 'BENCH_GETS', 'BENCH_SEEKS', 'BENCH_RUNS', 'BENCH_SEED']
-const ENGINES: readonly EngineName[] = ['lsm-level', 'browser-level']
+const ENGINES: readonly EngineName[] = ['lsm-level', 'lsm-level in a worker', 'browser-level']
 
 /** The workloads (db_bench names), in the order of a run, and what each counts. */
 const WORKLOADS: Record<Workload, string> = {
   fillrandom: `${int(CONFIG.puts)} awaited puts into an empty database; puts/s`,
   fillbatch: `${int(CONFIG.keys)} keys in batches of 1,000 into an empty database; puts/s`,
   readrandom: `${int(CONFIG.gets)} awaited gets of present keys, random order; gets/s`,
+  readsync: `readrandom with \`getSync\` (OpfsLevel only; its ratio is to browser-level's readrandom); gets/s`,
   readseq: 'one full scan, `nextv(1000)`; entries/s',
   seekrandom: `${int(CONFIG.seeks)} x (iterator with \`gte\` a random present key, \`nextv(100)\`); ranges/s`
 }
+
+/** The engines that run `workload`: getSync is OpfsLevel's alone. */
+const enginesOf = (workload: Workload): readonly EngineName[] => workload === 'readsync' ? ['lsm-level in a worker'] : ENGINES
 
 // page.evaluate() sends a function's source to the page, not its closure: the
 // functions below reach the page's `lsmBench` through the page's globalThis.
@@ -53,12 +59,12 @@ async function measure (page: Page): Promise<Map<Workload, Map<EngineName, numbe
   const results = new Map<Workload, Map<EngineName, number[]>>()
   for (let run = 0; run < RUNS; run++) {
     for (const workload of Object.keys(WORKLOADS) as Workload[]) {
-      for (const engine of rotated(ENGINES, run)) {
+      for (const engine of rotated(enginesOf(workload), run)) {
         const ops = await page.evaluate(async ([e, w, r]) => await (globalThis as unknown as PageGlobal).lsmBench.run(e, w, r), [engine, workload, run] as [EngineName, Workload, number])
         if (!results.has(workload)) results.set(workload, new Map())
         const byEngine = results.get(workload)!
         byEngine.set(engine, [...(byEngine.get(engine) ?? []), ops])
-        console.error(`  run ${run + 1} ${workload.padEnd(11)} ${engine.padEnd(14)} ${int(ops).padStart(11)} ops/s`)
+        console.error(`  run ${run + 1} ${workload.padEnd(11)} ${engine.padEnd(21)} ${int(ops).padStart(11)} ops/s`)
       }
     }
     await page.evaluate(async () => await (globalThis as unknown as PageGlobal).lsmBench.finish(), undefined)
@@ -84,7 +90,7 @@ async function main (): Promise<void> {
     await page.evaluate((config) => (globalThis as unknown as PageGlobal).lsmBench.setup(config), CONFIG)
     const results = await measure(page)
     const snapshots = new Map<EngineName, string>()
-    for (const engine of ENGINES) snapshots.set(engine, await page.evaluate(async (e) => await (globalThis as unknown as PageGlobal).lsmBench.snapshots(e), engine))
+    for (const engine of ['lsm-level', 'browser-level'] as const) snapshots.set(engine, await page.evaluate(async (e) => await (globalThis as unknown as PageGlobal).lsmBench.snapshots(e), engine))
     const md = report(started, startLoad, chromiumVersion, results, snapshots)
     console.log(md)
     if (MARKDOWN !== undefined) {
@@ -107,18 +113,27 @@ function report (started: Date, startLoad: string, chromiumVersion: string, resu
   lines.push(`- Browser: ${chromiumVersion}, headless, driven by playwright-core`)
   lines.push(`- Commit: ${gitCommit()}`)
   lines.push(`- Command: \`${commandLine(ENV_NAMES)}\``)
-  lines.push(`- Data: keys of 16 random bytes, values of 100 random bytes (seeded LCG, seed ${CONFIG.seed}), the same for both engines, both with the \`'view'\` encoding (Uint8Array keys and values, which both store as they are). ` +
-    'Both engines in one page on the main thread (lsm-level\'s engine runs in its worker), default options. ' +
-    'The reads use the database that fillbatch filled in the same run; lsm-level\'s is compacted first (untimed).')
-  lines.push(`- ${RUNS} runs, each a new pair of databases, workload by workload, the engines' order rotated each run; each cell is the median of the ${RUNS}. ` +
+  lines.push(`- Data: keys of 16 random bytes, values of 100 random bytes (seeded LCG, seed ${CONFIG.seed}), the same for every engine, all with the \`'view'\` encoding (Uint8Array keys and values, which both store as they are). ` +
+    'BrowserLevel (`lsm-level/browser`, whose engine runs in its worker) and browser-level used from one page, on its main thread; ' +
+    'OpfsLevel (`lsm-level/browser/in-worker`) used inside a dedicated worker that the page starts, each workload timed in that worker; default options. ' +
+    'The reads use the database that fillbatch filled in the same run; lsm-level\'s are compacted first (untimed).')
+  lines.push(`- ${RUNS} runs, each a new database per engine, workload by workload, the engines' order rotated each run; each cell is the median of the ${RUNS}. ` +
     'No separate warmup: the first run is the page\'s first use of each engine\'s paths.')
   lines.push('')
-  lines.push('| workload | what | lsm-level | browser-level | lsm / browser-level |')
-  lines.push('|---|---|---:|---:|---:|')
-  for (const [workload, byEngine] of results) {
-    const lsm = median(byEngine.get('lsm-level')!)
-    const idb = median(byEngine.get('browser-level')!)
-    lines.push(`| ${workload} | ${WORKLOADS[workload]} | ${int(lsm)} | ${int(idb)} | ${ratio(lsm / idb)} |`)
+  lines.push('| workload | what | lsm-level BrowserLevel (page) | lsm-level OpfsLevel (in a worker) | browser-level | BrowserLevel / browser-level | OpfsLevel / browser-level |')
+  lines.push('|---|---|---:|---:|---:|---:|---:|')
+  const cell = (workload: Workload, engine: EngineName): number | undefined => {
+    const runs = results.get(workload)?.get(engine)
+    return runs === undefined ? undefined : median(runs)
+  }
+  const shown = (x: number | undefined): string => x === undefined ? '–' : int(x)
+  const ratioTo = (x: number | undefined, idb: number | undefined): string => x === undefined || idb === undefined ? '–' : ratio(x / idb)
+  for (const workload of results.keys()) {
+    const page = cell(workload, 'lsm-level')
+    const inWorker = cell(workload, 'lsm-level in a worker')
+    const idb = cell(workload === 'readsync' ? 'readrandom' : workload, 'browser-level')
+    const idbShown = workload === 'readsync' ? undefined : idb
+    lines.push(`| ${workload} | ${WORKLOADS[workload]} | ${shown(page)} | ${shown(inWorker)} | ${shown(idbShown)} | ${ratioTo(page, idb)} | ${ratioTo(inWorker, idb)} |`)
   }
   lines.push('')
   lines.push('Explicit snapshots:')

@@ -1,9 +1,11 @@
-// Bundles the browser entry with esbuild into dist/browser/:
-//   lsm-level.js         browser.ts: the main thread's database (ES module)
-//   lsm-level-worker.js  lib/browser/worker-main.ts: the engine's worker (ES module)
-// `--tests` also bundles the page that test/browser.test.ts loads into
-// dist/browser-test/, and the page of the browser benchmark
-// (benchmarks/browser-page.ts, with browser-level) into dist/browser-bench/.
+// Bundles the browser entries with esbuild into dist/browser/ (ES modules):
+//   lsm-level.js            browser.ts: the main thread's database
+//   lsm-level-worker.js     lib/browser/worker-main.ts: that database's worker
+//   lsm-level-in-worker.js  browser-in-worker.ts: the engine for code in a worker
+// `--tests` also bundles the page that test/browser.test.ts loads and the
+// worker that page starts for OpfsLevel into dist/browser-test/, and the page
+// of the browser benchmark (benchmarks/browser-page.ts, with browser-level)
+// and its worker (benchmarks/browser-worker.ts) into dist/browser-bench/.
 // Node-only modules that level.ts imports on demand
 // (repair, destroy, importLevelDB) become a stub that fails with
 // LEVEL_NOT_SUPPORTED; the build fails if any node: module is left.
@@ -33,18 +35,18 @@ const common = {
 }
 
 async function main () {
-  await esbuild.build({ ...common, entryPoints: { 'lsm-level': path.join(root, 'browser.ts'), 'lsm-level-worker': path.join(root, 'lib/browser/worker-main.ts') }, outdir: path.join(root, 'dist/browser') })
+  await esbuild.build({ ...common, entryPoints: { 'lsm-level': path.join(root, 'browser.ts'), 'lsm-level-worker': path.join(root, 'lib/browser/worker-main.ts'), 'lsm-level-in-worker': path.join(root, 'browser-in-worker.ts') }, outdir: path.join(root, 'dist/browser') })
   if (process.argv.includes('--tests')) {
     await esbuild.build({
       ...common,
-      entryPoints: { page: path.join(root, 'test/browser/page.ts') },
+      entryPoints: { page: path.join(root, 'test/browser/page.ts'), worker: path.join(root, 'test/browser/worker-runner.ts') },
       outdir: path.join(root, 'dist/browser-test'),
       // tape's node-side modules, as browserify would substitute them.
       alias: { stream: 'readable-stream', path: path.join(root, 'test/browser/path-shim.js') },
       inject: [path.join(root, 'test/browser/process-shim.js')],
       define: { ...common.define, __dirname: '"/"' }
     })
-    await esbuild.build({ ...common, entryPoints: { page: path.join(root, 'benchmarks/browser-page.ts') }, outdir: path.join(root, 'dist/browser-bench') })
+    await esbuild.build({ ...common, entryPoints: { page: path.join(root, 'benchmarks/browser-page.ts'), worker: path.join(root, 'benchmarks/browser-worker.ts') }, outdir: path.join(root, 'dist/browser-bench') })
   }
 }
 

@@ -2,8 +2,10 @@
 // driven by playwright-core, loads the bundles of scripts/build-browser.js from
 // a local HTTP server and runs test/browser/page.ts there: the abstract-level
 // compliance suite through the main thread's database (default and tiny-buffer
-// options) on OPFS, persistence across page loads, and a second tab on an
-// open database. When no browser (or no esbuild / playwright-core) is found,
+// options) on OPFS, persistence across page loads, a second tab on an open
+// database, and OpfsLevel used directly in a dedicated worker that the page
+// starts (test/browser/worker-runner.ts: the compliance suite, getSync, the
+// lock against the page's database). When no browser (or no esbuild / playwright-core) is found,
 // the file says so loudly on its last lines and skips; CI installs chromium
 // first (.ci/run).
 import test from 'tape'
@@ -107,9 +109,9 @@ if (missing !== undefined) {
     for (const { config, seconds, pass, fail, failures } of await Promise.all(runs)) {
       for (const f of failures.slice(0, 20)) t.comment(f)
       t.is(fail, 0, `${config}: no failure in the browser (${pass} passed, ${fail} failed, ${seconds.toFixed(1)} s)`)
-      // The suite makes 4,670 assertions for this database's manifest (5,171 in
-      // Node, with getSync and the engine's additional methods); a run that
-      // stopped early passes fewer.
+      // The suite makes 4,670 assertions for this database's manifest (5,170
+      // for LsmLevel's, with getSync and the engine's additional methods); a
+      // run that stopped early passes fewer.
       t.ok(pass >= 4670, `${config}: the whole suite ran (${pass} assertions passed)`)
     }
   })
@@ -154,6 +156,42 @@ if (missing !== undefined) {
     // test (6) and the range-delete test (6); a run that stopped early passes fewer.
     t.ok(pass >= 37, `every check ran (${pass} assertions passed)`)
     await context.close()
+  })
+
+  test('browser: OpfsLevel in a dedicated worker: the abstract-level compliance suite (default options) on OPFS', async (t) => {
+    const context = await browser.newContext()
+    const { run } = await reportingPage(context)
+    const t0 = Date.now()
+    const { pass, fail, failures } = summarize(await run(`${base}/test.html?run=in-worker&what=compliance`))
+    await context.close()
+    for (const f of failures.slice(0, 20)) t.comment(f)
+    t.is(fail, 0, `no failure in the worker (${pass} passed, ${fail} failed, ${((Date.now() - t0) / 1000).toFixed(1)} s)`)
+    // The suite makes 5,170 assertions for OpfsLevel's manifest (LsmLevel's:
+    // getSync and the additional methods included), as for LsmLevel in Node
+    // (whose compliance test adds one of its own); a run that stopped early
+    // passes fewer.
+    t.ok(pass >= 5170, `the whole suite ran (${pass} assertions passed)`)
+  })
+
+  test('browser: OpfsLevel in a worker: getSync = get through flushes and a compaction; a second database there gets LEVEL_LOCKED; a failed open holds nothing', async (t) => {
+    const context = await browser.newContext()
+    const { run } = await reportingPage(context)
+    const { pass, fail, failures } = summarize(await run(`${base}/test.html?run=in-worker&what=checks`))
+    await context.close()
+    for (const f of failures) t.comment(f)
+    t.is(fail, 0, `no failure in the worker (${pass} passed)`)
+    // 3 getSync checks and the flushes-and-levels check, 3 lock checks, 2 after a failed open.
+    t.ok(pass >= 9, `every check ran (${pass} assertions passed)`)
+  })
+
+  test('browser: OpfsLevel is LEVEL_NOT_SUPPORTED on a page; a page\'s BrowserLevel gets LEVEL_LOCKED while a worker\'s OpfsLevel holds the location', async (t) => {
+    const context = await browser.newContext()
+    const { run } = await reportingPage(context)
+    const lines = await run(`${base}/test.html?run=in-worker-lock&location=in-worker-lock-${Date.now()}`)
+    await context.close()
+    const checks = lines.filter((l) => /^(not )?ok /.test(l))
+    t.is(checks.length, 3, 'three checks reported by the page')
+    for (const line of checks) t.ok(line.startsWith('ok '), line)
   })
 
   test('browser: close', async (t) => {

@@ -1,8 +1,9 @@
 // The browser platform (lib/platform.ts): the OPFS file system (its database
 // directories mounted before each open), '/'-rooted paths, a lock table for
-// this worker (other tabs and workers are kept out by OPFS itself: a file's
-// sync access handle is exclusive, so a second mount fails with LEVEL_LOCKED),
-// and flushes and compactions on this worker's event loop, in slices.
+// this worker (other tabs and workers are kept out by the Web Lock that
+// OpfsLevel takes, tab-lock.ts, and by OPFS itself: a file's sync access handle
+// is exclusive, so a second mount fails with LEVEL_LOCKED), and flushes and
+// compactions on this worker's event loop, in slices.
 import { installPlatform, type LockHandle } from '../platform'
 import { OpfsFileSystem, type DirectoryHandle } from '../fs/opfs-fs'
 import { levelError } from '../errors'
@@ -27,8 +28,22 @@ function acquireLock (_fs: unknown, dir: string): LockHandle {
   return { dir, release, restore: release }
 }
 
-/** Installs the platform over the origin's OPFS root; returns its file system. */
-export async function installBrowserPlatform (): Promise<OpfsFileSystem> {
+let installing: Promise<OpfsFileSystem> | undefined
+
+/**
+ * Installs the platform over the origin's OPFS root, once per worker (the
+ * worker entry and every OpfsLevel share it); resolves to its file system.
+ */
+export function installBrowserPlatform (): Promise<OpfsFileSystem> {
+  // A failed install (no OPFS here) is not kept: a later open tries again.
+  installing ??= install().catch((err: unknown) => {
+    installing = undefined
+    throw err
+  })
+  return installing
+}
+
+async function install (): Promise<OpfsFileSystem> {
   const storage = (globalThis as unknown as { navigator: { storage: { getDirectory(): Promise<unknown> } } }).navigator.storage
   const fs = new OpfsFileSystem(await storage.getDirectory() as DirectoryHandle)
   installPlatform({

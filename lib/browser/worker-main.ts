@@ -1,15 +1,14 @@
-// The dedicated worker that runs one database for browser.ts: the engine and
-// its abstract-level adapter (level.ts) over OPFS, serving the requests of
+// The dedicated worker that runs one database for browser.ts: the engine in a
+// worker (OpfsLevel, lib/browser/opfs-level.ts), serving the requests of
 // lib/browser/protocol.ts in arrival order. Flushes and compactions run here,
 // on this worker's event loop, in slices between requests.
 import './globals'
-import { LsmLevel } from '../../level'
-import { installBrowserPlatform, resolveLocation } from './platform'
+import { OpfsLevel } from './opfs-level'
+import { installBrowserPlatform } from './platform'
 import { errorMessage, transferables, type RangeMessage, type Reply, type Request } from './protocol'
-import type { OpfsFileSystem } from '../fs/opfs-fs'
 import { levelError } from '../errors'
 
-type Db = LsmLevel<Uint8Array, Uint8Array>
+type Db = OpfsLevel<Uint8Array, Uint8Array>
 type Iterator = ReturnType<Db['iterator']>
 type Snapshot = ReturnType<Db['snapshot']>
 
@@ -19,10 +18,9 @@ interface WorkerScope {
 }
 
 const scope = globalThis as unknown as WorkerScope
-const fsReady: Promise<OpfsFileSystem> = installBrowserPlatform()
+// Started now, so that the first open does not wait for it (an open that finds it failed tries again).
+installBrowserPlatform().catch(() => {})
 let db: Db | undefined
-let dir = ''
-let releaseTabLock: (() => void) | undefined
 const iterators = new Map<number, Iterator>()
 const snapshots = new Map<number, Snapshot>()
 
@@ -59,52 +57,15 @@ function rangeOptions (range: RangeMessage): Record<string, unknown> {
   return out
 }
 
-interface LockManager {
-  request (name: string, options: { ifAvailable: boolean }, callback: (lock: unknown) => Promise<void> | undefined): Promise<unknown>
-}
-
-/**
- * Takes the origin-wide Web Lock named for the database directory, held until
- * the returned function is called (or this worker or its tab ends): a second
- * tab or worker opening the database gets LEVEL_LOCKED at once. Without the
- * Web Locks API, the exclusive OPFS handles still refuse it (at mount).
- */
-const locks = (globalThis as unknown as { navigator: { locks?: LockManager } }).navigator.locks
-const locked = locks !== undefined
-
-async function acquireTabLock (path: string): Promise<() => void> {
-  if (locks === undefined) return () => {}
-  return await new Promise((resolve, reject) => {
-    locks.request(`lsm-level:${path}`, { ifAvailable: true }, (lock) => {
-      if (lock === null) {
-        reject(levelError('LEVEL_LOCKED', `Database is open in another tab or worker: ${path}`))
-        return undefined
-      }
-      return new Promise<void>((release) => resolve(release))
-    }).catch(reject)
-  })
-}
-
+/** Opens the database; an error goes back as its cause (the main thread's open wraps it again). */
 async function openDb (location: string, options: Record<string, unknown>): Promise<void> {
-  const fs = await fsReady
-  dir = resolveLocation(location)
-  const release = await acquireTabLock(dir)
-  const candidate: Db = new LsmLevel(dir, { ...options, keyEncoding: 'view', valueEncoding: 'view' })
+  const candidate: Db = new OpfsLevel(location, { ...options, keyEncoding: 'view', valueEncoding: 'view' })
   try {
-    // The Web Lock is ours: a pool file whose handle is busy is a leftover of this worker's own growth.
-    await fs.mount(dir, { skipBusyFiles: locked })
-    try {
-      await candidate.open({ passive: false, createIfMissing: options.createIfMissing !== false, errorIfExists: options.errorIfExists === true })
-    } catch (err) {
-      fs.unmount(dir)
-      throw (err as { cause?: unknown }).cause ?? err
-    }
+    await candidate.open({ passive: false, createIfMissing: options.createIfMissing !== false, errorIfExists: options.errorIfExists === true })
   } catch (err) {
-    release()
-    throw err
+    throw (err as { cause?: unknown }).cause ?? err
   }
   db = candidate
-  releaseTabLock = release
 }
 
 async function closeDb (): Promise<void> {
@@ -113,14 +74,7 @@ async function closeDb (): Promise<void> {
   db = undefined
   iterators.clear()
   snapshots.clear()
-  try {
-    await closing.close()
-    const fs = await fsReady
-    fs.unmount(dir)
-  } finally {
-    releaseTabLock?.()
-    releaseTabLock = undefined
-  }
+  await closing.close()
 }
 
 /** Starts `req` (its synchronous part runs now, in arrival order); returns its result. */

@@ -6,10 +6,16 @@
 //   ?run=persist-read&location=...        checks it, loaded in a new page
 //   ?run=two-tabs&location=...&hold=1     opens and keeps it open (or not)
 //   ?run=engine&seed=N                    the engine checks of engine-checks.ts
+//   ?run=in-worker&what=compliance|checks OpfsLevel in a dedicated worker
+//                                         (worker-runner.ts), its lines relayed
+//   ?run=in-worker-lock&location=...      OpfsLevel refused on this page; a
+//                                         BrowserLevel here refused while the
+//                                         worker's OpfsLevel holds the location
 // Results go to Node as TAP lines through window.lsmReport (a function the
 // test exposes), ending with '# done'.
 import test from 'tape'
 import { BrowserLevel } from '../../browser'
+import { OpfsLevel } from '../../browser-in-worker'
 import { registerEngineChecks } from './engine-checks'
 
 // The suite ships no typings.
@@ -17,6 +23,13 @@ import { registerEngineChecks } from './engine-checks'
 const suite = require('abstract-level/test')
 
 const report = (globalThis as unknown as { lsmReport: (line: string) => void }).lsmReport
+interface TestWorker {
+  onmessage: ((event: { data: string }) => void) | null
+  onerror: ((event: { message: string }) => void) | null
+  postMessage (message: string): void
+  terminate (): void
+}
+const TestWorker = (globalThis as unknown as { Worker: new (url: string, options: object) => TestWorker }).Worker
 const params = new URLSearchParams((globalThis as unknown as { location: { search: string } }).location.search)
 const worker = (): ReturnType<NonNullable<ConstructorParameters<typeof BrowserLevel>[1]>['worker'] & object> => {
   const Worker = (globalThis as unknown as { Worker: new (url: string, options: object) => never }).Worker
@@ -100,6 +113,59 @@ function runEngineChecks (seed: number): void {
   registerEngineChecks(worker, seed, `engine-${Date.now()}`)
 }
 
+/** Runs worker-runner.ts's `what` in a dedicated worker; its lines (and '# done') go to Node. */
+function inWorker (what: string): void {
+  const w = new TestWorker(`/browser-test/worker.js?run=${what}`, { type: 'module' })
+  w.onmessage = (event) => report(event.data)
+  w.onerror = (event) => {
+    report(`not ok - worker error: ${event.message}`)
+    report('# done')
+  }
+}
+
+function codes (err: unknown): string {
+  const e = err as { code?: string, cause?: { code?: string } }
+  return e.cause === undefined ? String(e.code) : `${String(e.code)} / ${String(e.cause.code)}`
+}
+
+async function inWorkerLock (location: string): Promise<void> {
+  try {
+    const db = new OpfsLevel(location)
+    report(`not ok 1 OpfsLevel constructed on the page (${db.location})`)
+  } catch (err) {
+    report(`${codes(err) === 'LEVEL_NOT_SUPPORTED' ? 'ok' : 'not ok'} 1 on the page, new OpfsLevel() throws ${codes(err)}`)
+  }
+  const w = new TestWorker(`/browser-test/worker.js?run=hold&location=${encodeURIComponent(location)}`, { type: 'module' })
+  const lines: string[] = []
+  let wake = (): void => {}
+  w.onmessage = (event) => {
+    lines.push(event.data)
+    wake()
+  }
+  const until = async (line: string): Promise<void> => {
+    while (!lines.includes(line)) {
+      if (lines.some((l) => l.startsWith('not ok'))) throw new Error(`the worker: ${lines.join(' | ')}`)
+      await new Promise<void>((resolve) => { wake = resolve })
+    }
+  }
+  await until('# opened')
+  const db = new BrowserLevel(location, { worker })
+  try {
+    await db.open()
+    report('not ok 2 a BrowserLevel opened the location the worker holds')
+  } catch (err) {
+    report(`${codes(err) === 'LEVEL_DATABASE_NOT_OPEN / LEVEL_LOCKED' ? 'ok' : 'not ok'} 2 a BrowserLevel on the location the worker's OpfsLevel holds: ${codes(err)}`)
+  }
+  w.postMessage('close')
+  await until('# closed')
+  await db.open()
+  const held = await db.get('held')
+  report(`${held === 'by the worker' ? 'ok' : 'not ok'} 3 once the worker closed it, the BrowserLevel opens it and reads the worker's write (${String(held)})`)
+  await db.close()
+  w.terminate()
+  report('# done')
+}
+
 async function main (): Promise<void> {
   const run = params.get('run')
   const location = params.get('location') ?? 'db'
@@ -108,6 +174,8 @@ async function main (): Promise<void> {
   else if (run === 'persist-read') await persistRead(location)
   else if (run === 'two-tabs') await twoTabs(location, params.get('hold') === '1')
   else if (run === 'engine') runEngineChecks(Number(params.get('seed')) >>> 0)
+  else if (run === 'in-worker') inWorker(params.get('what') ?? 'compliance')
+  else if (run === 'in-worker-lock') await inWorkerLock(location)
   else throw new Error(`unknown run: ${String(run)}`)
 }
 

@@ -1,0 +1,76 @@
+// The engine used directly in a dedicated Web Worker: LsmLevel (level.ts) on
+// the Origin Private File System, for apps whose data code runs in a worker.
+// No message hop per operation, and getSync() works (the sync access handles
+// read synchronously). The engine's worker for browser.ts (worker-main.ts) is
+// one of these.
+//
+// Open and close bracket the engine's own with what a browser database needs:
+// the browser platform (installed once per worker, lib/browser/platform.ts),
+// the Web Lock that keeps other tabs and workers out (tab-lock.ts), and the
+// database directory's mount (its pool files opened ahead of use,
+// lib/fs/opfs-fs.ts). A failed open leaves none of them held.
+import './globals'
+import { LsmLevel, type LsmLevelOptions } from '../../level'
+import { installBrowserPlatform, resolveLocation } from './platform'
+import { acquireTabLock, tabLocksAvailable } from './tab-lock'
+import { levelError } from '../errors'
+
+export type OpfsLevelOptions<K = string, V = string> = LsmLevelOptions<K, V>
+
+interface WorkerGlobals {
+  FileSystemFileHandle?: { prototype: { createSyncAccessHandle?: unknown } }
+}
+
+/** Sync access handles exist in dedicated workers only (not on a page, nor in shared or service workers). */
+function syncAccessHandles (): boolean {
+  const handle = (globalThis as WorkerGlobals).FileSystemFileHandle
+  return typeof handle?.prototype.createSyncAccessHandle === 'function'
+}
+
+/**
+ * An abstract-level database stored by lsm-level in the Origin Private File
+ * System, under the directory named by `location`, for code running in a
+ * dedicated worker. Another tab or worker (or another database in this
+ * worker) opening the same location while this one is open gets LEVEL_LOCKED.
+ */
+export class OpfsLevel<K = string, V = string> extends LsmLevel<K, V> {
+  private releaseTabLock: (() => void) | undefined
+
+  constructor (location: string, options?: OpfsLevelOptions<K, V>) {
+    if (!syncAccessHandles()) {
+      throw levelError('LEVEL_NOT_SUPPORTED', 'OpfsLevel runs in a dedicated Web Worker (it needs OPFS sync access handles); elsewhere use BrowserLevel of lsm-level/browser')
+    }
+    super(location, options)
+  }
+
+  override async _open (options: Record<string, unknown> & { createIfMissing: boolean, errorIfExists: boolean }): Promise<void> {
+    const fs = await installBrowserPlatform()
+    const dir = resolveLocation(this.location)
+    const release = await acquireTabLock(dir)
+    try {
+      // The Web Lock is ours: a pool file whose handle is busy is a leftover of this worker's own growth.
+      await fs.mount(dir, { skipBusyFiles: tabLocksAvailable() })
+      try {
+        await super._open(options)
+      } catch (err) {
+        fs.unmount(dir)
+        throw err
+      }
+    } catch (err) {
+      release()
+      throw err
+    }
+    this.releaseTabLock = release
+  }
+
+  override async _close (): Promise<void> {
+    try {
+      await super._close()
+      const fs = await installBrowserPlatform()
+      fs.unmount(resolveLocation(this.location))
+    } finally {
+      this.releaseTabLock?.()
+      this.releaseTabLock = undefined
+    }
+  }
+}

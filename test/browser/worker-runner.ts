@@ -1,0 +1,145 @@
+// The dedicated worker that test/browser/page.ts starts (?run=in-worker):
+// OpfsLevel, the engine used directly in this worker, bundled by
+// scripts/build-browser.js --tests into dist/browser-test/worker.js. Its own
+// query string says what to run:
+//   ?run=compliance          the abstract-level compliance suite, default options
+//   ?run=checks              getSync against get through flushes and a
+//                            compaction; a second database on an open location;
+//                            a failed open
+//   ?run=hold&location=...   opens the database and holds it until the page
+//                            posts 'close' (the page then tries its own)
+// TAP lines (and '# opened', '# closed') go to the page with postMessage, which
+// hands them to Node; '# done' ends a run.
+import { OpfsLevel } from '../../browser-in-worker'
+import test from 'tape'
+
+// The suite ships no typings.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const suite = require('abstract-level/test')
+
+interface WorkerScope {
+  postMessage (line: string): void
+  onmessage: ((event: { data: string }) => void) | null
+  location: { search: string }
+}
+const scope = globalThis as unknown as WorkerScope
+const params = new URLSearchParams(scope.location.search)
+const report = (line: string): void => scope.postMessage(line)
+
+/** Sends tape's output to the page, '# done' at its end. */
+function reportTape (): void {
+  const stream = test.createStream()
+  stream.on('data', (line: string) => report(line.replace(/\n$/, '')))
+  stream.on('end', () => report('# done'))
+}
+
+function runCompliance (): void {
+  const root = `in-worker-compliance-${Date.now()}`
+  let n = 0
+  reportTape()
+  suite({
+    test,
+    factory: (options?: Record<string, unknown>) => new OpfsLevel(`${root}/${n++}`, options)
+  })
+}
+
+/** Buffers small enough that a few hundred keys go through flushes and compactions. */
+const TINY = { writeBufferSize: 2048, blockSize: 256, targetFileSize: 2048, maxBytesForLevelBase: 8192, level0CompactionTrigger: 2 }
+
+function runChecks (): void {
+  const root = `in-worker-checks-${Date.now()}`
+  reportTape()
+
+  test('in a worker: getSync returns what get returns, after puts, a flush and a compaction', async (t) => {
+    const db = new OpfsLevel(`${root}/get-sync`, TINY)
+    await db.open()
+    const N = 600
+    const key = (i: number): string => `k${String(i).padStart(4, '0')}`
+    const model = new Map<string, string>()
+    // Spread over the key space (7 is coprime to N), then overwrites and deletes.
+    for (let j = 0; j < N; j++) {
+      const i = (j * 7) % N
+      await db.put(key(i), `first ${i} ${'x'.repeat(i % 40)}`)
+      model.set(key(i), `first ${i} ${'x'.repeat(i % 40)}`)
+    }
+    for (let i = 0; i < N; i += 3) {
+      await db.put(key(i), `second ${i}`)
+      model.set(key(i), `second ${i}`)
+    }
+    for (let i = 0; i < N; i += 5) {
+      await db.del(key(i))
+      model.delete(key(i))
+    }
+    const check = async (when: string): Promise<void> => {
+      let wrong = 0
+      for (let i = 0; i < N + 10; i++) {
+        const sync = db.getSync(key(i))
+        if (sync !== await db.get(key(i)) || sync !== model.get(key(i))) wrong++
+      }
+      t.is(wrong, 0, `${when}: getSync = get = the model for ${N + 10} keys (10 never written)`)
+    }
+    await check('after the puts')
+    await db.flush()
+    await check('after a flush')
+    await db.compactRange()
+    await check('after a compaction')
+    const stats = db.stats()
+    const deeper = db.levels().filter((l) => l.level > 0 && l.files > 0)
+    t.ok(stats.flushes > 1 && deeper.length > 0, `the data went through flushes (${stats.flushes}) and into levels below 0 (${deeper.map((l) => l.level).join(', ')})`)
+    await db.close()
+  })
+
+  test('in a worker: a second database on an open location gets LEVEL_LOCKED; it opens once the first closes', async (t) => {
+    const location = `${root}/lock`
+    const first = new OpfsLevel(location)
+    await first.open()
+    const second = new OpfsLevel(location)
+    try {
+      await second.open()
+      t.fail('the second open succeeded')
+    } catch (err) {
+      const e = err as { code?: string, cause?: { code?: string } }
+      t.is(`${e.code} / ${e.cause?.code}`, 'LEVEL_DATABASE_NOT_OPEN / LEVEL_LOCKED', 'the second open fails, caused by LEVEL_LOCKED')
+    }
+    await first.put('a', '1')
+    t.is(await first.get('a'), '1', 'the first still works')
+    await first.close()
+    await second.open()
+    t.is(await second.get('a'), '1', 'the second opens once the first is closed, and reads its write')
+    await second.close()
+  })
+
+  test('in a worker: a failed open holds nothing: the next open of the location works', async (t) => {
+    const location = `${root}/lock`
+    const failed = new OpfsLevel(location)
+    await failed.open({ errorIfExists: true }).then(() => t.fail('opened'), (err: { code?: string }) => t.is(err.code, 'LEVEL_DATABASE_NOT_OPEN', 'errorIfExists on an existing database fails'))
+    const db = new OpfsLevel(location)
+    await db.open()
+    t.is(await db.get('a'), '1', 'the next open works and reads the data')
+    await db.close()
+  })
+}
+
+async function hold (location: string): Promise<void> {
+  const db = new OpfsLevel(location)
+  await db.open()
+  await db.put('held', 'by the worker')
+  report('# opened')
+  scope.onmessage = (event) => {
+    if (event.data !== 'close') return
+    db.close().then(() => report('# closed'), (err: Error) => report(`not ok - close: ${err.message}`))
+  }
+}
+
+const run = params.get('run')
+if (run === 'compliance') runCompliance()
+else if (run === 'checks') runChecks()
+else if (run === 'hold') {
+  hold(params.get('location') ?? 'db').catch((err: Error) => {
+    report(`not ok - open: ${err.message}`)
+    report('# done')
+  })
+} else {
+  report(`not ok - unknown run: ${String(run)}`)
+  report('# done')
+}
