@@ -19,7 +19,7 @@ import * as os from 'node:os'
 import * as path from 'node:path'
 import { spawnSync } from 'node:child_process'
 import type * as http from 'node:http'
-import { serveDist } from './browser/harness'
+import { canRequire, serveDist, summarize } from './browser/harness'
 
 const root = path.join(__dirname, '..', '..')
 const CANDIDATES = [process.env.FIREFOX_PATH, '/usr/bin/firefox-esr', '/usr/bin/firefox'].filter((p): p is string => typeof p === 'string' && p !== '')
@@ -35,15 +35,6 @@ interface Page {
 }
 interface Browser { newPage (): Promise<Page>, version (): Promise<string>, close (): Promise<void> }
 interface Puppeteer { launch (options: { browser: 'firefox', executablePath: string, headless: boolean, userDataDir: string }): Promise<Browser> }
-
-function canRequire (name: string): boolean {
-  try {
-    require.resolve(name)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /** Loads `url` in a new page; resolves with the TAP lines it reported up to '# done'. */
 async function runPage (browser: Browser, url: string): Promise<string[]> {
@@ -69,18 +60,6 @@ async function runPage (browser: Browser, url: string): Promise<string[]> {
     await page.close()
   }
   return lines
-}
-
-/** tape's summary counts, and the failing lines with the test name before them. */
-function summarize (lines: string[]): { pass: number, fail: number, failures: string[] } {
-  const text = lines.join('\n')
-  const failures: string[] = []
-  let name = ''
-  lines.forEach((line, i) => {
-    if (line.startsWith('# ')) name = line
-    if (line.startsWith('not ok')) failures.push([name, line, ...lines.slice(i + 1, i + 8)].join('\n'))
-  })
-  return { pass: Number(/^# pass\s+(\d+)/m.exec(text)?.[1] ?? 0), fail: Number(/^# fail\s+(\d+)/m.exec(text)?.[1] ?? 0), failures }
 }
 
 const executablePath = CANDIDATES.find((p) => fs.existsSync(p))

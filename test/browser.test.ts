@@ -12,20 +12,11 @@ import test from 'tape'
 import type * as http from 'node:http'
 import * as path from 'node:path'
 import { spawnSync } from 'node:child_process'
-import { CHROMIUM_CANDIDATES, type Browser, type Context, findChromium, type Page, playwrightChromium, serveDist } from './browser/harness'
+import { CHROMIUM_CANDIDATES, type Browser, type Context, canRequire, findChromium, type Page, playwrightChromium, serveDist, summarize } from './browser/harness'
 
 const root = path.join(__dirname, '..', '..')
 /** Per page run; a compliance suite takes about 2 minutes on 2 busy cores, 3 beside the other. */
 const RUN_TIMEOUT_MS = 8 * 60 * 1000
-
-function canRequire (name: string): boolean {
-  try {
-    require.resolve(name)
-    return true
-  } catch {
-    return false
-  }
-}
 
 function skipLoudly (why: string): void {
   const bar = '#'.repeat(78)
@@ -59,19 +50,6 @@ async function reportingPage (context: Context): Promise<{ page: Page, run: (url
     return lines
   }
   return { page, run }
-}
-
-/** Counts of tape's summary, and the failing lines with their details. */
-function summarize (lines: string[]): { pass: number, fail: number, failures: string[] } {
-  const pass = Number(/^# pass\s+(\d+)/m.exec(lines.join('\n'))?.[1] ?? 0)
-  const fail = Number(/^# fail\s+(\d+)/m.exec(lines.join('\n'))?.[1] ?? 0)
-  const failures: string[] = []
-  let name = ''
-  lines.forEach((line, i) => {
-    if (line.startsWith('# ')) name = line
-    if (line.startsWith('not ok')) failures.push([name, line, ...lines.slice(i + 1, i + 8)].join('\n'))
-  })
-  return { pass, fail, failures }
 }
 
 const executablePath = findChromium()

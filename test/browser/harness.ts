@@ -1,8 +1,9 @@
-// What the browser test (test/browser.test.ts) and the browser benchmark
-// (benchmarks/browser.ts) share: finding the distribution's Chromium, serving
-// dist/ (the bundles of scripts/build-browser.js) with a page or two on a local
-// HTTP server, and playwright-core, required only when a run needs it (its
-// typings are declared here, as far as they are used).
+// What the browser tests (test/browser.test.ts, test/browser-firefox.test.ts)
+// and the browser benchmark (benchmarks/browser.ts) share: finding the
+// distribution's Chromium, serving dist/ (the bundles of
+// scripts/build-browser.js) with a page or two on a local HTTP server,
+// playwright-core, required only when a run needs it (its typings are declared
+// here, as far as they are used), and reading a page's TAP lines.
 import * as fs from 'node:fs'
 import * as http from 'node:http'
 import * as path from 'node:path'
@@ -65,4 +66,26 @@ export async function serveDist (pages: Record<string, string>): Promise<{ serve
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
+}
+
+/** Whether a package can be required here (the browser tests skip without theirs). */
+export function canRequire (name: string): boolean {
+  try {
+    require.resolve(name)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** The counts of tape's summary in a page's TAP lines, and the failing lines with the test name before them. */
+export function summarize (lines: string[]): { pass: number, fail: number, failures: string[] } {
+  const text = lines.join('\n')
+  const failures: string[] = []
+  let name = ''
+  lines.forEach((line, i) => {
+    if (line.startsWith('# ')) name = line
+    if (line.startsWith('not ok')) failures.push([name, line, ...lines.slice(i + 1, i + 8)].join('\n'))
+  })
+  return { pass: Number(/^# pass\s+(\d+)/m.exec(text)?.[1] ?? 0), fail: Number(/^# fail\s+(\d+)/m.exec(text)?.[1] ?? 0), failures }
 }
