@@ -103,6 +103,12 @@ export class Engine {
   private readonly retention: LogRetention
   /** Change feeds waiting for the next commit. */
   private commitWaiters: Array<() => void> = []
+  /**
+   * The memtables replayed from the logs at open and flushed after it: until
+   * they are in tables, the sizes of what the logs held are not known
+   * (approximateSize waits for them; levels() and tables() do not count them).
+   */
+  private replayedMemTables: MemTable[] = []
 
   private constructor (location: string, options: EngineOptions, fs: FileSystem, workers: BackgroundWorkers | undefined) {
     this.location = location
@@ -208,6 +214,7 @@ export class Engine {
     this.pipeline.setLastSequence(recovered.lastSequence)
     // The replayed memtables not yet in tables are flushed in the background (lib/recovery.ts).
     this.memtables.adoptReplayed(recovered.unflushed)
+    this.replayedMemTables = recovered.unflushed.map((u) => u.mem)
     const logs = fs.list(dir).map((n) => parseFileName(n))
       .filter((p) => p !== undefined && p.type === 'log')
       .map((p) => p!.number)
@@ -577,9 +584,18 @@ export class Engine {
   /**
    * Approximate bytes on disk used by keys in [start, end): whole tables inside
    * the range plus the part of each boundary table before/after the key's
-   * position (from the table's index). The memtables are not counted.
+   * position (from the table's index). The memtables are not counted, but for
+   * those replayed at open: their flush is awaited first, so that a reopen
+   * reports what was in tables at close plus what the logs held, as LevelDB
+   * does (it writes the replayed log to a table during the open), and two
+   * reopens with no write between them report the same size.
    */
-  approximateSize (start: Uint8Array, end: Uint8Array): number {
+  async approximateSize (start: Uint8Array, end: Uint8Array): Promise<number> {
+    if (this.replayedMemTables.length > 0) {
+      await this.scheduler.flushed(this.replayedMemTables)
+      if (!this.memtables.frozen.some((f) => this.replayedMemTables.includes(f.mem))) this.replayedMemTables = []
+    }
+    if (this.closed) throw levelError('LEVEL_DATABASE_NOT_OPEN', 'Database is closed')
     if (compareBytes(start, end) >= 0) return 0
     let total = 0
     for (const files of this.versions.current.levels) {

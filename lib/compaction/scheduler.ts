@@ -442,6 +442,22 @@ export class CompactionScheduler {
    * progress is abandoned (its output is deleted; its inputs stay live).
    * Resolves when both are over and the pending deletions done.
    */
+  /**
+   * Resolves once none of `mems` is among the frozen memtables, that is, once
+   * each is in a table (flushes run oldest first), or at once when no flush can
+   * run any more (the scheduler is closing). Rejects with the error that failed
+   * a flush.
+   */
+  async flushed (mems: readonly MemTable[]): Promise<void> {
+    const waiting = (): boolean => this.env.memtables.frozen.some((f) => mems.includes(f.mem))
+    while (waiting()) {
+      if (this.failure) throw this.failure
+      if (!this.flushJob && !this.closing) this.start()
+      if (!this.flushJob) return
+      await this.flushJob
+    }
+  }
+
   async close (): Promise<void> {
     this.closing = true
     this.cancelCompaction?.()
