@@ -1,5 +1,5 @@
 // Keys, values and version edits as text for the terminal.
-import { tableName } from '../lib/filenames'
+import { logName, tableName } from '../lib/filenames'
 import { KIND_DELETE, KIND_VALUE, type InternalKey } from '../lib/keys'
 import { OP_RANGE_DELETE } from '../lib/wal/batch'
 import type { VersionEdit } from '../lib/manifest/version-edit'
@@ -45,6 +45,9 @@ export function editToJson (e: VersionEdit): Record<string, unknown> {
   }
   if (e.rangeTombstones?.length) {
     o.rangeTombstones = e.rangeTombstones.map((t) => ({ seq: t.seq, start: printable(t.start), end: t.end === undefined ? null : printable(t.end) }))
+  }
+  if (e.logsAtClose !== undefined) {
+    o.logsAtClose = { lastSequence: e.logsAtClose.lastSequence, logs: e.logsAtClose.logs.map((l) => ({ file: logName(l.number), size: l.size })) }
   }
   return o
 }

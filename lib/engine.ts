@@ -152,7 +152,10 @@ export class Engine {
       smallestSnapshot: () => this.smallestSnapshot(),
       lastSequence: () => this.pipeline.visibleSeq,
       currentLogNumber: () => this.logs.number,
-      retireLog: (number) => this.retention.retire(number),
+      retireLog: (number) => {
+        this.logs.forgetBelow(number + 1)
+        return this.retention.retire(number)
+      },
       logEntryDurable: (number) => this.logs.entryDurable(number),
       onError: (err) => this.pipeline.stop(err),
       onJobDone: () => this.pipeline.resume(),
@@ -215,6 +218,7 @@ export class Engine {
     // The replayed memtables not yet in tables are flushed in the background (lib/recovery.ts).
     this.memtables.adoptReplayed(recovered.unflushed)
     this.replayedMemTables = recovered.unflushed.map((u) => u.mem)
+    for (const u of recovered.unflushed) this.logs.adopt(u.logNumber, u.logEnd)
     const logs = fs.list(dir).map((n) => parseFileName(n))
       .filter((p) => p !== undefined && p.type === 'log')
       .map((p) => p!.number)
@@ -638,6 +642,32 @@ export class Engine {
   // ---------------------------------------------------------------- close
 
   /**
+   * Records in the manifest that the database was closed cleanly: the logs it
+   * still needs (the frozen memtables' and the current one), each synced
+   * first, with where its records end, and the newest sequence number. The
+   * next open then refuses any of them that differs (lib/recovery.ts): no
+   * crash can explain it. Not after a failed write (the current log's end is
+   * not known); if the record cannot be written, the next open takes the logs
+   * as a crash left them, as before.
+   */
+  private async recordCleanClose (): Promise<void> {
+    if (this.pipeline.error !== undefined) return
+    const numbers = [...this.memtables.frozen.map((f) => f.logNumber), this.logs.number]
+    const logs: Array<{ number: number, size: number }> = []
+    for (const number of new Set(numbers)) {
+      if (number < this.versions.logNumber) continue
+      const size = this.logs.recordsEnd(number)
+      if (size === undefined) return
+      logs.push({ number, size })
+    }
+    logs.sort((a, b) => a.number - b.number)
+    try {
+      this.logs.sync()
+      await this.versions.recordClose({ lastSequence: this.pipeline.visibleSeq, logs })
+    } catch {}
+  }
+
+  /**
    * Waits for queued writes and running jobs to reach a safe point, then closes
    * files and releases the lock. A flush in progress is finished; a compaction in
    * progress is abandoned (its output is deleted; its inputs stay live).
@@ -654,6 +684,7 @@ export class Engine {
     // No file is closed under a sync; retired logs end at their last record.
     await this.logs.settle()
     await this.scheduler.close()
+    if (this.follower === undefined) await this.recordCleanClose()
     this.closed = true
     try {
       this.logs.close()

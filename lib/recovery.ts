@@ -35,8 +35,16 @@
 // after it, a damaged log followed by newer ones, a missing live log, a gap in
 // the sequence numbers from record to record and from log to log. What was
 // dropped is in the report (db.stats().recovery).
+//
+// A clean close records in the manifest the logs still needed, synced, with
+// where their records end, and the newest sequence number (LogsAtClose). While
+// that record is the manifest's last edit (the open writes a new manifest
+// without it), 'torn-tail' and 'absolute' refuse any of those logs that is
+// missing, shorter, damaged before that end, or holds records after it: no
+// crash explains damage to a closed database's files.
 import { fileSize, type FileSystem } from './fs/fs'
 import type { VersionSet } from './manifest/version-set'
+import type { LogsAtClose } from './manifest/version-edit'
 import type { FileMeta } from './manifest/file-meta'
 import { MemTable } from './memtable/memtable'
 import { LogReader, tailIsZeros, type TailStatus } from './wal/log-reader'
@@ -94,6 +102,8 @@ export interface ReplayedMemTable {
   mem: MemTable
   /** The log that holds its writes (live until the memtable is flushed). */
   logNumber: number
+  /** Where that log's records end. */
+  logEnd: number
 }
 
 export interface Recovered {
@@ -233,6 +243,8 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
     }
     report.dropped.push({ file: name, offset: 0, bytes: 0, reason: 'missing' })
   }
+  const atClose = mode === 'torn-tail' || mode === 'absolute' ? versions.logsAtClose : undefined
+  if (atClose !== undefined) checkLogsAtClose(fs, dir, atClose, logs)
   let mem = new MemTable()
   // Sequence numbers run on without a gap from record to record and from log to
   // log (the first record may repeat numbers the manifest already counts): a gap
@@ -241,6 +253,8 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
   let stopped = false
   for (let i = 0; i < logs.length; i++) {
     const name = logName(logs[i])
+    /** Where its records ended at a clean close, if the database was closed cleanly. */
+    const recordedEnd = atClose?.logs.find((l) => l.number === logs[i])?.size
     if (stopped) {
       // Point-in-time: nothing after the damage is replayed.
       const bytes = size(logs[i])
@@ -285,6 +299,9 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
         // stopped or a retired log's trim had not reached the disk. That is no
         // damage (a write whose size reached the disk and data did not leaves
         // the same; such a write was never synced).
+        if (recordedEnd !== undefined && tail.offset < recordedEnd) {
+          throw corruption(name, `damaged record at offset ${tail.offset}, in the first ${recordedEnd} bytes, which the database synced and recorded in its manifest when it was closed cleanly: nothing a crash does explains it (walRecovery 'point-in-time' opens the database as it was before it; repair() keeps the valid records after it too)`)
+        }
         if (tail.state === 'clean' || (tail.state === 'torn' && tailIsZeros(fs, join(dir, name), tail.offset))) break
         const crashCannotExplain = whyNotACrash(tail, logs.slice(i + 1).some((n) => size(n) > 0))
         if (mode === 'skip-damaged' && tail.validRecordAfter) {
@@ -307,13 +324,43 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
     report.logsReplayed++
     const empty = first && report.dropped.length === droppedBefore
     out.emptyNewestLog = empty && i === logs.length - 1 ? logs[i] : undefined
+    if (recordedEnd !== undefined) checkLogEnd(name, offset, recordedEnd)
     if (!writeTables && !mem.isEmpty()) {
-      out.unflushed.push({ mem, logNumber: logs[i] })
+      out.unflushed.push({ mem, logNumber: logs[i], logEnd: offset })
       mem = new MemTable()
     }
   }
+  if (atClose !== undefined && out.lastSequence !== atClose.lastSequence) {
+    throw corruption(logs.length > 0 ? logName(logs[logs.length - 1]) : logName(versions.logNumber), `the logs end at sequence number ${out.lastSequence}, but the database was closed cleanly at ${atClose.lastSequence}`)
+  }
   if (report.dropped.length > 0) await flushUnflushed()
   if (!mem.isEmpty()) await flush(mem)
+}
+
+/**
+ * A database closed cleanly recorded the logs it still needed and their sizes
+ * (LogsAtClose): after it, no crash can have torn or lost any of them. The logs
+ * found must be exactly those, each at least that large (what lies beyond is
+ * zeros the replay accepts or records it refuses, checkLogEnd).
+ */
+function checkLogsAtClose (fs: FileSystem, dir: string, atClose: LogsAtClose, found: number[]): void {
+  for (const l of atClose.logs) {
+    const name = logName(l.number)
+    if (!found.includes(l.number)) throw corruption(name, `missing, but the database was closed cleanly with ${l.size} bytes of records in it: the writes it held are lost (walRecovery 'point-in-time' opens the database without them)`)
+    const size = fileSize(fs, join(dir, name))
+    if (size < l.size) throw corruption(name, `${size} bytes, but the database was closed cleanly with ${l.size} bytes of records in it: the writes at its end are lost (walRecovery 'point-in-time' opens the database without them)`)
+  }
+  for (const n of found) {
+    if (!atClose.logs.some((l) => l.number === n) && fileSize(fs, join(dir, logName(n))) > 0) {
+      throw corruption(logName(n), 'not among the logs the database named when it was closed cleanly')
+    }
+  }
+}
+
+/** The records of a log replayed to its end must end where they ended at a clean close. */
+function checkLogEnd (name: string, end: number, recordedEnd: number): void {
+  if (end < recordedEnd) throw corruption(name, `its records end at offset ${end}, but at ${recordedEnd} when the database was closed cleanly: the writes after it are lost (walRecovery 'point-in-time' opens the database without them)`)
+  if (end > recordedEnd) throw corruption(name, `holds records after offset ${recordedEnd}, where they ended when the database was closed cleanly`)
 }
 
 /**

@@ -141,7 +141,7 @@ test('dumpManifest: version edits and a clean tail', async (t) => {
   const edits = decoded(readAll(manifest))
   t.is(manifest.name, name, 'named by its basename')
   t.ok(edits.length >= 2, `${edits.length} edits`)
-  t.is(edits[0].formatVersion, 2, 'the first edit carries the format version')
+  t.is(edits[0].formatVersion, 3, 'the first edit carries the format version')
   const added = edits.flatMap((e) => (e.newFiles ?? []).map((f) => f.meta.number))
   const table = filesOf(dir, 'table')[0]
   t.ok(added.includes(parseFileName(table)?.number as number), 'an edit adds the table')

@@ -45,6 +45,11 @@ function randomEdit (rnd: Random): VersionEdit {
   if (rnd.int(2) === 0) edit.logNumber = randomNumber(rnd)
   if (rnd.int(2) === 0) edit.nextFileNumber = randomNumber(rnd)
   if (rnd.int(2) === 0) edit.lastSequence = rnd.int(4) === 0 ? MAX_SEQ : rnd.int(2 ** 48)
+  if (rnd.int(4) === 0) {
+    const logs = []
+    for (let n = rnd.int(4), number = rnd.int(1000); n > 0; n--, number += 1 + rnd.int(5)) logs.push({ number, size: randomNumber(rnd) })
+    edit.logsAtClose = { lastSequence: rnd.int(2 ** 48), logs }
+  }
   if (rnd.int(2) === 0) {
     edit.compactPointers = []
     for (let n = rnd.int(4) + 1; n > 0; n--) edit.compactPointers.push({ level: rnd.int(7), key: randomKey(rnd) })

@@ -29,9 +29,16 @@
 //                            varint endLen + 1 | end    (0: no end, no end bytes)
 //   9  TAG_NEW_FILE_FLOOR    as TAG_NEW_FILE, with varint floor after entries
 //                            (FileMeta.floor; tag 7 means floor 0)
+//   10 TAG_LOGS_AT_CLOSE     varint lastSequence | varint count |
+//                            count x (varint log number | varint size)
 //
 //   Format 2 (lsm-level 0.2) added tags 8 and 9 (range tombstones, see
-//   lib/range-tombstones.ts). A version applies an edit's new range tombstones
+//   lib/range-tombstones.ts). Format 3 (lsm-level 0.4) added tag 10: the last
+//   edit of a manifest whose database was closed cleanly, naming every log
+//   still needed (number >= logNumber) with its size once synced, and the
+//   newest sequence number; an open that finds it refuses logs that differ
+//   (lib/recovery.ts). It changes no version: replay keeps it only while it is
+//   the manifest's last edit. A version applies an edit's new range tombstones
 //   and then drops every tombstone that no longer hides anything (a pure
 //   function of the tables' metadata), so replay reproduces the same set without
 //   deletion records. The first record names its format version; a manifest of a
@@ -52,7 +59,7 @@ import type { RangeTombstone } from '../range-tombstones'
 import { assert } from '../invariants'
 
 /** Version of the manifest format: this edit encoding inside log-format records. */
-export const MANIFEST_FORMAT_VERSION = 2
+export const MANIFEST_FORMAT_VERSION = 3
 export const FORMAT_VERSION = MANIFEST_FORMAT_VERSION
 
 /**
@@ -71,6 +78,7 @@ export const TAG_DELETED_FILE = 6
 export const TAG_NEW_FILE = 7
 export const TAG_RANGE_TOMBSTONE = 8
 export const TAG_NEW_FILE_FLOOR = 9
+export const TAG_LOGS_AT_CLOSE = 10
 
 export interface VersionEdit {
   /** Logs numbered below this are no longer needed (their data is in tables). */
@@ -83,6 +91,16 @@ export interface VersionEdit {
   /** Range tombstones that join the version (a flush's, or all of them in a snapshot). */
   rangeTombstones?: RangeTombstone[]
   formatVersion?: number
+  /** Written by a clean close, alone: the logs still needed and the newest sequence number. */
+  logsAtClose?: LogsAtClose
+}
+
+/** What the logs a cleanly closed database still needs held when it closed. */
+export interface LogsAtClose {
+  /** The newest sequence number written. */
+  lastSequence: number
+  /** Every log numbered >= the manifest's logNumber, oldest first, with its size (bytes of records) once synced. */
+  logs: Array<{ number: number, size: number }>
 }
 
 function checkLevel (level: number): void {
@@ -151,6 +169,19 @@ export function encodeVersionEdit (edit: VersionEdit): Buffer {
     } else {
       w.varint(t.end.length + 1)
       w.bytes(t.end)
+    }
+  }
+  if (edit.logsAtClose !== undefined) {
+    const c = edit.logsAtClose
+    assert(c.lastSequence >= 0 && c.lastSequence <= MAX_SEQ, 'last sequence at close out of range')
+    w.varint(TAG_LOGS_AT_CLOSE)
+    w.varint(c.lastSequence)
+    w.varint(c.logs.length)
+    for (const l of c.logs) {
+      checkCount(l.number, 'log number')
+      checkCount(l.size, 'log size')
+      w.varint(l.number)
+      w.varint(l.size)
     }
   }
   w.varint(TAG_END)
@@ -263,6 +294,23 @@ export function decodeVersionEdit (buf: Buffer, name: string): VersionEdit {
         if (end !== undefined && compareBytes(start, end) >= 0) throw corruption(name, 'version edit: range tombstone with start >= end')
         if (edit.rangeTombstones === undefined) edit.rangeTombstones = []
         edit.rangeTombstones.push({ start, end, seq })
+        break
+      }
+      case TAG_LOGS_AT_CLOSE: {
+        if (edit.logsAtClose !== undefined) throw corruption(name, 'version edit: duplicate logs at close')
+        const lastSequence = r.varint('last sequence at close')
+        if (lastSequence > MAX_SEQ) throw corruption(name, 'version edit: last sequence at close out of range')
+        const count = r.varint('log count at close')
+        // Each log takes at least two bytes: a count beyond that is damage, not an allocation.
+        if (count > (buf.length - r.pos) / 2) throw corruption(name, 'version edit: truncated logs at close')
+        const logs: LogsAtClose['logs'] = []
+        for (let i = 0; i < count; i++) {
+          const number = r.varint('log number at close')
+          const size = r.varint('log size at close')
+          if (i > 0 && number <= logs[i - 1].number) throw corruption(name, 'version edit: logs at close out of order')
+          logs.push({ number, size })
+        }
+        edit.logsAtClose = { lastSequence, logs }
         break
       }
       default:

@@ -16,7 +16,7 @@
 import type { FileSystem } from '../fs/fs'
 import type { FileMeta } from './file-meta'
 import { Version } from './version'
-import { decodeVersionEdit, encodeVersionEdit, MANIFEST_FORMAT_VERSION, type VersionEdit } from './version-edit'
+import { decodeVersionEdit, encodeVersionEdit, MANIFEST_FORMAT_VERSION, type LogsAtClose, type VersionEdit } from './version-edit'
 import { LogReader } from '../wal/log-reader'
 import { LogWriter } from '../wal/log-writer'
 import { CURRENT, join, logName, manifestName, parseFileName, tableName, tempName } from '../filenames'
@@ -58,6 +58,12 @@ export class VersionSet {
    * Loads the state named by CURRENT. A missing or unusable CURRENT or manifest
    * is corruption: open must fail rather than present an empty database.
    */
+  /**
+   * Set by recover() when the manifest's last edit is a clean close's record:
+   * the logs the database still needed then, with their synced sizes.
+   */
+  logsAtClose: LogsAtClose | undefined
+
   recover (): void {
     let current: string
     try {
@@ -98,6 +104,8 @@ export class VersionSet {
         if (edit.nextFileNumber !== undefined) { this.nextFileNumber = edit.nextFileNumber; haveNext = true }
         if (edit.lastSequence !== undefined) { this.lastSequence = edit.lastSequence; haveSeq = true }
         for (const cp of edit.compactPointers ?? []) this.compactPointers[cp.level] = cp.key
+        // Only the last edit tells how the database was left: any edit after a close record came later.
+        this.logsAtClose = edit.logsAtClose
       }
       applyPending()
     } finally {
@@ -222,6 +230,22 @@ export class VersionSet {
    */
   logAndApply (edit: VersionEdit): Promise<void> {
     const run = this.applyQueue.then(() => this.applyNow(edit))
+    this.applyQueue = run.catch(() => {})
+    return run
+  }
+
+  /**
+   * Appends a clean close's record (see LogsAtClose) after every edit queued
+   * before it, and syncs the manifest. The caller has synced the logs it names
+   * and writes nothing after it. Rejects if the manifest cannot be written.
+   */
+  recordClose (logsAtClose: LogsAtClose): Promise<void> {
+    const run = this.applyQueue.then(async () => {
+      assert(this.manifest !== undefined, 'no manifest open')
+      if (this.manifestFailure !== undefined) throw this.manifestFailure
+      this.manifest.addRecord(encodeVersionEdit({ logsAtClose }))
+      await this.manifest.syncAsync()
+    })
     this.applyQueue = run.catch(() => {})
     return run
   }

@@ -59,6 +59,8 @@ export class LogManager {
   private retired: Promise<void> = Promise.resolve()
   /** Retired logs whose retirement failed: closed by close(). */
   private readonly failedRetirements: LogWriter[] = []
+  /** Where the records of each log written or adopted since open end, by log number (see recordsEnd). */
+  private readonly ends = new Map<number, number>()
   /** Directory fsyncs started for logs created by rotate(), by log number, until they return. */
   private readonly entrySyncs = new Map<number, Promise<void>>()
 
@@ -100,6 +102,26 @@ export class LogManager {
   open (number: number): void {
     assert(this.current === undefined, 'log opened twice')
     this.current = this.create(number)
+  }
+
+  /**
+   * Where the records of log `number` end: the current log's size, or the size
+   * a retired or adopted log had when it took its last record. Undefined for a
+   * log this manager does not know.
+   */
+  recordsEnd (number: number): number | undefined {
+    if (this.current?.number === number) return this.current.writer.size()
+    return this.ends.get(number)
+  }
+
+  /** A log replayed at open that stays live: its records end at `end`. */
+  adopt (number: number, end: number): void {
+    this.ends.set(number, end)
+  }
+
+  /** Forgets the logs numbered below `number` (no longer needed). */
+  forgetBelow (number: number): void {
+    for (const n of this.ends.keys()) if (n < number) this.ends.delete(n)
   }
 
   private create (number: number): Log {
@@ -174,6 +196,7 @@ export class LogManager {
    */
   rotate (number: number): void {
     const old = this.current!
+    this.ends.set(old.number, old.writer.size())
     try {
       this.current = this.create(number)
     } catch (err) {
