@@ -12,7 +12,7 @@
 // buffer) took the pool's free files faster than its growth, which opens one
 // new file's sync access handle at a time, refilled it (lib/fs/opfs-fs.ts);
 // they pass in Chromium under the same load. With LSM_FIREFOX=1 and Firefox or puppeteer-core
-// missing, the file says so loudly on its last lines and skips.
+// missing, the file's tests are reported as skipped, and it says so loudly on its last lines.
 import test from 'tape'
 import * as fs from 'node:fs'
 import * as os from 'node:os'
@@ -20,6 +20,7 @@ import * as path from 'node:path'
 import { spawnSync } from 'node:child_process'
 import type * as http from 'node:http'
 import { canRequire, serveDist, summarize } from './browser/harness'
+import { skipBrowserTests } from './browser/skip'
 
 const root = path.join(__dirname, '..', '..')
 const CANDIDATES = [process.env.FIREFOX_PATH, '/usr/bin/firefox-esr', '/usr/bin/firefox'].filter((p): p is string => typeof p === 'string' && p !== '')
@@ -73,8 +74,9 @@ function whatIsMissing (): string | undefined {
 const missing = optedIn ? whatIsMissing() : undefined
 
 if (!optedIn) {
-  console.log('# Firefox tests not run: opt-in with LSM_FIREFOX=1 (see the top of test/browser-firefox.test.ts)')
+  skipBrowserTests('firefox', 'opt-in with LSM_FIREFOX=1 (see the top of this file)')
 } else if (missing !== undefined) {
+  skipBrowserTests('firefox', missing)
   // Registered last: the loud message ends the file's output.
   process.on('exit', () => {
     const bar = '#'.repeat(78)

@@ -6,12 +6,14 @@
 // database, and OpfsLevel used directly in a dedicated worker that the page
 // starts (test/browser/worker-runner.ts: the compliance suite, getSync, the
 // lock against the page's database). When no browser (or no esbuild / playwright-core) is found,
-// the file says so loudly on its last lines and skips; CI installs chromium
-// first (.ci/run).
+// the file's tests are reported as skipped and it says so loudly on its last
+// lines; CI installs chromium first and requires it to run (.ci/run sets
+// LSM_REQUIRE_BROWSERS=chromium).
 import test from 'tape'
 import type * as http from 'node:http'
 import * as path from 'node:path'
 import { spawnSync } from 'node:child_process'
+import { skipBrowserTests } from './browser/skip'
 import { CHROMIUM_CANDIDATES, type Browser, type Context, canRequire, findChromium, type Page, playwrightChromium, serveDist, summarize } from './browser/harness'
 
 const root = path.join(__dirname, '..', '..')
@@ -58,6 +60,7 @@ const missing = executablePath === undefined
   : !canRequire('esbuild') ? 'esbuild is not installed' : !canRequire('playwright-core') ? 'playwright-core is not installed' : undefined
 
 if (missing !== undefined) {
+  skipBrowserTests('chromium', missing)
   // Registered last: the loud message ends the file's output.
   process.on('exit', () => skipLoudly(missing))
 } else {

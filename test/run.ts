@@ -1,6 +1,7 @@
 // Runs every test file (dist/test/*.test.js) in its own process, one after the
-// other, and prints a summary line: "N passed, N failed". Exits non-zero on any
-// failure. `node dist/test/run.js wal memtable` runs only files matching a name.
+// other, and prints a summary line: "N passed, N failed" (", N skipped" when
+// files registered skipped tests, which it lists: a browser test that cannot
+// run here). Exits non-zero on any failure. `node dist/test/run.js wal memtable` runs only files matching a name.
 // Each process preloads util/assertion-guard.js, which fails a test that makes
 // no assertion.
 import { spawnSync } from 'node:child_process'
@@ -17,6 +18,8 @@ const files = fs.readdirSync(dir)
 let passed = 0
 let failed = 0
 const failures: string[] = []
+/** Tests a file registered as skipped (tape prints "# SKIP <name>"), with the file's name. */
+const skips: string[] = []
 const started = Date.now()
 
 for (const file of files) {
@@ -35,6 +38,8 @@ for (const file of files) {
   }
   const pass = Number(/^# pass\s+(\d+)/m.exec(out)?.[1] ?? 0)
   const fail = Number(/^# fail\s+(\d+)/m.exec(out)?.[1] ?? 0)
+  const skipped = [...out.matchAll(/^# SKIP (.*)$/gm)].map((m) => `${file}: ${m[1]}`)
+  skips.push(...skipped)
   passed += pass
   failed += fail
   const crashed = r.status !== 0 && fail === 0
@@ -44,10 +49,11 @@ for (const file of files) {
   } else if (fail > 0) {
     failures.push(file)
   }
-  console.log(`== ${file}: ${pass} passed, ${fail} failed${crashed ? ', crashed' : ''} (${((Date.now() - t0) / 1000).toFixed(1)} s)`)
+  console.log(`== ${file}: ${pass} passed, ${fail} failed${skipped.length > 0 ? `, ${skipped.length} skipped` : ''}${crashed ? ', crashed' : ''} (${((Date.now() - t0) / 1000).toFixed(1)} s)`)
 }
 
 console.log(`\n${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+if (skips.length > 0) console.log(`skipped (${skips.length}):\n` + skips.map((s) => '  ' + s).join('\n'))
 if (failures.length > 0) console.log('failing: ' + failures.join(', '))
-console.log(`${passed} passed, ${failed} failed`)
+console.log(`${passed} passed, ${failed} failed${skips.length > 0 ? `, ${skips.length} skipped` : ''}`)
 process.exit(failed > 0 || files.length === 0 ? 1 : 0)

@@ -146,18 +146,25 @@ test('malformed fields are LEVEL_CORRUPTION, never a RangeError', (t) => {
   expectCorruption(t, w((b) => { b.varint(TAG_NEW_FILE); b.varint(1); b.varint(5); b.varint(100); b.varint(3); b.varint(0xffffffff) }), 'key length 4 GiB')
 
   const rnd = new Random(seed + 2)
-  let flips = 0
+  let detected = 0
+  let wrongErrors = 0
   for (let i = 0; i < 2000; i++) {
     const buf = Buffer.from(encodeVersionEdit(randomEdit(rnd)))
     buf[rnd.int(buf.length)] = rnd.next() & 0xff
     try {
       decodeVersionEdit(buf, NAME)
     } catch (err) {
-      if (!isLevelError(err, 'LEVEL_CORRUPTION')) t.fail(`flip: wrong error ${(err as Error).stack}`)
-      flips++
+      if (!isLevelError(err, 'LEVEL_CORRUPTION')) {
+        wrongErrors++
+        t.comment(`flip: wrong error ${(err as Error).stack}`)
+      }
+      detected++
     }
   }
-  t.pass(`2000 damaged edits: ${flips} detected, none threw anything but LEVEL_CORRUPTION`)
+  // A changed byte inside a key or a number can still decode (the record's
+  // checksum catches it in a manifest); a changed tag or length mostly cannot.
+  t.is(wrongErrors, 0, '2000 damaged edits: none threw anything but LEVEL_CORRUPTION')
+  t.ok(detected >= 200, `2000 damaged edits: ${detected} detected by the decoder alone`)
   t.end()
 })
 

@@ -437,6 +437,7 @@ test('decodeBatch: every truncation and random flips are LEVEL_CORRUPTION, never
   let truncations = 0
   let flips = 0
   let flipErrors = 0
+  let wrongErrors = 0
   for (let round = 0; round < 200; round++) {
     const ops = randomOps(rnd, 6)
     const firstSeq = 1 + rnd.int(2 ** 40)
@@ -455,13 +456,20 @@ test('decodeBatch: every truncation and random flips are LEVEL_CORRUPTION, never
         decodeBatch(damaged, name)
       } catch (err) {
         if (isLevelError(err, 'LEVEL_CORRUPTION')) flipErrors++
-        else t.fail(`flip: wrong error ${(err as Error).stack}`)
+        else {
+          wrongErrors++
+          t.comment(`flip: wrong error ${(err as Error).stack}`)
+        }
       }
     }
     // Trailing garbage.
     expectCorruption(t, () => decodeBatch(Buffer.concat([payload, Buffer.from([0])]), name), 'trailing byte')
   }
-  t.pass(`${truncations} truncations all LEVEL_CORRUPTION; ${flips} damaged payloads, ${flipErrors} detected, none threw anything else`)
+  t.ok(truncations > 0, `${truncations} truncations, all LEVEL_CORRUPTION (each checked above)`)
+  // A changed byte inside a key or a value still decodes (the record's checksum
+  // catches it in a log); a changed count, kind or length mostly cannot.
+  t.is(wrongErrors, 0, `${flips} damaged payloads: none threw anything but LEVEL_CORRUPTION`)
+  t.ok(flipErrors >= flips / 10, `${flips} damaged payloads: ${flipErrors} detected by the decoder alone`)
 
   const header = (seq: number, count: number): Buffer => {
     const b = Buffer.alloc(12)

@@ -7,7 +7,6 @@ import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import { LsmLevel } from '../../index'
-import { processCounters } from '../../lib/db'
 
 // The suite ships no typings.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -16,24 +15,40 @@ const suite = require('abstract-level/test')
 export function runCompliance (name: string, engineOptions: Record<string, unknown>, Db: typeof LsmLevel = LsmLevel): void {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), `lsm-compliance-${name}-`))
   let n = 0
+  // Counted from the engines of the suite's own databases, every one opened
+  // (closed or not), so that the counts come from the module copy under test:
+  // the bundle or the compiled modules.
+  const engines: Array<{ counters: { flushes: number, compactions: number, trivialMoves: number } }> = []
   suite({
     test,
     factory (options?: Record<string, unknown>) {
-      return new Db(path.join(root, String(n++)), { ...engineOptions, ...options })
+      const db = new Db(path.join(root, String(n++)), { ...engineOptions, ...options })
+      db.on('open', () => engines.push(db.engine))
+      return db
     }
   })
   test(`compliance (${name}): background work during the suite`, (t) => {
-    t.comment(`flushes ${processCounters.flushes}, compactions ${processCounters.compactions}, trivial moves ${processCounters.trivialMoves}`)
+    const seen = { flushes: 0, compactions: 0, trivialMoves: 0 }
+    for (const { counters: c } of engines) {
+      seen.flushes += c.flushes
+      seen.compactions += c.compactions
+      seen.trivialMoves += c.trivialMoves
+    }
+    t.comment(`flushes ${seen.flushes}, compactions ${seen.compactions}, trivial moves ${seen.trivialMoves}`)
     if (engineOptions.writeBufferSize !== undefined) {
-      t.ok(processCounters.flushes >= 20, 'memtables were flushed inside the suite')
+      t.ok(seen.flushes >= 20, 'memtables were flushed inside the suite')
       if (engineOptions.compaction === 'tiered') {
-        t.ok(processCounters.compactions >= 20, 'tiered merges of sorted runs ran inside the suite')
+        t.ok(seen.compactions >= 20, 'tiered merges of sorted runs ran inside the suite')
       } else {
-        t.ok(processCounters.compactions >= 3, 'merging compactions ran inside the suite')
-        t.ok(processCounters.compactions + processCounters.trivialMoves >= 20, 'tables moved down the levels inside the suite')
+        t.ok(seen.compactions >= 3, 'merging compactions ran inside the suite')
+        t.ok(seen.compactions + seen.trivialMoves >= 20, 'tables moved down the levels inside the suite')
       }
     } else {
-      t.pass('default options: the suite fits in memtables')
+      // The suite's writes fit in memtables, and its databases close before a
+      // replayed log's flush starts: no background work to count (the
+      // tiny-buffer and tiered runs have it). What is checked: the suite ran
+      // on databases of the class under test.
+      t.ok(engines.length >= 100, `the suite opened ${engines.length} databases of the class under test`)
     }
     t.end()
   })
