@@ -1,5 +1,5 @@
 // The engine: open and close, the read facade, and the wiring of its parts. It
-// knows nothing of abstract-level; index.ts translates.
+// knows nothing of abstract-level; the adapter (LsmLevel) translates.
 //
 //   write  --> CommitPipeline (lib/commit-pipeline.ts): queue, group commit,
 //              sync policy, apply in log order

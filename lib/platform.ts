@@ -1,9 +1,10 @@
 // What the engine needs from its host and cannot write in plain JavaScript: the
 // default file system, path resolution, the directory lock and the threads that
-// run flushes and compactions. The engine core (lib/db.ts and what it imports)
-// imports no node: module; a host installs its platform once, before the first
-// open: lib/node-platform.ts (which lib/db.ts imports, so Node code never has
-// to) or the browser worker (lib/browser/worker-main.ts).
+// run flushes and compactions. (CRC-32 is installed apart, where the host has a
+// faster one than the engine's own.) The engine core (the engine and what it
+// imports) imports no node: module; a host installs its platform once, before
+// the first open: the Node host (installed by importing it, as the Node entry
+// does) or the browser's dedicated worker.
 import type { FileSystem } from './fs/fs'
 import type { BackgroundWorkers } from './compaction/scheduler'
 

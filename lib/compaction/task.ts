@@ -1,6 +1,6 @@
 // Compaction tasks and what they change: pure functions of the LSM's shape, no
 // I/O and no clock, so that they can be tested from fixtures
-// (test/compaction-task.test.ts). The scheduler (lib/compaction/scheduler.ts)
+// (test/compaction.test.ts). The scheduler (lib/compaction/scheduler.ts)
 // runs them.
 //
 // A task merges input runs (each level-0 table is a run of its own, a deeper

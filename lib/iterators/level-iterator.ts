@@ -1,7 +1,7 @@
-// LevelIterator: one sorted level (L1 and deeper) read as a single internal
-// iterator. The level's tables are sorted by smallest key and do not overlap, so
-// the level is just their concatenation; this iterator walks that concatenation
-// while keeping at most one table open.
+// LevelIterator: one sorted run read as a single internal iterator: a level
+// from L1 on, or one level-0 table (a run of its own). The run's tables are
+// sorted by smallest key and do not overlap, so the run is just their
+// concatenation; this iterator walks it while keeping at most one table open.
 //
 // Tables are opened lazily: a seek binary-searches the file list by key bounds
 // (no I/O) and opens only the one table that can hold the target. When a table
