@@ -23,6 +23,7 @@ import { NUM_LEVELS, type EngineOptions } from './options'
 import { writeTables } from './compaction/table-writer'
 import { VersionSet } from './manifest/version-set'
 import { Version } from './manifest/version'
+import { tableOptionsOf } from './sstable/table-builder'
 
 export interface BulkLoadParams {
   fs: FileSystem
@@ -55,10 +56,7 @@ export async function bulkLoad (p: BulkLoadParams): Promise<BulkLoadResult> {
   const result = await writeTables(p.input, {
     fs,
     dir,
-    blockSize: options.blockSize,
-    blockRestartInterval: options.blockRestartInterval,
-    bloomBitsPerKey: options.bloomBitsPerKey,
-    compression: options.compression,
+    table: tableOptionsOf(options),
     targetFileSize: options.targetFileSize,
     smallestSnapshot: MAX_SEQ,
     isBaseLevelForKey: () => true,

@@ -188,7 +188,7 @@ test('runFlushJob (the worker flush) writes the same table as writeTables over t
     seq += ops.length
   }
   const smallestSnapshot = Math.floor(seq / 2)
-  const params = { blockSize: 4096, blockRestartInterval: 16, bloomBitsPerKey: 10, compression: true, smallestSnapshot }
+  const params = { table: { blockSize: 4096, blockRestartInterval: 16, bloomBitsPerKey: 10, compression: true }, smallestSnapshot }
   const viaWorkerCode = await runFlushJob({ dir, entries: mem.entriesState(), ...params, rangeTombstones: [], floorBase: 0, fileNumber: 1 }, nodeFileSystem)
   const viaMain = await writeTables(mem.iterator(), {
     fs: nodeFileSystem,
@@ -321,10 +321,7 @@ test('writeTables syncs an output each MiB while writing it; a failed sync fails
   const run = async (fs: SyncCountingFs, dir: string, fileNumber: number) => await writeTables(mem.iterator(), {
     fs,
     dir,
-    blockSize: 4096,
-    blockRestartInterval: 16,
-    bloomBitsPerKey: 10,
-    compression: true,
+    table: { blockSize: 4096, blockRestartInterval: 16, bloomBitsPerKey: 10, compression: true },
     smallestSnapshot: 30000,
     targetFileSize: Infinity,
     isBaseLevelForKey: () => false,

@@ -127,7 +127,7 @@ for (const version of [3, 2, 1]) {
       t.is(wrong, 0, `interval ${interval}: every entry found in place at its own seq`)
     }
     for (const blockSize of [64, 4096]) {
-      const built = buildTable(tmp, model, { blockSize, restartInterval: 3, bloomBitsPerKey: 10, formatVersion: version })
+      const built = buildTable(tmp, model, { blockSize, blockRestartInterval: 3, bloomBitsPerKey: 10, formatVersion: version })
       t.is(fileVersion(built.path), version, `blockSize ${blockSize}: footer says version ${version}`)
       const table = Table.open(nfs, built.path, built.name, new BlockCache(1 << 20))
       t.is(table.formatVersion, version, 'Table.formatVersion')

@@ -15,6 +15,7 @@ import { RangeTombstoneIndex, type RangeTombstone } from '../range-tombstones'
 import { MemTable } from '../memtable/memtable'
 import type { SkipListState } from '../memtable/skiplist'
 import { assert } from '../invariants'
+import type { TableOptions } from '../sstable/table-builder'
 
 export interface CompactionJob {
   dir: string
@@ -22,10 +23,7 @@ export interface CompactionJob {
   runs: FileMeta[][]
   /** Tables of the levels below the output, per level (for the tombstone rule). */
   deeper: FileMeta[][]
-  blockSize: number
-  blockRestartInterval: number
-  bloomBitsPerKey: number
-  compression: boolean
+  table: TableOptions
   targetFileSize: number
   smallestSnapshot: number
   /** The version's range tombstones: versions they hide from every snapshot are dropped. */
@@ -45,10 +43,7 @@ export interface CompactionJob {
 export interface FlushJob {
   dir: string
   entries: SkipListState
-  blockSize: number
-  blockRestartInterval: number
-  bloomBitsPerKey: number
-  compression: boolean
+  table: TableOptions
   smallestSnapshot: number
   /** The memtable's own range tombstones (applied to its entries). */
   rangeTombstones: RangeTombstone[]
@@ -96,10 +91,7 @@ export async function runFlushJob (job: FlushJob, fs: FileSystem): Promise<Table
   return await writeTables(MemTable.iteratorOf(job.entries), {
     fs,
     dir: job.dir,
-    blockSize: job.blockSize,
-    blockRestartInterval: job.blockRestartInterval,
-    bloomBitsPerKey: job.bloomBitsPerKey,
-    compression: job.compression,
+    table: job.table,
     targetFileSize: Infinity,
     smallestSnapshot: job.smallestSnapshot,
     isBaseLevelForKey: () => false,
@@ -144,10 +136,7 @@ export async function runCompactionJob (job: CompactionJob, fs: FileSystem, tabl
   return await writeTables(input, {
     fs,
     dir: job.dir,
-    blockSize: job.blockSize,
-    blockRestartInterval: job.blockRestartInterval,
-    bloomBitsPerKey: job.bloomBitsPerKey,
-    compression: job.compression,
+    table: job.table,
     targetFileSize: job.targetFileSize,
     smallestSnapshot: job.smallestSnapshot,
     isBaseLevelForKey: baseLevelChecker(job.deeper),

@@ -41,6 +41,7 @@ import { compactionEdit, describeTask, isTrivialMove, manualTask, mergeRuns, mov
 import { baseName, join, tableName } from '../filenames'
 import { compareBytes } from '../util/coding'
 import { ioError, type LevelError } from '../errors'
+import { tableOptionsOf } from '../sstable/table-builder'
 
 /**
  * LSM_TRACE_COMPACTIONS=1: one line on stderr per finished compaction (its input
@@ -199,10 +200,7 @@ export class CompactionScheduler {
     const params: TableWriterParams = {
       fs,
       dir,
-      blockSize: options.blockSize,
-      blockRestartInterval: options.blockRestartInterval,
-      bloomBitsPerKey: options.bloomBitsPerKey,
-      compression: false, // level 0: see `compression` in lib/options.ts
+      table: { ...tableOptionsOf(options), compression: false }, // level 0: see `compression` in lib/options.ts
       targetFileSize: Infinity,
       smallestSnapshot,
       isBaseLevelForKey: () => false,
@@ -228,10 +226,7 @@ export class CompactionScheduler {
       const job: FlushJob = {
         dir: this.env.dir,
         entries,
-        blockSize: options.blockSize,
-        blockRestartInterval: options.blockRestartInterval,
-        bloomBitsPerKey: options.bloomBitsPerKey,
-        compression: false, // level 0: see `compression` in lib/options.ts
+        table: { ...tableOptionsOf(options), compression: false }, // level 0: see `compression` in lib/options.ts
         smallestSnapshot,
         rangeTombstones: mem.rangeTombstones().slice(),
         floorBase: this.flushTombstones(mem, smallestSnapshot).floorBase,
@@ -313,10 +308,7 @@ export class CompactionScheduler {
       dir: this.env.dir,
       runs,
       deeper: levels.slice(task.outputLevel + 1),
-      blockSize: options.blockSize,
-      blockRestartInterval: options.blockRestartInterval,
-      bloomBitsPerKey: options.bloomBitsPerKey,
-      compression: options.compression,
+      table: tableOptionsOf(options),
       targetFileSize: options.targetFileSize,
       smallestSnapshot,
       rangeTombstones: rangeTombstones.slice(),

@@ -17,7 +17,7 @@
 import { syncDirAsync, type FileSystem } from '../fs/fs'
 import type { InternalIterator } from '../iterators/internal-iterator'
 import type { FileMeta } from '../manifest/file-meta'
-import { TableBuilder } from '../sstable/table-builder'
+import { TableBuilder, type TableOptions } from '../sstable/table-builder'
 import { join, tableName } from '../filenames'
 import { KIND_DELETE } from '../keys'
 import { compareRange } from '../util/coding'
@@ -27,11 +27,8 @@ import type { RangeTombstoneIndex } from '../range-tombstones'
 export interface TableWriterParams {
   fs: FileSystem
   dir: string
-  blockSize: number
-  blockRestartInterval: number
-  bloomBitsPerKey: number
-  /** Snappy-compress blocks where that pays (TableBuilderOptions.compression). */
-  compression: boolean
+  /** How the tables are built. */
+  table: TableOptions
   /** Split outputs once a table reaches this size (Infinity: one table). */
   targetFileSize: number
   smallestSnapshot: number
@@ -151,12 +148,7 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
           number = p.newFileNumber()
           created.push(number)
           file = p.fs.openWrite(join(p.dir, tableName(number)))
-          builder = new TableBuilder(file, {
-            blockSize: p.blockSize,
-            restartInterval: p.blockRestartInterval,
-            bloomBitsPerKey: p.bloomBitsPerKey,
-            compression: p.compression
-          })
+          builder = new TableBuilder(file, p.table)
         }
         builder.addRange(keySrc, keyOff, keyLen, seq, kind, valueSrc, valueOff, valueLen)
         if (builder.estimatedSize() - syncedUpTo >= BYTES_PER_SYNC) {

@@ -26,7 +26,7 @@ export interface TableBuilderOptions {
   /** Target size of a data block's contents, in bytes (a block is cut once it reaches this). */
   blockSize: number
   /** Entries between restart points in data blocks (default 16). */
-  restartInterval?: number
+  blockRestartInterval?: number
   /** Bloom filter bits per user key; 0 writes no filter. */
   bloomBitsPerKey: number
   /**
@@ -40,6 +40,22 @@ export interface TableBuilderOptions {
    * (default true; formats 1 and 2 never compress).
    */
   compression?: boolean
+}
+
+/**
+ * The engine options that shape a table's blocks: what flush and compaction
+ * jobs, the table writer and the tools that write tables carry (picked by
+ * tableOptionsOf, so that a job copies these and not the whole options).
+ */
+export type TableOptions = Required<Pick<TableBuilderOptions, 'blockSize' | 'blockRestartInterval' | 'bloomBitsPerKey' | 'compression'>>
+
+export function tableOptionsOf (options: TableOptions): TableOptions {
+  return {
+    blockSize: options.blockSize,
+    blockRestartInterval: options.blockRestartInterval,
+    bloomBitsPerKey: options.bloomBitsPerKey,
+    compression: options.compression
+  }
 }
 
 export interface TableBuildResult {
@@ -89,7 +105,7 @@ export class TableBuilder {
     this.formatVersion = version
     this.compression = (options.compression ?? true) && version >= MIN_COMPRESSED_FORMAT_VERSION
     this.blockSize = options.blockSize
-    this.data = new BlockBuilder(options.restartInterval ?? DEFAULT_RESTART_INTERVAL, version)
+    this.data = new BlockBuilder(options.blockRestartInterval ?? DEFAULT_RESTART_INTERVAL, version)
     this.index = new BlockBuilder(1, version) // index keys are few and binary searched after decoding
     this.bloom = options.bloomBitsPerKey > 0 ? new BloomBuilder(options.bloomBitsPerKey, version) : null
     this.offset = file.size()

@@ -46,6 +46,7 @@ import { readLevelDBState, type LevelDBFile, type LevelDBState } from '../leveld
 import { LevelDBLogReader } from '../leveldb/log-reader'
 import { decodeLevelDBBatch } from '../leveldb/write-batch'
 import { LevelDBTable, LevelDBTablesIterator, type ReadCounter } from '../leveldb/table'
+import { tableOptionsOf } from '../sstable/table-builder'
 
 /**
  * Table-building options of the new database (defaults as for open), and the
@@ -148,10 +149,8 @@ async function importInto (fs: FileSystem, src: string, dir: string, opts: Engin
     const written = await writeTables(mem.iterator(), {
       fs,
       dir,
-      blockSize: opts.blockSize,
-      blockRestartInterval: opts.blockRestartInterval,
-      bloomBitsPerKey: 0,
-      compression: false, // read back once, soon: not worth the time
+      // Read back once, soon: no filter, no compression.
+      table: { ...tableOptionsOf(opts), bloomBitsPerKey: 0, compression: false },
       targetFileSize: Infinity,
       smallestSnapshot: MAX_SEQ,
       isBaseLevelForKey: () => false, // keep deletions: they hide the tables' older versions
