@@ -52,7 +52,7 @@ import { TurnBudget } from './util/turn'
 import { LogRetention } from './wal/log-retention'
 import { unflushedRecords, writeCheckpoint, type CheckpointResult } from './checkpoint'
 import { changes, type ChangeBatch } from './change-feed'
-import { parseFileName } from './filenames'
+import { logNumbers } from './filenames'
 
 export { Snapshot } from './snapshots'
 export { encodeBatch, type BatchOp } from './wal/batch'
@@ -219,9 +219,7 @@ export class Engine {
     this.memtables.adoptReplayed(recovered.unflushed)
     this.replayedMemTables = recovered.unflushed.map((u) => u.mem)
     for (const u of recovered.unflushed) this.logs.adopt(u.logNumber, u.logEnd)
-    const logs = fs.list(dir).map((n) => parseFileName(n))
-      .filter((p) => p !== undefined && p.type === 'log')
-      .map((p) => p!.number)
+    const logs = logNumbers(fs, dir)
     const keep = this.retention.adopt(logs.filter((n) => n < this.versions.logNumber))
     for (const n of logs) if (n >= this.versions.logNumber) keep.add(n)
     removeOrphans(fs, dir, this.versions, keep, this.recovery)
@@ -498,10 +496,7 @@ export class Engine {
       fs: this.fs,
       dir: this.location,
       sequence: () => this.pipeline.visibleSeq,
-      logNumbers: () => this.fs.list(this.location).map((n) => parseFileName(n))
-        .filter((p) => p !== undefined && p.type === 'log')
-        .map((p) => p!.number)
-        .sort((a, b) => a - b),
+      logNumbers: () => logNumbers(this.fs, this.location),
       nextCommit: () => new Promise<void>((resolve) => this.commitWaiters.push(resolve)),
       closed: () => this.closed || this.closing
     }, since)

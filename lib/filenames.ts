@@ -1,13 +1,14 @@
 // Names of the files in a database directory.
 //
 //   CURRENT            names the live manifest (one line: "MANIFEST-000005\n")
-//   LOCK               the lock file (see lib/lock.ts)
+//   LOCK               the lock file (the Node host's directory lock)
 //   MANIFEST-<n>       log of version edits (lib/manifest/version-edit.ts)
 //   <n>.log            write-ahead log of one memtable (lib/wal/log-format.ts)
 //   <n>.sst            a table (lib/sstable/format.ts)
-//   <n>.tmp            a file being written (tables during flush/compaction, CURRENT)
+//   <n>.tmp            CURRENT being replaced (written, synced, then renamed over it)
 //
 // <n> is a file number, zero-padded to 6 digits (more digits once it grows).
+import type { FileSystem } from './fs/fs'
 
 export type FileType = 'current' | 'lock' | 'manifest' | 'log' | 'table' | 'temp'
 
@@ -52,6 +53,16 @@ export function baseName (path: string): string {
 export function parentDir (path: string): string {
   const cut = Math.max(path.lastIndexOf('/'), path.lastIndexOf('\\'))
   return cut <= 0 ? path.slice(0, cut + 1) || '.' : path.slice(0, cut)
+}
+
+/** The numbers of the logs in `dir` numbered `from` or above, ascending. */
+export function logNumbers (fs: Pick<FileSystem, 'list'>, dir: string, from = 0): number[] {
+  const out: number[] = []
+  for (const name of fs.list(dir)) {
+    const p = parseFileName(name)
+    if (p !== undefined && p.type === 'log' && p.number >= from) out.push(p.number)
+  }
+  return out.sort((a, b) => a - b)
 }
 
 /** Parses a directory entry's name; undefined for names that are not ours. */

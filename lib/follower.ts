@@ -35,7 +35,7 @@ import type { MemTableSet } from './memtable/memtable-set'
 import type { TableCache } from './sstable/table-cache'
 import { LogReader } from './wal/log-reader'
 import { decodeBatch } from './wal/batch'
-import { CURRENT, join, logName, parseFileName } from './filenames'
+import { CURRENT, join, logName, logNumbers } from './filenames'
 import { ioError, isLevelError, levelError } from './errors'
 
 /** Attempts of one refresh before it fails, and the pause before an attempt after an I/O error. */
@@ -181,11 +181,7 @@ export class Follower {
   /** Replays the live logs' new records; drops the logs the manifest no longer needs. */
   private readLogs (): void {
     const { fs, dir } = this.env
-    const listed = fs.list(dir)
-      .map((n) => parseFileName(n))
-      .filter((p) => p !== undefined && p.type === 'log' && p.number >= this.logNumber)
-      .map((p) => p!.number)
-      .sort((a, b) => a - b)
+    const listed = logNumbers(fs, dir, this.logNumber)
     // The live log is created before the manifest names it and removed only
     // after an edit no longer does: without it, a flush has just retired it.
     if (this.logNumber > 0 && listed[0] !== this.logNumber) throw new Moved(`${logName(this.logNumber)} was removed`)

@@ -50,7 +50,7 @@ import { MemTable } from './memtable/memtable'
 import { LogReader, tailIsZeros, type TailStatus } from './wal/log-reader'
 import { batchSequence, checkBatch } from './wal/batch'
 import type { RangeTombstone } from './range-tombstones'
-import { join, logName, parseFileName, tableName } from './filenames'
+import { join, logName, logNumbers, parseFileName, tableName } from './filenames'
 import { corruption, levelError } from './errors'
 import type { WalRecovery } from './options'
 
@@ -226,11 +226,7 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
     for (const u of out.unflushed) await flush(u.mem)
     out.unflushed.length = 0
   }
-  const logs = fs.list(dir)
-    .map((n) => parseFileName(n))
-    .filter((p): p is { type: 'log', number: number } => p !== undefined && p.type === 'log' && p.number >= versions.logNumber)
-    .map((p) => p.number)
-    .sort((a, b) => a - b)
+  const logs = logNumbers(fs, dir, versions.logNumber)
   const size = (number: number): number => fileSize(fs, join(dir, logName(number)))
   // The live log is created before the manifest names it (recover(), and a
   // rotation long before the flush that names the next log), so its absence is
