@@ -553,7 +553,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    * `{ type: 'clear', key, end }` (an unlimited clear(): [key, end)), with keys
    * and values as Buffers in their stored form (sublevels' keys with their
    * prefix). History before the current logs needs the retainLogBytes /
-   * retainLogAge options; a `since` older than what is kept fails with
+   * retainLogAgeMs options; a `since` older than what is kept fails with
    * LEVEL_CHANGES_NOT_RETAINED.
    */
   async* changes (options: { since?: number } = {}): AsyncGenerator<ChangeBatch, void, undefined> {

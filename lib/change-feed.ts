@@ -78,7 +78,7 @@ function truncated (since: number, oldest: number | undefined): Error {
   const have = oldest === undefined ? 'no longer hold the changes after it' : `hold the changes from sequence number ${oldest} on`
   return levelError('LEVEL_CHANGES_NOT_RETAINED',
     `The change feed cannot start after sequence number ${since}: the logs ${have}. ` +
-    'Start from a checkpoint (db.checkpoint) and follow the feed from its sequence number; the retainLogBytes / retainLogAge options keep more history.')
+    'Start from a checkpoint (db.checkpoint) and follow the feed from its sequence number; the retainLogBytes / retainLogAgeMs options keep more history.')
 }
 
 function openLog (fs: FileSystem, dir: string, number: number): RandomAccessFile | undefined {

@@ -564,7 +564,7 @@ export class Engine {
         bytes: this.blockCache.usedBytes(),
         capacity: this.blockCache.capacityBytes
       },
-      memtableBytes: this.memTableBytes(),
+      memtableBytes: this.memtableBytes(),
       rangeTombstones: this.rangeTombstoneCount(),
       pendingWrites: this.pipeline.queued,
       stallMs: this.pipeline.counters.stallMs + this.pipeline.currentStallMs,
@@ -612,7 +612,7 @@ export class Engine {
     return total
   }
 
-  memTableBytes (): number {
+  memtableBytes (): number {
     return this.memtables.approximateBytes()
   }
 

@@ -76,7 +76,7 @@ export interface EngineOptions {
   level0SlowdownWritesTrigger: number
   /** Number of L0 tables at which writes wait for compaction (a write stall). Default 12. */
   level0StopWritesTrigger: number
-  /** Frozen memtables waiting for flush before writes wait. Default 2. */
+  /** Frozen memtables waiting for flush before writes wait. Default 2. (RocksDB calls frozen memtables immutable; the option keeps its name.) */
   maxImmutableMemtables: number
   /**
    * Run compactions, and memtable flushes, on worker threads (the second core)
@@ -150,7 +150,7 @@ export interface EngineOptions {
    */
   retainLogBytes: number
   /** Retired logs kept for the change feed for this many milliseconds after their retirement. Default 0: none kept by age. */
-  retainLogAge: number
+  retainLogAgeMs: number
 }
 
 export type WalRecovery = 'torn-tail' | 'point-in-time' | 'skip-damaged' | 'absolute'
@@ -200,7 +200,7 @@ const validators: Record<keyof EngineOptions, Validator> = {
   maxSizeAmplificationPercent: positiveInt(1, 100000),
   sizeRatioPercent: positiveInt(0, 100000),
   retainLogBytes: positiveInt(0),
-  retainLogAge: positiveInt(0),
+  retainLogAgeMs: positiveInt(0),
   walRecovery: (name, value) => {
     if (!(WAL_RECOVERY_MODES as readonly unknown[]).includes(value)) {
       throw invalidOption(name, `must be one of ${WAL_RECOVERY_MODES.map((m) => `'${m}'`).join(', ')}, got ${String(value)}`)
@@ -247,7 +247,7 @@ export function resolveOptions (input: Partial<Record<keyof EngineOptions, unkno
     sizeRatioPercent: pick('sizeRatioPercent', 1),
     walRecovery: pick('walRecovery', 'torn-tail'),
     retainLogBytes: pick('retainLogBytes', 0),
-    retainLogAge: pick('retainLogAge', 0)
+    retainLogAgeMs: pick('retainLogAgeMs', 0)
   }
   if (opts.level0StopWritesTrigger < opts.level0CompactionTrigger) {
     throw invalidOption('level0StopWritesTrigger', `must be >= level0CompactionTrigger (${opts.level0CompactionTrigger})`)

@@ -16,7 +16,7 @@ import { pickTieredCompaction, type TieredTask } from './tiered-picker'
 import { pickRangeTombstoneCompaction } from './range-tombstone-picker'
 
 /** Tables of one level merged with the tables of the output level they overlap. */
-export interface LevelTask {
+export interface TwoLevelMerge {
   level: number
   outputLevel: number
   /** Tables taken from `level`. */
@@ -26,7 +26,7 @@ export interface LevelTask {
 }
 
 /** The leveled picker's choice (lib/compaction/leveled-picker.ts). */
-export interface LeveledTask extends LevelTask {
+export interface LeveledTask extends TwoLevelMerge {
   kind: 'leveled'
   /** One input and nothing under it: moved down by a manifest edit alone. */
   trivialMove: boolean
@@ -36,12 +36,12 @@ export interface LeveledTask extends LevelTask {
 export type { TieredTask } from './tiered-picker'
 
 /** A cleanup under range tombstones (lib/compaction/range-tombstone-picker.ts). */
-export interface RangeTombstoneTask extends LevelTask {
+export interface RangeTombstoneTask extends TwoLevelMerge {
   kind: 'range-tombstone'
 }
 
 /** One step of compactRange(). */
-export interface ManualTask extends LevelTask {
+export interface ManualTask extends TwoLevelMerge {
   kind: 'manual'
 }
 

@@ -1,11 +1,11 @@
 // Which retired logs are kept for the change feed (lib/change-feed.ts), and which
 // are deleted. A log is retired once its memtable is in tables (the flush's
 // version edit moved the manifest's logNumber past it); without retention it
-// is deleted then. With retention (options retainLogBytes, retainLogAge), the
+// is deleted then. With retention (options retainLogBytes, retainLogAgeMs), the
 // retired logs are kept, newest first, while either limit allows:
 //
 //   newest retired  ...  oldest retired
-//   [ kept: total bytes <= retainLogBytes, or retired less than retainLogAge ago ][ deleted ]
+//   [ kept: total bytes <= retainLogBytes, or retired less than retainLogAgeMs ago ][ deleted ]
 //
 // The kept logs are always the newest retired ones, without a hole, so the
 // feed's history is contiguous from its oldest record to the live log. Recovery
@@ -20,7 +20,7 @@ export interface RetentionPolicy {
   /** Retired logs kept while their total size stays within this many bytes (0: no byte allowance). */
   retainLogBytes: number
   /** Retired logs kept for this many milliseconds after their retirement (0: no age allowance). */
-  retainLogAge: number
+  retainLogAgeMs: number
 }
 
 interface Retained {
@@ -42,7 +42,7 @@ export class LogRetention {
 
   /** True if some retired log may be kept. */
   get enabled (): boolean {
-    return this.policy.retainLogBytes > 0 || this.policy.retainLogAge > 0
+    return this.policy.retainLogBytes > 0 || this.policy.retainLogAgeMs > 0
   }
 
   /**
@@ -73,7 +73,7 @@ export class LogRetention {
 
   /** Drops the oldest logs beyond both limits; returns their numbers. */
   private trim (): number[] {
-    const { retainLogBytes, retainLogAge } = this.policy
+    const { retainLogBytes, retainLogAgeMs } = this.policy
     const now = this.now()
     let bytes = 0
     let keep = this.retained.length
@@ -81,7 +81,7 @@ export class LogRetention {
       const r = this.retained[i]
       bytes += r.bytes
       const byBytes = retainLogBytes > 0 && bytes <= retainLogBytes
-      const byAge = retainLogAge > 0 && now - r.retiredAt <= retainLogAge
+      const byAge = retainLogAgeMs > 0 && now - r.retiredAt <= retainLogAgeMs
       if (!byBytes && !byAge) break
       keep = i
     }
