@@ -1,8 +1,8 @@
-// lsm-level for Node: the abstract-level database of level.ts over node:fs,
-// with worker threads for flushes and compactions (lib/node-platform.ts).
+// lsm-level for Node: the abstract-level database of adapters/lsm-level.ts over node:fs,
+// with worker threads for flushes and compactions (hosts/node/platform.ts).
 // The browser entry is browser.ts.
-import './lib/node-platform'
-import { LsmLevel } from './level'
+import './hosts/node/platform'
+import { LsmLevel } from './adapters/lsm-level'
 
-export * from './level'
+export * from './adapters/lsm-level'
 export default LsmLevel

@@ -1,4 +1,4 @@
-// `lsm-level dump <file>`: one table, manifest or log as text (lib/tools/dump.ts
+// `lsm-level dump <file>`: one table, manifest or log as text (hosts/node/tools/dump.ts
 // decodes it). Exit 1 if a record cannot be decoded or the log's tail is
 // corrupt, or the file cannot be read.
 import * as nodeFs from 'node:fs'
@@ -6,7 +6,7 @@ import * as path from 'node:path'
 import { parseFileName } from '../lib/filenames'
 import { KIND_VALUE } from '../lib/keys'
 import { OP_RANGE_DELETE } from '../lib/wal/batch'
-import { describeTail, dumpLog, dumpManifest, dumpTable } from '../lib/tools/dump'
+import { describeTail, dumpLog, dumpManifest, dumpTable } from '../hosts/node/tools/dump'
 import { CliError, checkFlags, needArgs, type Parsed } from './args'
 import { editToJson, errMessage, formatKey, kindName, printable } from './format'
 import { Out } from './terminal'

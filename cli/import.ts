@@ -1,7 +1,7 @@
 // `lsm-level import <source> <dir>`: a LevelDB (classic-level) directory into a
-// new lsm-level database (lib/tools/import-leveldb.ts), with progress on a
+// new lsm-level database (hosts/node/tools/import-leveldb.ts), with progress on a
 // terminal and the report at the end.
-import { importLevelDB, type ImportReport } from '../lib/tools/import-leveldb'
+import { importLevelDB, type ImportReport } from '../hosts/node/tools/import-leveldb'
 import { CliError, checkFlags, needArgs, type Parsed } from './args'
 import { openFailure } from './open'
 import { Progress } from './terminal'

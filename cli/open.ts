@@ -3,9 +3,9 @@
 // before anything in it is touched.
 import * as nodeFs from 'node:fs'
 import * as path from 'node:path'
-import type { Engine } from '../lib/db'
+import type { Engine } from '../hosts/node/index'
 import { CURRENT } from '../lib/filenames'
-import { openExisting } from '../lib/tools/database'
+import { openExisting } from '../hosts/node/tools/database'
 import { CliError } from './args'
 
 /** Refuses `dir` unless it is a directory holding a database (CURRENT). */

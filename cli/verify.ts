@@ -1,6 +1,6 @@
-// `lsm-level verify <dir>`: lib/tools/verify.ts checks every file; this prints
+// `lsm-level verify <dir>`: hosts/node/tools/verify.ts checks every file; this prints
 // its report. Exit 1 if anything is damaged.
-import { verifyDatabase } from '../lib/tools/verify'
+import { verifyDatabase } from '../hosts/node/tools/verify'
 import { checkFlags, needArgs, type Parsed } from './args'
 import { requireDatabase } from './open'
 import { Out, Progress } from './terminal'

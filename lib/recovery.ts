@@ -291,7 +291,7 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
         if (stopped) break
         const tail = reader.tail
         // A log may end in zeros: the space written ahead of its records
-        // (lib/fs/node-fs.ts, preallocation), still there when the process
+        // (hosts/node/node-fs.ts, preallocation), still there when the process
         // stopped or a retired log's trim had not reached the disk. That is no
         // damage (a write whose size reached the disk and data did not leaves
         // the same; such a write was never synced).

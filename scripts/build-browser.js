@@ -6,7 +6,7 @@
 // worker that page starts for OpfsLevel into dist/browser-test/, and the page
 // of the browser benchmark (benchmarks/browser-page.ts, with browser-level)
 // and its worker (benchmarks/browser-worker.ts) into dist/browser-bench/.
-// Node-only modules that level.ts imports on demand
+// Node-only modules that adapters/lsm-level.ts imports on demand
 // (repair, destroy, importLevelDB) become a stub that fails with
 // LEVEL_NOT_SUPPORTED; the build fails if any node: module is left.
 'use strict'
@@ -18,7 +18,7 @@ const root = path.join(__dirname, '..')
 const nodeOnly = {
   name: 'node-only',
   setup (build) {
-    build.onResolve({ filter: /^\.\/lib\/(repair|tools\/import-leveldb)\.js$/ }, () => ({ path: path.join(root, 'lib/browser/node-only.ts') }))
+    build.onResolve({ filter: /\/hosts\/node\/tools\/(repair|import-leveldb)\.js$/ }, () => ({ path: path.join(root, 'lib/browser/node-only.ts') }))
     build.onResolve({ filter: /^node:/ }, (args) => ({ errors: [{ text: `${args.path} in the browser bundle (imported by ${args.importer})` }] }))
   }
 }

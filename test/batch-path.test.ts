@@ -12,7 +12,7 @@ import { decodeBatch, encodeBatch, setBatchSequence, OP_RANGE_DELETE, type Batch
 import { KIND_DELETE, KIND_VALUE } from '../lib/keys'
 import { writeTables } from '../lib/compaction/table-writer'
 import { runFlushJob } from '../lib/compaction/job'
-import { NodeFileSystem, nodeFileSystem } from '../lib/fs/node-fs'
+import { NodeFileSystem, nodeFileSystem } from '../hosts/node/node-fs'
 import type { WritableFile } from '../lib/fs/fs'
 import { Table } from '../lib/sstable/table'
 import { BlockCache } from '../lib/sstable/cache'

@@ -31,7 +31,7 @@
 // more images per crash point and nested recovery crashes (~10 minutes).
 import test from 'tape'
 import { createHash } from 'node:crypto'
-import { type Engine, encodeBatch, processCounters } from '../lib/db'
+import { type Engine, encodeBatch, processCounters } from '../hosts/node/index'
 import { openEngine, workerJobs } from './util/open-engine'
 import { MemFileSystem } from './fs/mem-fs'
 import { isCrashError } from './fs/fault-injection'

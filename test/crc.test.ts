@@ -5,7 +5,7 @@ import test from 'tape'
 import * as zlib from 'node:zlib'
 import { crc32Js } from '../lib/util/crc32-table'
 import { crc } from '../lib/util/crc'
-import '../lib/node-platform'
+import '../hosts/node/platform'
 import { Random, seedFromEnv } from './util/random'
 
 const zlibCrc32 = (zlib as unknown as { crc32(data: Uint8Array, value?: number): number }).crc32

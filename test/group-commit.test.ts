@@ -2,8 +2,8 @@
 // and sync writes waiting together share one fdatasync. Counted through a
 // FileSystem wrapper around the node file system.
 import test from 'tape'
-import { Engine, encodeBatch } from '../lib/db'
-import { NodeFileSystem } from '../lib/fs/node-fs'
+import { Engine, encodeBatch } from '../hosts/node/index'
+import { NodeFileSystem } from '../hosts/node/node-fs'
 import type { WritableFile } from '../lib/fs/fs'
 import { KIND_VALUE } from '../lib/keys'
 import { tempDir } from './util/temp'

@@ -13,7 +13,7 @@ import { LsmLevel } from '../index'
 import { main } from '../cli/main'
 import { crc32c } from '../lib/leveldb/crc32c'
 import { readLevelDBState } from '../lib/leveldb/manifest'
-import { nodeFileSystem } from '../lib/fs/node-fs'
+import { nodeFileSystem } from '../hosts/node/node-fs'
 import { Random, seedFromEnv } from './util/random'
 import { tempDir } from './util/temp'
 

@@ -3,7 +3,7 @@
 // crashes at every point, pool growth, a second opener, and the engine on it.
 import test from 'tape'
 import { OpfsFileSystem, HEADER_BYTES } from '../lib/fs/opfs-fs'
-import { Engine, encodeBatch } from '../lib/db'
+import { Engine, encodeBatch } from '../hosts/node/index'
 import { KIND_VALUE } from '../lib/keys'
 import { FakeDirectory, CRASHED } from './fs/fake-opfs'
 import { Random, seedFromEnv } from './util/random'

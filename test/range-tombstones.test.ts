@@ -18,7 +18,7 @@ import { FOUND, PAUSED, entryKey } from '../lib/iterators/db-iterator'
 import { KIND_VALUE } from '../lib/keys'
 import { ByteWriter } from '../lib/util/coding'
 import { LogWriter } from '../lib/wal/log-writer'
-import { nodeFileSystem } from '../lib/fs/node-fs'
+import { nodeFileSystem } from '../hosts/node/node-fs'
 import { Random, seedFromEnv } from './util/random'
 import { tempDir } from './util/temp'
 

@@ -6,9 +6,9 @@ import * as nodeFs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import { Worker } from 'node:worker_threads'
-import { Engine, encodeBatch } from '../lib/db'
+import { Engine, encodeBatch } from '../hosts/node/index'
 import { CompactionWorker } from '../lib/compaction/worker'
-import { nodeFileSystem } from '../lib/fs/node-fs'
+import { nodeFileSystem } from '../hosts/node/node-fs'
 import { KIND_VALUE } from '../lib/keys'
 
 const IDLE_STOP_MS = 300

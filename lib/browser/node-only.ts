@@ -1,4 +1,4 @@
-// Stands in, in the browser bundle, for the Node-only modules that level.ts
+// Stands in, in the browser bundle, for the Node-only modules that adapters/lsm-level.ts
 // loads on demand (repair, destroy, importLevelDB): they work on node:fs
 // directories, not on OPFS.
 import { levelError } from '../errors'

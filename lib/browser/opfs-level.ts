@@ -1,4 +1,4 @@
-// The engine used directly in a dedicated Web Worker: LsmLevel (level.ts) on
+// The engine used directly in a dedicated Web Worker: LsmLevel (adapters/lsm-level.ts) on
 // the Origin Private File System, for apps whose data code runs in a worker.
 // No message hop per operation, and getSync() works (the sync access handles
 // read synchronously). The engine's worker for browser.ts (worker-main.ts) is
@@ -10,7 +10,7 @@
 // database directory's mount (its pool files opened ahead of use,
 // lib/fs/opfs-fs.ts). A failed open leaves none of them held.
 import './globals'
-import { LsmLevel, type LsmLevelOptions } from '../../level'
+import { LsmLevel, type LsmLevelOptions } from '../../adapters/lsm-level'
 import { installBrowserPlatform, resolveLocation } from './platform'
 import { acquireTabLock, tabLocksAvailable } from './tab-lock'
 import { levelError } from '../errors'

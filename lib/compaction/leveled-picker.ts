@@ -12,7 +12,7 @@
 // alone (a trivial move), unless it would overlap too much of the level below
 // the output (which would make that next compaction expensive).
 import { keyRange, overlapsRange, type FileMeta } from '../manifest/file-meta'
-import type { LeveledTask } from './task'
+import type { LeveledTask } from './task-kinds'
 import { compareInternalKeys, type InternalKey } from '../keys'
 import { maxBytesForLevel, NUM_LEVELS, type EngineOptions } from '../options'
 

@@ -19,7 +19,7 @@
 // make progress.
 import { keyRange, overlapsHalfOpen, overlapsRange, type FileMeta } from '../manifest/file-meta'
 import type { RangeTombstone } from '../range-tombstones'
-import type { RangeTombstoneTask } from './task'
+import type { RangeTombstoneTask } from './task-kinds'
 
 export const MAX_INPUTS = 8
 

@@ -12,40 +12,11 @@ import type { VersionEdit } from '../manifest/version-edit'
 import type { RangeTombstone } from '../range-tombstones'
 import type { EngineOptions } from '../options'
 import { pickLeveledCompaction, type LsmShape } from './leveled-picker'
-import { pickTieredCompaction, type TieredTask } from './tiered-picker'
+import { pickTieredCompaction } from './tiered-picker'
 import { pickRangeTombstoneCompaction } from './range-tombstone-picker'
+import type { CompactionTask, ManualTask } from './task-kinds'
 
-/** Tables of one level merged with the tables of the output level they overlap. */
-export interface TwoLevelMerge {
-  level: number
-  outputLevel: number
-  /** Tables taken from `level`. */
-  inputs: FileMeta[]
-  /** Tables taken from `outputLevel` (empty when outputLevel === level: a rewrite in place). */
-  overlaps: FileMeta[]
-}
-
-/** The leveled picker's choice (lib/compaction/leveled-picker.ts). */
-export interface LeveledTask extends TwoLevelMerge {
-  kind: 'leveled'
-  /** One input and nothing under it: moved down by a manifest edit alone. */
-  trivialMove: boolean
-  score: number
-}
-
-export type { TieredTask } from './tiered-picker'
-
-/** A cleanup under range tombstones (lib/compaction/range-tombstone-picker.ts). */
-export interface RangeTombstoneTask extends TwoLevelMerge {
-  kind: 'range-tombstone'
-}
-
-/** One step of compactRange(). */
-export interface ManualTask extends TwoLevelMerge {
-  kind: 'manual'
-}
-
-export type CompactionTask = LeveledTask | TieredTask | RangeTombstoneTask | ManualTask
+export type { TwoLevelMerge, LeveledTask, TieredTask, RangeTombstoneTask, ManualTask, CompactionTask } from './task-kinds'
 
 export type TaskOptions = Pick<EngineOptions, 'compaction' | 'level0CompactionTrigger' | 'maxBytesForLevelBase' | 'levelMultiplier'
 | 'targetFileSize' | 'maxSizeAmplificationPercent' | 'sizeRatioPercent'>

@@ -16,13 +16,13 @@ import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import type { FileSystem } from '../fs/fs'
-import { nodeFileSystem } from '../fs/node-fs'
+import { nodeFileSystem } from '../../hosts/node/node-fs'
 import { reviveMeta, type CompactionJob, type FlushJob } from './job'
 import { errorFromData, serveJobs, type JobReply, type JobRequest } from './job-host'
 import type { TableWriterResult } from './table-writer'
 import { SkipList } from '../memtable/skiplist'
 // The threads check and write every block's CRC-32: zlib's, as on the main thread.
-import '../util/node-crc'
+import '../../hosts/node/crc'
 
 /** Set by scripts/build-node.js: in the bundles, the threads run the worker bundle beside this file. */
 declare const LSM_LEVEL_WORKER_FILE: string | undefined

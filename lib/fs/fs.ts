@@ -1,4 +1,4 @@
-// The one file-system interface for all engine I/O; lib/fs/node-fs.ts
+// The one file-system interface for all engine I/O; hosts/node/node-fs.ts
 // implements it over node:fs, lib/fs/opfs-fs.ts over the browser's OPFS.
 // Outside node-fs, only the command line (cli/, which lists and reads a
 // database directory to inspect it) and the compaction worker (its thread id,

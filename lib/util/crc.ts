@@ -2,7 +2,7 @@
 // masked as LevelDB masks its CRCs so that a checksum stored inside checksummed
 // data does not checksum to a fixed value. The implementation is pure
 // JavaScript (lib/util/crc32-table.ts) unless the host supplies its own with
-// the same results: on Node, lib/util/node-crc.ts installs zlib.crc32
+// the same results: on Node, hosts/node/crc.ts installs zlib.crc32
 // (on the main thread and on the worker threads).
 import { crc32Js } from './crc32-table'
 

@@ -19,7 +19,7 @@
 //   exactly the concatenation of its records, except that a write-ahead log that
 //   was open when the process stopped, or retired but not yet trimmed on disk,
 //   may end in zeros (the node file system extends logs with zeros ahead of their
-//   records, lib/fs/node-fs.ts, and trims them at close). Readers see those zeros
+//   records, hosts/node/node-fs.ts, and trims them at close). Readers see those zeros
 //   as a torn tail (below); recovery (lib/recovery.ts) takes an all-zero tail
 //   for the log's end, not for damage.
 // - Zero-filled or garbage bytes never decode as a valid record. An all-zero

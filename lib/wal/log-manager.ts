@@ -14,7 +14,7 @@
 // the commit pipeline holds its writes back, and onRetired() tells it to go on;
 // a sync write's syncAsync() also waits for every earlier retirement.
 //
-// A retired log is closed (its preallocated zeros trimmed, lib/fs/node-fs.ts)
+// A retired log is closed (its preallocated zeros trimmed, hosts/node/node-fs.ts)
 // before the new log takes a record, so that it normally ends at its last
 // record; recovery also accepts an untrimmed zero tail (lib/recovery.ts). It
 // is closed only once every sync of it has returned: an fd is never closed

@@ -276,7 +276,7 @@ export class LogReader {
 
 /**
  * True if `file` holds only zero bytes from `offset` to its end: the space a
- * log is extended with ahead of its records (lib/fs/node-fs.ts), not damage.
+ * log is extended with ahead of its records (hosts/node/node-fs.ts), not damage.
  */
 export function tailIsZeros (fs: FileSystem, file: string, offset: number): boolean {
   const f = fs.openRead(file)

@@ -1,7 +1,7 @@
 // Helpers for crash tests: a log of the writes a workload issued (in write
 // order) and which of them were acknowledged, and the check that a recovered
 // database holds exactly the state after some prefix of that order.
-import { Engine, encodeBatch, type BatchOp } from '../../lib/db'
+import { Engine, encodeBatch, type BatchOp } from '../../hosts/node/index'
 import { KIND_DELETE, KIND_VALUE } from '../../lib/keys'
 import { FOUND, entryKey, entryValue } from '../../lib/iterators/db-iterator'
 import { OP_RANGE_DELETE } from '../../lib/wal/batch'

@@ -3,7 +3,7 @@
 // runs, served on this thread over that file system, so that crash and fault
 // tests drive the code that runs by default. `compactionWorker: false` in the
 // options still puts them on the event loop.
-import { Engine } from '../../lib/db'
+import { Engine } from '../../hosts/node/index'
 import { CompactionWorker } from '../../lib/compaction/worker'
 import type { FileSystem } from '../../lib/fs/fs'
 

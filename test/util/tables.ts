@@ -4,7 +4,7 @@
 // list where a table's data blocks are and how they are stored.
 import * as fs from 'node:fs'
 import * as path from 'node:path'
-import { NodeFileSystem } from '../../lib/fs/node-fs'
+import { NodeFileSystem } from '../../hosts/node/node-fs'
 import { isLevelError } from '../../lib/errors'
 import { tableName } from '../../lib/filenames'
 import { type InternalIterator, currentUserKey, currentValue } from '../../lib/iterators/internal-iterator'

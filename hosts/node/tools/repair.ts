@@ -18,7 +18,7 @@
 //      the newest version of each key, less those the logs' range tombstones hide
 //      (tombstones and older versions are dropped:
 //      no snapshot outlives a repair, and nothing else remains below). They go
-//      to the deepest level (a bulk load, lib/bulk-load.ts, as steps 4 and 5).
+//      to the deepest level (a bulk load, hosts/node/tools/bulk-load.ts, as steps 4 and 5).
 //   5. A fresh manifest names them, with lastSequence the highest sequence
 //      number seen and nextFileNumber and logNumber past every file number in the
 //      directory (so no old log is ever replayed on top of the result); CURRENT
@@ -46,24 +46,24 @@
 // the old files are untouched, and the new tables are orphans the next open or
 // repair ignores; after it, the old files are orphans.
 import * as path from 'node:path'
-import { fileSize, type FileSystem } from './fs/fs'
-import { nodeFileSystem } from './fs/node-fs'
-import { acquireLock } from './lock'
-import { CURRENT, join, logName, parseFileName, tableName } from './filenames'
-import { isLevelError, levelError } from './errors'
-import { compareInternal } from './keys'
-import { resolveOptions, type EngineOptions } from './options'
-import { Table } from './sstable/table'
-import { BlockCache } from './sstable/cache'
-import { BlockIterator } from './sstable/decoded-block'
-import { LogReader, tailIsZeros } from './wal/log-reader'
-import { decodeBatch, OP_RANGE_DELETE } from './wal/batch'
-import { RangeTombstoneIndex, type RangeTombstone } from './range-tombstones'
-import { MemTable } from './memtable/memtable'
-import { MergingIterator } from './iterators/merging-iterator'
-import { type InternalIterator, currentUserKey, currentValue } from './iterators/internal-iterator'
+import { fileSize, type FileSystem } from '../../../lib/fs/fs'
+import { nodeFileSystem } from '../node-fs'
+import { acquireLock } from '../lock'
+import { CURRENT, join, logName, parseFileName, tableName } from '../../../lib/filenames'
+import { isLevelError, levelError } from '../../../lib/errors'
+import { compareInternal } from '../../../lib/keys'
+import { resolveOptions, type EngineOptions } from '../../../lib/options'
+import { Table } from '../../../lib/sstable/table'
+import { BlockCache } from '../../../lib/sstable/cache'
+import { BlockIterator } from '../../../lib/sstable/decoded-block'
+import { LogReader, tailIsZeros } from '../../../lib/wal/log-reader'
+import { decodeBatch, OP_RANGE_DELETE } from '../../../lib/wal/batch'
+import { RangeTombstoneIndex, type RangeTombstone } from '../../../lib/range-tombstones'
+import { MemTable } from '../../../lib/memtable/memtable'
+import { MergingIterator } from '../../../lib/iterators/merging-iterator'
+import { type InternalIterator, currentUserKey, currentValue } from '../../../lib/iterators/internal-iterator'
 import { bulkLoad } from './bulk-load'
-import { refuseLevelDB } from './leveldb/detect'
+import { refuseLevelDB } from '../../../lib/leveldb/detect'
 
 /** Table-building options of the rebuilt tables (defaults as for open). */
 export type RepairOptions = Partial<Pick<EngineOptions, 'blockSize' | 'blockRestartInterval' | 'bloomBitsPerKey' | 'compression' | 'targetFileSize' | 'writeBufferSize'>>

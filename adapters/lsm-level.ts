@@ -4,15 +4,15 @@
 import { AbstractLevel, AbstractIterator, AbstractKeyIterator, AbstractValueIterator, AbstractSnapshot } from 'abstract-level'
 import type { AbstractDatabaseOptions, AbstractIteratorOptions, AbstractPutOptions, AbstractDelOptions, AbstractBatchOptions, AbstractBatchOperation, AbstractChainedBatch, AbstractChainedBatchWriteOptions, AbstractSublevel, AbstractSublevelOptions } from 'abstract-level'
 import ModuleError = require('module-error')
-import { Engine, encodeBatch, type BatchOp, type RangeOptions, type LevelInfo, type RecoveryReport, type ChangeBatch, type CheckpointResult } from './lib/engine'
-import type { Snapshot } from './lib/snapshots'
-import { nextTurn, type TurnBudget } from './lib/util/turn'
-import { DbIterator, FOUND, PAUSED } from './lib/iterators/db-iterator'
-import { KIND_DELETE, KIND_VALUE } from './lib/keys'
-import { resolveOptions, ENGINE_OPTION_NAMES, type EngineOptions } from './lib/options'
-import { invalidOption, levelError } from './lib/errors'
-import { formatStats, type LsmStats } from './lib/stats'
-import type { FileMeta } from './lib/manifest/file-meta'
+import { Engine, encodeBatch, type BatchOp, type RangeOptions, type LevelInfo, type RecoveryReport, type ChangeBatch, type CheckpointResult } from '../lib/engine'
+import type { Snapshot } from '../lib/snapshots'
+import { nextTurn, type TurnBudget } from '../lib/util/turn'
+import { DbIterator, FOUND, PAUSED } from '../lib/iterators/db-iterator'
+import { KIND_DELETE, KIND_VALUE } from '../lib/keys'
+import { resolveOptions, ENGINE_OPTION_NAMES, type EngineOptions } from '../lib/options'
+import { invalidOption, levelError } from '../lib/errors'
+import { formatStats, type LsmStats } from '../lib/stats'
+import type { FileMeta } from '../lib/manifest/file-meta'
 
 export type { EngineOptions, LevelInfo, RecoveryReport, FileMeta, LsmStats }
 
@@ -617,23 +617,23 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
 
   /**
    * Rebuilds a usable database in `location` from the tables and logs that
-   * survive damage (see lib/repair.ts); the database must not be open. Returns
+   * survive damage (see hosts/node/tools/repair.ts); the database must not be open. Returns
    * what was kept, salvaged, dropped and replayed.
    */
-  static async repair (location: string, options?: import('./lib/repair.js').RepairOptions): Promise<import('./lib/repair.js').RepairReport> {
-    return await (await import('./lib/repair.js')).repair(location, options)
+  static async repair (location: string, options?: import('../hosts/node/tools/repair.js').RepairOptions): Promise<import('../hosts/node/tools/repair.js').RepairReport> {
+    return await (await import('../hosts/node/tools/repair.js')).repair(location, options)
   }
 
   /**
    * Imports the LevelDB database in `source` (a classic-level directory, which
    * must be closed) into a new lsm-level database at `location` (which must not
-   * exist, or be empty), with the same contents (see lib/tools/import-leveldb.ts).
+   * exist, or be empty), with the same contents (see hosts/node/tools/import-leveldb.ts).
    * The source is only read. A damaged source file fails with LEVEL_CORRUPTION
    * naming it, and nothing is left at `location`. Returns what was read and how
    * long it took.
    */
-  static async importLevelDB (source: string, location: string, options?: import('./lib/tools/import-leveldb.js').ImportOptions): Promise<import('./lib/tools/import-leveldb.js').ImportReport> {
-    return await (await import('./lib/tools/import-leveldb.js')).importLevelDB(source, location, options)
+  static async importLevelDB (source: string, location: string, options?: import('../hosts/node/tools/import-leveldb.js').ImportOptions): Promise<import('../hosts/node/tools/import-leveldb.js').ImportReport> {
+    return await (await import('../hosts/node/tools/import-leveldb.js')).importLevelDB(source, location, options)
   }
 
   /**
@@ -641,7 +641,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    * empty). Fails with LEVEL_LOCKED if it is open.
    */
   static async destroy (location: string): Promise<void> {
-    await (await import('./lib/repair.js')).destroy(location)
+    await (await import('../hosts/node/tools/repair.js')).destroy(location)
   }
 }
 
@@ -730,6 +730,6 @@ export interface LsmChainedBatch<TDatabase, K, V> extends AbstractChainedBatch<T
   write (options: LsmChainedBatchWriteOptions): Promise<void>
 }
 
-export type { ChangeBatch, ChangeOp, CheckpointResult } from './lib/engine'
+export type { ChangeBatch, ChangeOp, CheckpointResult } from '../lib/engine'
 export { LsmLevel as Level }
 export default LsmLevel

@@ -1,12 +1,12 @@
 // The Node platform (lib/platform.ts): node:fs, node:path, the LOCK file of
-// lib/lock.ts, worker threads for flushes and compactions, and zlib's CRC-32.
+// hosts/node/lock.ts, worker threads for flushes and compactions, and zlib's CRC-32.
 // Installed on import.
 import * as path from 'node:path'
-import { installPlatform } from './platform'
-import { nodeFileSystem } from './fs/node-fs'
+import { installPlatform } from '../../lib/platform'
+import { nodeFileSystem } from './node-fs'
 import { acquireLock } from './lock'
-import { sharedCompactionWorker, sharedFlushWorker } from './compaction/worker'
-import './util/node-crc'
+import { sharedCompactionWorker, sharedFlushWorker } from '../../lib/compaction/worker'
+import './crc'
 
 installPlatform({
   fileSystem: nodeFileSystem,

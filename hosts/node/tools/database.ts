@@ -1,9 +1,9 @@
 // A database opened for one task by a tool (the `lsm-level` database commands):
 // opened as it is, never created, and its entries read as plain data.
-import type { FileSystem } from '../fs/fs'
-import { nodeFileSystem } from '../fs/node-fs'
-import { Engine } from '../db'
-import { entryKey, entryValue, FOUND, type RangeOptions } from '../iterators/db-iterator'
+import type { FileSystem } from '../../../lib/fs/fs'
+import { nodeFileSystem } from '../node-fs'
+import { Engine } from '../index'
+import { entryKey, entryValue, FOUND, type RangeOptions } from '../../../lib/iterators/db-iterator'
 
 /**
  * Opens the database in `location`, with the default options, only if it

@@ -1,7 +1,7 @@
 // Bulk load: a sorted stream of entries written straight into tables as the
 // whole state of a database, with no memtable and no log in between. Used by
-// repair (lib/repair.ts) and by the import of a LevelDB database
-// (lib/tools/import-leveldb.ts).
+// repair (hosts/node/tools/repair.ts) and by the import of a LevelDB database
+// (hosts/node/tools/import-leveldb.ts).
 //
 //   1. The stream (internal order: user key ascending, newest version first)
 //      goes through the table writer (lib/compaction/table-writer.ts) with no
@@ -13,17 +13,17 @@
 //      log as the live one (numbered past every file number in use, so no older
 //      log is ever replayed on top), and `lastSequence`; CURRENT is pointed at
 //      it (lib/manifest/version-set.ts).
-import type { FileSystem } from './fs/fs'
-import type { InternalIterator } from './iterators/internal-iterator'
-import type { RangeTombstoneIndex } from './range-tombstones'
-import type { FileMeta } from './manifest/file-meta'
-import { join, logName, manifestName } from './filenames'
-import { MAX_SEQ } from './keys'
-import { NUM_LEVELS, type EngineOptions } from './options'
-import { writeTables } from './compaction/table-writer'
-import { VersionSet } from './manifest/version-set'
-import { Version } from './manifest/version'
-import { tableOptionsOf } from './sstable/table-builder'
+import type { FileSystem } from '../../../lib/fs/fs'
+import type { InternalIterator } from '../../../lib/iterators/internal-iterator'
+import type { RangeTombstoneIndex } from '../../../lib/range-tombstones'
+import type { FileMeta } from '../../../lib/manifest/file-meta'
+import { join, logName, manifestName } from '../../../lib/filenames'
+import { MAX_SEQ } from '../../../lib/keys'
+import { NUM_LEVELS, type EngineOptions } from '../../../lib/options'
+import { writeTables } from '../../../lib/compaction/table-writer'
+import { VersionSet } from '../../../lib/manifest/version-set'
+import { Version } from '../../../lib/manifest/version'
+import { tableOptionsOf } from '../../../lib/sstable/table-builder'
 
 export interface BulkLoadParams {
   fs: FileSystem

@@ -5,16 +5,16 @@
 // formats are drawn in the modules that read them: lib/sstable/format.ts,
 // lib/manifest/version-edit.ts, lib/wal/batch.ts, lib/wal/log-format.ts.
 import * as path from 'node:path'
-import type { FileSystem } from '../fs/fs'
-import { nodeFileSystem } from '../fs/node-fs'
-import { KIND_VALUE } from '../keys'
-import { Table } from '../sstable/table'
-import { BlockCache } from '../sstable/cache'
-import type { TableProperties } from '../sstable/format'
-import { LogReader, type TailStatus } from '../wal/log-reader'
-import { decodeBatch, type DecodedBatch } from '../wal/batch'
-import { decodeVersionEdit, type VersionEdit } from '../manifest/version-edit'
-import { currentUserKey, currentValue } from '../iterators/internal-iterator'
+import type { FileSystem } from '../../../lib/fs/fs'
+import { nodeFileSystem } from '../node-fs'
+import { KIND_VALUE } from '../../../lib/keys'
+import { Table } from '../../../lib/sstable/table'
+import { BlockCache } from '../../../lib/sstable/cache'
+import type { TableProperties } from '../../../lib/sstable/format'
+import { LogReader, type TailStatus } from '../../../lib/wal/log-reader'
+import { decodeBatch, type DecodedBatch } from '../../../lib/wal/batch'
+import { decodeVersionEdit, type VersionEdit } from '../../../lib/manifest/version-edit'
+import { currentUserKey, currentValue } from '../../../lib/iterators/internal-iterator'
 
 /** A small block cache of its own: a dump reads each block once, in file order. */
 const DUMP_CACHE_BYTES = 256 * 1024

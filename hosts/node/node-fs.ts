@@ -1,7 +1,7 @@
 // The FileSystem interface over node:fs. The only module that imports node:fs
 // for engine I/O.
 import * as fs from 'node:fs'
-import type { FileSystem, RandomAccessFile, WritableFile } from './fs'
+import type { FileSystem, RandomAccessFile, WritableFile } from '../../lib/fs/fs'
 
 class NodeRandomAccessFile implements RandomAccessFile {
   private fd: number

@@ -1,5 +1,5 @@
 // Node's CRC-32 (zlib.crc32, native) for lib/util/crc.ts, installed on import:
-// by the Node platform on the main thread (lib/node-platform.ts) and by the
+// by the Node platform on the main thread (hosts/node/platform.ts) and by the
 // flush and compaction threads (lib/compaction/worker.ts), which build and
 // check every table block's checksum.
 //
@@ -10,6 +10,6 @@
 // 1.04 with the switch, 0.91 to 1.20 with zlib alone, medians of alternating
 // runs on a loaded 2-core machine).
 import * as zlib from 'node:zlib'
-import { useCrc32 } from './crc'
+import { useCrc32 } from '../../lib/util/crc'
 
 useCrc32((zlib as unknown as { crc32(data: Uint8Array, value?: number): number }).crc32)

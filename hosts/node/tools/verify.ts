@@ -5,13 +5,13 @@
 // It takes no lock and writes nothing, so it can run against a live or a
 // damaged database; a file a live database removes meanwhile shows up as a
 // problem.
-import type { FileSystem } from '../fs/fs'
-import { nodeFileSystem } from '../fs/node-fs'
-import { CURRENT, join, parseFileName, tableName } from '../filenames'
-import { isLevelError, type LevelErrorCode } from '../errors'
-import { Table } from '../sstable/table'
-import { BlockCache } from '../sstable/cache'
-import type { VersionEdit } from '../manifest/version-edit'
+import type { FileSystem } from '../../../lib/fs/fs'
+import { nodeFileSystem } from '../node-fs'
+import { CURRENT, join, parseFileName, tableName } from '../../../lib/filenames'
+import { isLevelError, type LevelErrorCode } from '../../../lib/errors'
+import { Table } from '../../../lib/sstable/table'
+import { BlockCache } from '../../../lib/sstable/cache'
+import type { VersionEdit } from '../../../lib/manifest/version-edit'
 import { describeTail, dumpLog, dumpManifest, type LogDump } from './dump'
 
 /** One block cache for all the tables checked: each block is read once, in file order. */

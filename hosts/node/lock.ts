@@ -66,10 +66,10 @@
 import * as os from 'node:os'
 import * as path from 'node:path'
 import { randomBytes } from 'node:crypto'
-import type { FileSystem } from './fs/fs'
-import type { LockHandle } from './platform'
-import { ioError, levelError } from './errors'
-import { LOCK, join } from './filenames'
+import type { FileSystem } from '../../lib/fs/fs'
+import type { LockHandle } from '../../lib/platform'
+import { ioError, levelError } from '../../lib/errors'
+import { LOCK, join } from '../../lib/filenames'
 
 /** Version of the LOCK file contents drawn above. */
 export const FORMAT_VERSION = 1

@@ -12,7 +12,7 @@
 //   3. The merge (lib/iterators/merging-iterator.ts) of the memtable, the
 //      spills, each level-0 table and each deeper level (its tables read one
 //      after the other, they are disjoint: lib/leveldb/table.ts) is bulk-loaded
-//      (lib/bulk-load.ts): only the newest version of each key, only values,
+//      (hosts/node/tools/bulk-load.ts): only the newest version of each key, only values,
 //      into tables at the deepest level, and a fresh manifest names them. Reads
 //      hold one index block and one data block per merge source, so memory is
 //      bounded by the options and the source's number of levels and level-0
@@ -27,26 +27,26 @@
 // LEVEL_CORRUPTION naming it) leaves no half-built database behind.
 import * as path from 'node:path'
 import { randomBytes } from 'node:crypto'
-import type { FileSystem } from '../fs/fs'
-import { fileSize } from '../fs/fs'
-import { nodeFileSystem } from '../fs/node-fs'
-import { levelError } from '../errors'
-import { join, tableName } from '../filenames'
-import { MAX_SEQ } from '../keys'
-import { resolveOptions, type EngineOptions } from '../options'
-import { MemTable } from '../memtable/memtable'
-import { MergingIterator } from '../iterators/merging-iterator'
-import type { InternalIterator } from '../iterators/internal-iterator'
-import { writeTables } from '../compaction/table-writer'
-import { Table } from '../sstable/table'
-import { BlockCache } from '../sstable/cache'
-import { bulkLoad } from '../bulk-load'
-import { levelDBSigns } from '../leveldb/detect'
-import { readLevelDBState, type LevelDBFile, type LevelDBState } from '../leveldb/manifest'
-import { LevelDBLogReader } from '../leveldb/log-reader'
-import { decodeLevelDBBatch } from '../leveldb/write-batch'
-import { LevelDBTable, LevelDBTablesIterator, type ReadCounter } from '../leveldb/table'
-import { tableOptionsOf } from '../sstable/table-builder'
+import type { FileSystem } from '../../../lib/fs/fs'
+import { fileSize } from '../../../lib/fs/fs'
+import { nodeFileSystem } from '../node-fs'
+import { levelError } from '../../../lib/errors'
+import { join, tableName } from '../../../lib/filenames'
+import { MAX_SEQ } from '../../../lib/keys'
+import { resolveOptions, type EngineOptions } from '../../../lib/options'
+import { MemTable } from '../../../lib/memtable/memtable'
+import { MergingIterator } from '../../../lib/iterators/merging-iterator'
+import type { InternalIterator } from '../../../lib/iterators/internal-iterator'
+import { writeTables } from '../../../lib/compaction/table-writer'
+import { Table } from '../../../lib/sstable/table'
+import { BlockCache } from '../../../lib/sstable/cache'
+import { bulkLoad } from './bulk-load'
+import { levelDBSigns } from '../../../lib/leveldb/detect'
+import { readLevelDBState, type LevelDBFile, type LevelDBState } from '../../../lib/leveldb/manifest'
+import { LevelDBLogReader } from '../../../lib/leveldb/log-reader'
+import { decodeLevelDBBatch } from '../../../lib/leveldb/write-batch'
+import { LevelDBTable, LevelDBTablesIterator, type ReadCounter } from '../../../lib/leveldb/table'
+import { tableOptionsOf } from '../../../lib/sstable/table-builder'
 
 /**
  * Table-building options of the new database (defaults as for open), and the
