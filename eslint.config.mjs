@@ -62,6 +62,32 @@ export default tseslint.config(
     }
   },
   {
+    // The layers (docs/ARCHITECTURE.md): imports only go down. The engine (lib/)
+    // never imports an adapter, a host or an entry, and imports no node: module
+    // (a host installs what it needs: lib/platform.ts); a type from node: is
+    // allowed where the engine names what a host hands it.
+    files: ['lib/**/*.ts'],
+    // Not yet in their layers' folders: the Node worker threads and the browser host.
+    ignores: ['lib/compaction/worker.ts', 'lib/browser/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [
+          { group: ['node:*'], allowTypeImports: true, message: 'The engine imports no node: module: a host provides the service (lib/platform.ts).' },
+          { group: ['**/adapters/**', '**/hosts/**', '**/index', '**/browser', '**/browser-in-worker'], message: 'The engine never imports an adapter, a host or an entry.' }
+        ]
+      }]
+    }
+  },
+  {
+    // A host serves the engine; the adapters are built on the engine and a host.
+    files: ['hosts/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [{ group: ['**/adapters/**', '**/index', '**/browser', '**/browser-in-worker', '!./index', '!../index'], message: 'A host never imports an adapter or an entry.' }]
+      }]
+    }
+  },
+  {
     // Node.js code throughout: CommonJS .js/.cjs (bin, examples, test helpers)
     // and ES modules (.mjs).
     languageOptions: { globals: globals.node }
