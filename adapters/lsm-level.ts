@@ -1,23 +1,21 @@
 // lsm-level: an abstract-level database over the LSM engine in lib/. This file
 // only translates between the Level API (encodings, options, iterators,
 // snapshots) and the engine; it holds no storage logic.
-import { AbstractLevel, AbstractIterator, AbstractKeyIterator, AbstractValueIterator, AbstractSnapshot } from 'abstract-level'
-import type { AbstractDatabaseOptions, AbstractIteratorOptions, AbstractPutOptions, AbstractDelOptions, AbstractBatchOptions, AbstractBatchOperation, AbstractChainedBatch, AbstractChainedBatchWriteOptions, AbstractSublevel, AbstractSublevelOptions } from 'abstract-level'
+import { AbstractLevel, AbstractSnapshot } from 'abstract-level'
+import type { AbstractDatabaseOptions, AbstractPutOptions, AbstractDelOptions, AbstractBatchOptions, AbstractBatchOperation, AbstractChainedBatch, AbstractChainedBatchWriteOptions, AbstractSublevel, AbstractSublevelOptions } from 'abstract-level'
 import ModuleError = require('module-error')
-import { Engine, encodeBatch, type BatchOp, type RangeOptions, type LevelInfo, type RecoveryReport, type ChangeBatch, type CheckpointResult } from '../lib/engine'
+import { Engine, encodeBatch, type BatchOp, type LevelInfo, type RecoveryReport, type ChangeBatch, type CheckpointResult } from '../lib/engine'
 import type { Snapshot } from '../lib/snapshots'
-import { nextTurn, type TurnBudget } from '../lib/util/turn'
-import { DbIterator, FOUND, PAUSED } from '../lib/iterators/db-iterator'
+import { nextTurn } from '../lib/util/turn'
 import { KIND_DELETE, KIND_VALUE } from '../lib/keys'
 import { resolveOptions, ENGINE_OPTION_NAMES, type EngineOptions } from '../lib/options'
 import { invalidOption, levelError } from '../lib/errors'
 import { formatStats, type LsmStats } from '../lib/stats'
 import type { FileMeta } from '../lib/manifest/file-meta'
+import { ownedOut, toView, type EncodingName, type Format } from './bytes'
+import { LsmIterator, LsmKeyIterator, LsmValueIterator, rangeFrom, type IteratorOptions, type RangeReadOptions } from './lsm-cursor'
 
 export type { EngineOptions, LevelInfo, RecoveryReport, FileMeta, LsmStats }
-
-type Format = string | Buffer | Uint8Array
-type EncodingName = 'utf8' | 'buffer' | 'view'
 
 /** Options of the constructor and of open(): the Level options plus the engine's (lib/options.ts). */
 export interface LsmLevelOptions<K = string, V = string> extends Partial<EngineOptions> {
@@ -32,13 +30,6 @@ const ENGINE = Symbol('engine')
 // abstract-level's typings lag its manifest (getSync, snapshots, signals, ...).
 type LevelManifest = ConstructorParameters<typeof AbstractLevel>[0]
 
-/** A borrowed view for lookups (no copy needed: the engine does not keep it). */
-function toView (data: Format): Buffer {
-  if (typeof data === 'string') return Buffer.from(data, 'utf8')
-  if (Buffer.isBuffer(data)) return data
-  return Buffer.from(data.buffer, data.byteOffset, data.byteLength)
-}
-
 /** An operation of abstract-level's _batch(): key and value already encoded. */
 interface LevelBatchOp {
   type: 'put' | 'del'
@@ -51,29 +42,6 @@ interface ReadOptions {
   snapshot?: LsmSnapshot
   valueEncoding: EncodingName
 }
-
-/** Options of abstract-level's iterators and clear(): a range, normalised. */
-interface RangeReadOptions {
-  gt?: Format
-  gte?: Format
-  lt?: Format
-  lte?: Format
-  reverse?: boolean
-  snapshot?: LsmSnapshot
-}
-
-/** Options of abstract-level's iterators, normalised. */
-interface IteratorOptions extends RangeReadOptions {
-  keys?: boolean
-  values?: boolean
-  limit: number
-  keyEncoding: EncodingName
-  valueEncoding: EncodingName
-  signal?: AbortSignal
-}
-
-/** What a Cursor yields: an entry, a key or a value, decoded per the iterator's encodings. */
-type Item = Format | undefined | [Format | undefined, Format | undefined]
 
 /** Options of abstract-level's _put, _del and _batch, with ours. */
 interface WriteOptions {
@@ -95,41 +63,6 @@ function encodeOne (kind: number, key: Format, value: Format | undefined): Buffe
   return batch
 }
 
-/** Engine bytes src[start, end) to the requested encoding; buffers are copied. */
-function decodeOut (src: Buffer, start: number, end: number, encoding: EncodingName): Format {
-  if (encoding === 'utf8') return src.toString('utf8', start, end)
-  const n = end - start
-  const copy = Buffer.allocUnsafe(n)
-  // A short copy by hand: Buffer#copy of a range makes a view first (~95 ns
-  // here against ~50 ns for a 16-byte loop; even at ~24 bytes).
-  if (n <= 24) for (let i = 0; i < n; i++) copy[i] = src[start + i]
-  else src.copy(copy, 0, start, end)
-  return copy
-}
-
-/** A value the engine's get() returned (a fresh copy the caller owns) to the requested encoding. */
-function ownedOut (data: Buffer, encoding: EncodingName): Format {
-  return encoding === 'utf8' ? data.toString('utf8') : data
-}
-
-function rangeFrom (options: RangeReadOptions): RangeOptions {
-  const range: RangeOptions = { reverse: options.reverse === true }
-  if (options.gt !== undefined) range.gt = toView(options.gt)
-  if (options.gte !== undefined) range.gte = toView(options.gte)
-  if (options.lt !== undefined) range.lt = toView(options.lt)
-  if (options.lte !== undefined) range.lte = toView(options.lte)
-  return range
-}
-
-/** Internal entries an iterator step may visit before it lets the event loop turn (about a millisecond). */
-const SKIP_BUDGET = 4096
-
-function abortError (cause?: unknown): Error {
-  const err = new ModuleError('Operation has been aborted', { code: 'LEVEL_ABORTED', cause: cause as Error })
-  Object.defineProperty(err, 'name', { value: 'AbortError' })
-  return err
-}
-
 // abstract-level's typings omit the constructor's options ({ owner }).
 const SnapshotBase = AbstractSnapshot as unknown as new (options: object) => AbstractSnapshot
 
@@ -146,192 +79,6 @@ class LsmSnapshot extends SnapshotBase {
   async _close (): Promise<void> {
     this[ENGINE].releaseSnapshot(this.inner)
   }
-}
-
-/** nextv() and all() yield to the event loop after every 4,096 items (see Cursor.breathe). */
-const LONG_READ_YIELD_MASK = 4095
-
-/** What a Cursor yields: [key, value] entries, keys or values. */
-const ENTRIES = 0
-const KEYS = 1
-const VALUES = 2
-
-/**
- * The reading behind the three abstract-level iterators (entries, keys(),
- * values()): a DbIterator, the iterator's limit, signal and encodings, and the
- * event loop's turn budget.
- */
-class Cursor {
-  private readonly it: DbIterator
-  private readonly keys: boolean
-  private readonly values: boolean
-  private readonly keyEncoding: EncodingName
-  private readonly valueEncoding: EncodingName
-  private readonly signal: AbortSignal | undefined
-  private remaining: number
-  private readonly turn: TurnBudget
-
-  constructor (options: IteratorOptions, engine: Engine, private readonly mode: number) {
-    this.turn = engine.turn
-    this.it = engine.iterator(rangeFrom(options), options.snapshot?.inner)
-    this.keys = mode === KEYS || (mode === ENTRIES && options.keys !== false)
-    this.values = mode === VALUES || (mode === ENTRIES && options.values !== false)
-    this.keyEncoding = options.keyEncoding
-    this.valueEncoding = options.valueEncoding
-    this.signal = options.signal
-    this.remaining = options.limit >= 0 ? options.limit : Infinity
-  }
-
-  private async checkSignal (): Promise<void> {
-    if (this.turn.exhausted()) await nextTurn()
-    if (this.signal) {
-      // Give an abort issued right after the call a chance to land.
-      await undefined
-      if (this.signal.aborted) throw abortError(this.signal.reason)
-    }
-  }
-
-  /** The current entry, key or value (copies the caller owns). */
-  private item (): Item {
-    const it = this.it
-    const key = this.keys ? decodeOut(it.keySource, it.keyStart, it.keyEnd, this.keyEncoding) : undefined
-    if (this.mode === KEYS) return key
-    const value = this.values ? decodeOut(it.valueSource, it.valueStart, it.valueEnd, this.valueEncoding) : undefined
-    return this.mode === VALUES ? value : [key, value]
-  }
-
-  /**
-   * A long run of deleted entries (tombstones, versions hidden by a range
-   * tombstone) is skipped a few thousand at a time (DbIterator.step), one event
-   * loop turn each, so that it never blocks the loop for long.
-   */
-  private async pause (): Promise<void> {
-    await nextTurn()
-    if (this.signal?.aborted) throw abortError(this.signal.reason)
-  }
-
-  /**
-   * Returns the item itself, not a promise, when it is found now (the common
-   * case: abstract-level awaits it either way, and `for await` reads one item
-   * per call, so a promise per item is a good part of its cost); a promise
-   * when the turn is used up, a signal may abort, or a step pauses.
-   */
-  next (): Item | Promise<Item> {
-    if (this.turn.exhausted() || this.signal !== undefined) return this.nextLater(false)
-    if (this.remaining <= 0) return undefined
-    const r = this.it.step(SKIP_BUDGET)
-    if (r === PAUSED) return this.nextLater(true)
-    if (r !== FOUND) return undefined
-    this.remaining--
-    return this.item()
-  }
-
-  /** next() that waits: for the next turn or the signal's check, or (`paused`) after a paused step. */
-  private async nextLater (paused: boolean): Promise<Item> {
-    if (paused) await this.pause()
-    else await this.checkSignal()
-    if (this.remaining <= 0) return undefined
-    let r
-    while ((r = this.it.step(SKIP_BUDGET)) === PAUSED) await this.pause()
-    if (r !== FOUND) return undefined
-    this.remaining--
-    return this.item()
-  }
-
-  async nextv (size: number): Promise<Item[]> {
-    await this.checkSignal()
-    const out: Item[] = []
-    while (out.length < size && this.remaining > 0) {
-      const r = this.it.step(SKIP_BUDGET)
-      if (r === PAUSED) { await this.pause(); continue }
-      if (r !== FOUND) break
-      this.remaining--
-      out.push(this.item())
-      if ((out.length & LONG_READ_YIELD_MASK) === 0) await this.breathe()
-    }
-    return out
-  }
-
-  async all (): Promise<Item[]> {
-    await this.checkSignal()
-    const out: Item[] = []
-    while (this.remaining > 0) {
-      const r = this.it.step(SKIP_BUDGET)
-      if (r === PAUSED) { await this.pause(); continue }
-      if (r !== FOUND) break
-      this.remaining--
-      out.push(this.item())
-      if ((out.length & LONG_READ_YIELD_MASK) === 0) await this.breathe()
-    }
-    return out
-  }
-
-  /**
-   * Yields to the event loop (setImmediate, so I/O callbacks and timers run) and
-   * then checks the signal: a long nextv() or all() neither starves the loop nor
-   * ignores an abort that comes from a later turn.
-   */
-  private async breathe (): Promise<void> {
-    await new Promise((resolve) => setImmediate(resolve))
-    if (this.signal?.aborted) throw abortError(this.signal.reason)
-  }
-
-  seek (target: Format): void {
-    this.it.seek(toView(target))
-  }
-
-  close (): void {
-    this.it.close()
-  }
-}
-
-// The three iterators only hand their calls to a Cursor. `cursor` is undefined
-// in _close() if the engine refused to create the iterator (the constructor
-// threw after abstract-level had registered it for closing).
-
-class LsmIterator<K, V> extends AbstractIterator<LsmLevel<K, V>, K, V> {
-  private readonly cursor: Cursor
-
-  constructor (db: LsmLevel<K, V>, options: IteratorOptions, engine: Engine) {
-    super(db, options as unknown as AbstractIteratorOptions<K, V>)
-    this.cursor = new Cursor(options, engine, ENTRIES)
-  }
-
-  _next (): unknown { return this.cursor.next() }
-  async _nextv (size: number): Promise<unknown[]> { return await this.cursor.nextv(size) }
-  async _all (): Promise<unknown[]> { return await this.cursor.all() }
-  _seek (target: Format): void { this.cursor.seek(target) }
-  async _close (): Promise<void> { this.cursor?.close() }
-}
-
-class LsmKeyIterator<K, V> extends AbstractKeyIterator<LsmLevel<K, V>, K> {
-  private readonly cursor: Cursor
-
-  constructor (db: LsmLevel<K, V>, options: IteratorOptions, engine: Engine) {
-    super(db, options as unknown as AbstractIteratorOptions<K, V>)
-    this.cursor = new Cursor(options, engine, KEYS)
-  }
-
-  _next (): unknown { return this.cursor.next() }
-  async _nextv (size: number): Promise<unknown[]> { return await this.cursor.nextv(size) }
-  async _all (): Promise<unknown[]> { return await this.cursor.all() }
-  _seek (target: Format): void { this.cursor.seek(target) }
-  async _close (): Promise<void> { this.cursor?.close() }
-}
-
-class LsmValueIterator<K, V> extends AbstractValueIterator<LsmLevel<K, V>, K, V> {
-  private readonly cursor: Cursor
-
-  constructor (db: LsmLevel<K, V>, options: IteratorOptions, engine: Engine) {
-    super(db, options as unknown as AbstractIteratorOptions<K, V>)
-    this.cursor = new Cursor(options, engine, VALUES)
-  }
-
-  _next (): unknown { return this.cursor.next() }
-  async _nextv (size: number): Promise<unknown[]> { return await this.cursor.nextv(size) }
-  async _all (): Promise<unknown[]> { return await this.cursor.all() }
-  _seek (target: Format): void { this.cursor.seek(target) }
-  async _close (): Promise<void> { this.cursor?.close() }
 }
 
 /**
@@ -486,16 +233,16 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     return await this.atReadPoint(engine, options, (at) => keys.map((k) => engine.get(toView(k), at) !== undefined))
   }
 
-  _iterator (options: IteratorOptions): LsmIterator<K, V> {
-    return new LsmIterator<K, V>(this, options, this[ENGINE]!)
+  _iterator (options: IteratorOptions): LsmIterator<this, K, V> {
+    return new LsmIterator<this, K, V>(this, options, this[ENGINE]!)
   }
 
-  _keys (options: IteratorOptions): LsmKeyIterator<K, V> {
-    return new LsmKeyIterator<K, V>(this, options, this[ENGINE]!)
+  _keys (options: IteratorOptions): LsmKeyIterator<this, K, V> {
+    return new LsmKeyIterator<this, K, V>(this, options, this[ENGINE]!)
   }
 
-  _values (options: IteratorOptions): LsmValueIterator<K, V> {
-    return new LsmValueIterator<K, V>(this, options, this[ENGINE]!)
+  _values (options: IteratorOptions): LsmValueIterator<this, K, V> {
+    return new LsmValueIterator<this, K, V>(this, options, this[ENGINE]!)
   }
 
   _snapshot (options: object): LsmSnapshot {

@@ -1,0 +1,32 @@
+// The forms keys and values take between abstract-level and the engine: what
+// abstract-level hands the adapters (already encoded), and the engine's bytes
+// turned back into the encoding asked for.
+
+/** A key or value as abstract-level hands it over, encoded. */
+export type Format = string | Buffer | Uint8Array
+/** The encodings the adapters take natively (abstract-level transcodes the others). */
+export type EncodingName = 'utf8' | 'buffer' | 'view'
+
+/** A borrowed view for lookups (no copy needed: the engine does not keep it). */
+export function toView (data: Format): Buffer {
+  if (typeof data === 'string') return Buffer.from(data, 'utf8')
+  if (Buffer.isBuffer(data)) return data
+  return Buffer.from(data.buffer, data.byteOffset, data.byteLength)
+}
+
+/** Engine bytes src[start, end) to the requested encoding; buffers are copied. */
+export function decodeOut (src: Buffer, start: number, end: number, encoding: EncodingName): Format {
+  if (encoding === 'utf8') return src.toString('utf8', start, end)
+  const n = end - start
+  const copy = Buffer.allocUnsafe(n)
+  // A short copy by hand: Buffer#copy of a range makes a view first (~95 ns
+  // here against ~50 ns for a 16-byte loop; even at ~24 bytes).
+  if (n <= 24) for (let i = 0; i < n; i++) copy[i] = src[start + i]
+  else src.copy(copy, 0, start, end)
+  return copy
+}
+
+/** A value the engine's get() returned (a fresh copy the caller owns) to the requested encoding. */
+export function ownedOut (data: Buffer, encoding: EncodingName): Format {
+  return encoding === 'utf8' ? data.toString('utf8') : data
+}
