@@ -214,3 +214,35 @@ test('opfs fs: the engine on OPFS keeps its data across a close and a crash', as
   t.is(wrong, 0, `${model.size} keys (200 written with sync) read back after a crash`)
   await db.close()
 })
+
+test('opfs fs: a burst of flushes on a freshly mounted pool whose growth is slow waits for files, never fails', async (t) => {
+  // As in Firefox: a new database, a tiny write buffer, and writes in a burst
+  // take free files (a log per rotation, a table per flush or compaction
+  // output) faster than new pool files' sync access handles come.
+  const root = new FakeDirectory()
+  root.handleCreation.delayMs = 25
+  const fs = new OpfsFileSystem(root)
+  await fs.mount(DIR)
+  const db = await Engine.open(DIR, { writeBufferSize: 512, targetFileSize: 512, maxBytesForLevelBase: 2048, level0CompactionTrigger: 2, compactionWorker: false }, fs)
+  const N = 2000
+  let failure: unknown
+  for (let i = 0; i < N && failure === undefined; i++) {
+    try {
+      await put(db, `k${String(i % 700).padStart(4, '0')}`, `value ${i} ${'x'.repeat(40)}`)
+    } catch (err) {
+      failure = err
+    }
+  }
+  t.is(failure, undefined, `${N} writes in a row all succeeded${failure === undefined ? '' : ': ' + String((failure as Error).message)}`)
+  if (failure === undefined) {
+    await db.flushMemTable()
+    const stats = db.stats() as { flushes: number }
+    t.ok(stats.flushes >= 20, `the burst went through ${stats.flushes} flushes`)
+    let wrong = 0
+    for (let i = N - 700; i < N; i++) if (get(db, `k${String(i % 700).padStart(4, '0')}`) !== `value ${i} ${'x'.repeat(40)}`) wrong++
+    t.is(wrong, 0, 'every key reads back its last value')
+  }
+  try { await db.close() } catch {}
+  await fs.settled()
+  fs.unmount(DIR)
+})
