@@ -35,7 +35,7 @@
 // after it, a damaged log followed by newer ones, a missing live log, a gap in
 // the sequence numbers from record to record and from log to log. What was
 // dropped is in the report (db.stats().recovery).
-import { fileSize, type FileSystem } from './fs/fs'
+import { createWhenRoom, fileSize, type FileSystem } from './fs/fs'
 import type { VersionSet } from './manifest/version-set'
 import type { FileMeta } from './manifest/file-meta'
 import { MemTable } from './memtable/memtable'
@@ -138,6 +138,9 @@ export async function recover (ctx: RecoveryContext): Promise<Recovered> {
   // Logs that stay live are durable before any newer log takes records (see the
   // top of this file); the manifest's directory syncs make their names durable too.
   for (const u of replayed.unflushed) fs.syncFile(join(dir, logName(u.logNumber)))
+  // A file system that makes files ahead of use makes the new manifest,
+  // CURRENT's temporary file and the new log first.
+  await createWhenRoom(fs, dir, 3, () => {})
   if (!replayed.flushed && !created) {
     const logNumber = replayed.emptyNewestLog ?? versions.newFileNumber()
     // Nothing to add to the version (no table, no range tombstone): the new

@@ -3,6 +3,7 @@
 // crashes at every point, pool growth, a second opener, and the engine on it.
 import test from 'tape'
 import { OpfsFileSystem, HEADER_BYTES } from '../lib/fs/opfs-fs'
+import { createWhenRoom } from '../lib/fs/fs'
 import { Engine, encodeBatch } from '../lib/db'
 import { KIND_VALUE } from '../lib/keys'
 import { FakeDirectory, CRASHED } from './fs/fake-opfs'
@@ -244,5 +245,65 @@ test('opfs fs: a burst of flushes on a freshly mounted pool whose growth is slow
   }
   try { await db.close() } catch {}
   await fs.settled()
+  t.ok(root.handleCreation.maxInFlight > 1, `new files' handles were opened several at once (up to ${root.handleCreation.maxInFlight})`)
   fs.unmount(DIR)
+})
+
+/** Creates `path` once the pool has room, as the engine does. */
+async function writeWhenRoom (fs: OpfsFileSystem, path: string, text: string): Promise<void> {
+  await createWhenRoom(fs, DIR, 1, () => writeFile(fs, path, text))
+}
+
+test('opfs fs: creates that wait for room never fail on a slow pool; it grows in parallel, to a bounded reserve', async (t) => {
+  const root = new FakeDirectory()
+  root.handleCreation.delayMs = 20
+  const fs = new OpfsFileSystem(root)
+  await fs.mount(DIR)
+  t.ok(fs.roomToCreate(DIR, 1) === undefined, 'room for a file right after the mount')
+  // Three creators at once, as a flush, a compaction and a log rotation can be.
+  const N = 150
+  const t0 = Date.now()
+  await Promise.all([0, 1, 2].map(async (c) => {
+    for (let i = c; i < N; i += 3) await writeWhenRoom(fs, `${DIR}/f${i}`, `file ${i}`)
+  }))
+  const ms = Date.now() - t0
+  t.is(fs.list(DIR).length, N, `${N} files created by three creators at once, none failed (${ms} ms)`)
+  t.ok(ms < N * 20, `faster than one handle at a time would allow (${N} x 20 ms)`)
+  t.ok(root.handleCreation.maxInFlight > 1, `handles opened several at once (up to ${root.handleCreation.maxInFlight})`)
+  await fs.settled()
+  const files = root.dirs.get('db')!.files.size
+  t.ok(files - N <= 32, `the free files kept ahead stay bounded (${files - N} free)`)
+  fs.unmount(DIR)
+})
+
+test('opfs fs: a failure to grow the pool rejects the creates that wait; an unmount rejects them too', async (t) => {
+  const root = new FakeDirectory()
+  const fs = await mounted(root)
+  const quota = Object.assign(new Error('the quota is full'), { name: 'QuotaExceededError' })
+  root.handleCreation.failure = quota
+  let made = 0
+  let thrown: unknown
+  try {
+    for (; made < 100; made++) await writeWhenRoom(fs, `${DIR}/f${made}`, 'data')
+  } catch (err) {
+    thrown = err
+  }
+  t.is(thrown, quota, `the growth's failure reaches the creator (after ${made} files): ${String(thrown)}`)
+  t.ok(made >= 15, 'the files already made were used first')
+  root.handleCreation.failure = undefined
+  await writeWhenRoom(fs, `${DIR}/again`, 'data')
+  t.pass('once handles can be created again, so can files')
+
+  root.handleCreation.delayMs = 50
+  let empty: Promise<void> | undefined
+  while ((empty = fs.roomToCreate(DIR, 1)) === undefined) writeFile(fs, `${DIR}/g${made++}`, 'data')
+  empty.catch(() => {})
+  const waiting = writeWhenRoom(fs, `${DIR}/late`, 'data')
+  fs.unmount(DIR)
+  try {
+    await waiting
+    t.fail('a create waiting across an unmount succeeded')
+  } catch (err) {
+    t.is((err as { code?: string }).code, 'EBADF', `a create waiting across an unmount fails: ${String(err)}`)
+  }
 })
