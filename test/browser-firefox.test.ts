@@ -112,7 +112,7 @@ if (!optedIn) {
     const { pass, fail, failures } = summarize(await runPage(browser, `${base}/test.html?run=engine&seed=${seed}`))
     for (const f of failures.slice(0, 20)) t.comment(f)
     t.is(fail, 0, `no failure in the browser (${pass} passed)`)
-    t.ok(pass >= 37, `every check ran (${pass} assertions passed; see test/browser.test.ts)`)
+    t.ok(pass >= 40, `every check ran (${pass} assertions passed; see test/browser.test.ts)`)
   })
 
   test('firefox: close', async (t) => {
