@@ -21,7 +21,7 @@
 //   (Version.get: L0 newest first, then one table per level by binary search,
 //   each Bloom-gated). The first version visible at the read's sequence number
 //   decides; a range tombstone that covers it hides it.
-import type { FileSystem } from './fs/fs'
+import { createWhenRoom, type FileSystem } from './fs/fs'
 import { platform, type LockHandle } from './platform'
 import { resolveOptions, type EngineOptions } from './options'
 import { VersionSet } from './manifest/version-set'
@@ -46,7 +46,7 @@ import { SnapshotList, Snapshot } from './snapshots'
 import { refuseLevelDB } from './leveldb/detect'
 import { KIND_DELETE, KIND_VALUE } from './keys'
 import { compareBytes } from './util/coding'
-import { ioError, levelError, type LevelError } from './errors'
+import { ioError, isLevelError, levelError, type LevelError } from './errors'
 import type { LsmStats } from './stats'
 import { TurnBudget } from './util/turn'
 import { LogRetention } from './wal/log-retention'
@@ -324,7 +324,8 @@ export class Engine {
   /**
    * Whether a write group may go to the log (the commit pipeline's makeRoom):
    * a full memtable is frozen and a new log started, unless too many frozen
-   * memtables or level-0 tables are waiting (a write stall); a new log takes
+   * memtables or level-0 tables are waiting, or the file system is still
+   * making the file the new log needs (a write stall); a new log takes
    * records once the retired one is durable.
    */
   private makeRoomForWrite (): 'go' | 'stall' | 'hold' {
@@ -332,6 +333,11 @@ export class Engine {
       if (this.memtables.frozen.length >= this.options.maxImmutableMemtables ||
         this.versions.current.levels[0].length >= this.options.level0StopWritesTrigger) {
         this.scheduler.schedule()
+        return 'stall'
+      }
+      const making = this.fs.roomToCreate?.(this.location, 1)
+      if (making !== undefined) {
+        making.then(() => this.pipeline.resume(), (err: unknown) => this.pipeline.stop(ioError('Cannot create a new log', err)))
         return 'stall'
       }
       this.rotate()
@@ -449,10 +455,11 @@ export class Engine {
     await this.pipeline.settle()
     if (!this.memtables.active.isEmpty()) {
       try {
-        this.rotate()
+        await createWhenRoom(this.fs, this.location, 1, () => { if (!this.memtables.active.isEmpty()) this.rotate() })
       } catch (err) {
-        this.pipeline.stop(err as LevelError)
-        throw err
+        const e = isLevelError(err) ? err : ioError('Cannot create a new log', err)
+        this.pipeline.stop(e)
+        throw e
       }
     }
     await this.scheduler.flushFrozen()

@@ -42,7 +42,7 @@
 // without it), 'torn-tail' and 'absolute' refuse any of those logs that is
 // missing, shorter, damaged before that end, or holds records after it: no
 // crash explains damage to a closed database's files.
-import { fileSize, type FileSystem } from './fs/fs'
+import { createWhenRoom, fileSize, type FileSystem } from './fs/fs'
 import type { VersionSet } from './manifest/version-set'
 import type { LogsAtClose } from './manifest/version-edit'
 import type { FileMeta } from './manifest/file-meta'
@@ -148,6 +148,9 @@ export async function recover (ctx: RecoveryContext): Promise<Recovered> {
   // Logs that stay live are durable before any newer log takes records (see the
   // top of this file); the manifest's directory syncs make their names durable too.
   for (const u of replayed.unflushed) fs.syncFile(join(dir, logName(u.logNumber)))
+  // A file system that makes files ahead of use makes the new manifest,
+  // CURRENT's temporary file and the new log first.
+  await createWhenRoom(fs, dir, 3, () => {})
   if (!replayed.flushed && !created) {
     const logNumber = replayed.emptyNewestLog ?? versions.newFileNumber()
     // Nothing to add to the version (no table, no range tombstone): the new

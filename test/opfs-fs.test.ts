@@ -3,6 +3,7 @@
 // crashes at every point, pool growth, a second opener, and the engine on it.
 import test from 'tape'
 import { OpfsFileSystem, HEADER_BYTES } from '../lib/fs/opfs-fs'
+import { createWhenRoom } from '../lib/fs/fs'
 import { Engine, encodeBatch } from '../hosts/node/index'
 import { KIND_VALUE } from '../lib/keys'
 import { FakeDirectory, CRASHED } from './fs/fake-opfs'
@@ -213,4 +214,96 @@ test('opfs fs: the engine on OPFS keeps its data across a close and a crash', as
   for (const [key, value] of model) if (get(db, key) !== value) wrong++
   t.is(wrong, 0, `${model.size} keys (200 written with sync) read back after a crash`)
   await db.close()
+})
+
+test('opfs fs: a burst of flushes on a freshly mounted pool whose growth is slow waits for files, never fails', async (t) => {
+  // As in Firefox: a new database, a tiny write buffer, and writes in a burst
+  // take free files (a log per rotation, a table per flush or compaction
+  // output) faster than new pool files' sync access handles come.
+  const root = new FakeDirectory()
+  root.handleCreation.delayMs = 25
+  const fs = new OpfsFileSystem(root)
+  await fs.mount(DIR)
+  const db = await Engine.open(DIR, { writeBufferSize: 512, targetFileSize: 512, maxBytesForLevelBase: 2048, level0CompactionTrigger: 2, compactionWorker: false }, fs)
+  const N = 2000
+  let failure: unknown
+  for (let i = 0; i < N && failure === undefined; i++) {
+    try {
+      await put(db, `k${String(i % 700).padStart(4, '0')}`, `value ${i} ${'x'.repeat(40)}`)
+    } catch (err) {
+      failure = err
+    }
+  }
+  t.is(failure, undefined, `${N} writes in a row all succeeded${failure === undefined ? '' : ': ' + String((failure as Error).message)}`)
+  if (failure === undefined) {
+    await db.flushMemTable()
+    const stats = db.stats() as { flushes: number }
+    t.ok(stats.flushes >= 20, `the burst went through ${stats.flushes} flushes`)
+    let wrong = 0
+    for (let i = N - 700; i < N; i++) if (get(db, `k${String(i % 700).padStart(4, '0')}`) !== `value ${i} ${'x'.repeat(40)}`) wrong++
+    t.is(wrong, 0, 'every key reads back its last value')
+  }
+  try { await db.close() } catch {}
+  await fs.settled()
+  t.ok(root.handleCreation.maxInFlight > 1, `new files' handles were opened several at once (up to ${root.handleCreation.maxInFlight})`)
+  fs.unmount(DIR)
+})
+
+/** Creates `path` once the pool has room, as the engine does. */
+async function writeWhenRoom (fs: OpfsFileSystem, path: string, text: string): Promise<void> {
+  await createWhenRoom(fs, DIR, 1, () => writeFile(fs, path, text))
+}
+
+test('opfs fs: creates that wait for room never fail on a slow pool; it grows in parallel, to a bounded reserve', async (t) => {
+  const root = new FakeDirectory()
+  root.handleCreation.delayMs = 20
+  const fs = new OpfsFileSystem(root)
+  await fs.mount(DIR)
+  t.ok(fs.roomToCreate(DIR, 1) === undefined, 'room for a file right after the mount')
+  // Three creators at once, as a flush, a compaction and a log rotation can be.
+  const N = 150
+  const t0 = Date.now()
+  await Promise.all([0, 1, 2].map(async (c) => {
+    for (let i = c; i < N; i += 3) await writeWhenRoom(fs, `${DIR}/f${i}`, `file ${i}`)
+  }))
+  const ms = Date.now() - t0
+  t.is(fs.list(DIR).length, N, `${N} files created by three creators at once, none failed (${ms} ms)`)
+  t.ok(ms < N * 20, `faster than one handle at a time would allow (${N} x 20 ms)`)
+  t.ok(root.handleCreation.maxInFlight > 1, `handles opened several at once (up to ${root.handleCreation.maxInFlight})`)
+  await fs.settled()
+  const files = root.dirs.get('db')!.files.size
+  t.ok(files - N <= 32, `the free files kept ahead stay bounded (${files - N} free)`)
+  fs.unmount(DIR)
+})
+
+test('opfs fs: a failure to grow the pool rejects the creates that wait; an unmount rejects them too', async (t) => {
+  const root = new FakeDirectory()
+  const fs = await mounted(root)
+  const quota = Object.assign(new Error('the quota is full'), { name: 'QuotaExceededError' })
+  root.handleCreation.failure = quota
+  let made = 0
+  let thrown: unknown
+  try {
+    for (; made < 100; made++) await writeWhenRoom(fs, `${DIR}/f${made}`, 'data')
+  } catch (err) {
+    thrown = err
+  }
+  t.is(thrown, quota, `the growth's failure reaches the creator (after ${made} files): ${String(thrown)}`)
+  t.ok(made >= 15, 'the files already made were used first')
+  root.handleCreation.failure = undefined
+  await writeWhenRoom(fs, `${DIR}/again`, 'data')
+  t.pass('once handles can be created again, so can files')
+
+  root.handleCreation.delayMs = 50
+  let empty: Promise<void> | undefined
+  while ((empty = fs.roomToCreate(DIR, 1)) === undefined) writeFile(fs, `${DIR}/g${made++}`, 'data')
+  empty.catch(() => {})
+  const waiting = writeWhenRoom(fs, `${DIR}/late`, 'data')
+  fs.unmount(DIR)
+  try {
+    await waiting
+    t.fail('a create waiting across an unmount succeeded')
+  } catch (err) {
+    t.is((err as { code?: string }).code, 'EBADF', `a create waiting across an unmount fails: ${String(err)}`)
+  }
 })

@@ -14,7 +14,7 @@
 //     snapshot sees is dropped.
 // Each output's `floor` is the larger of its smallest seq and `floorBase`, the
 // newest range tombstone the caller guarantees was applied in full.
-import { syncDirAsync, type FileSystem } from '../fs/fs'
+import { createWhenRoom, syncDirAsync, type FileSystem } from '../fs/fs'
 import type { InternalIterator } from '../iterators/internal-iterator'
 import type { FileMeta } from '../manifest/file-meta'
 import { TableBuilder, type TableOptions } from '../sstable/table-builder'
@@ -145,9 +145,12 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
         entriesDropped++
       } else {
         if (!builder) {
-          number = p.newFileNumber()
-          created.push(number)
-          file = p.fs.openWrite(join(p.dir, tableName(number)))
+          // A file system that makes files ahead of use may have to make one first.
+          file = await createWhenRoom(p.fs, p.dir, 1, () => {
+            number = p.newFileNumber()
+            created.push(number)
+            return p.fs.openWrite(join(p.dir, tableName(number)))
+          })
           builder = new TableBuilder(file, p.table)
         }
         builder.addRange(keySrc, keyOff, keyLen, seq, kind, valueSrc, valueOff, valueLen)

@@ -11,6 +11,11 @@
 //
 // Paths are absolute or relative to the process; the engine always joins them
 // from the database directory.
+//
+// A file system may make new files ahead of use, asynchronously (the OPFS
+// pool: a synchronous create takes a file made earlier). It says so with
+// roomToCreate, and the engine creates files through createWhenRoom, which
+// waits until the file system has made enough rather than fail.
 
 export interface RandomAccessFile {
   /** Reads up to `length` bytes at `position` into `buf[offset..]`; returns bytes read (short at EOF). */
@@ -72,6 +77,25 @@ export interface FileSystem {
   syncDirAsync? (path: string): Promise<void>
   /** The same as `remove`, off the event loop (optional: `removeAsync()` below falls back to remove). */
   removeAsync? (path: string): Promise<void>
+  /**
+   * For a file system that makes new files ahead of use: undefined when
+   * `count` files can be created in `dir` now; else a promise that resolves
+   * once more have been made (ask again then), or rejects if making them
+   * failed. Without it, files can always be created at once.
+   */
+  roomToCreate? (dir: string, count: number): Promise<void> | undefined
+}
+
+/**
+ * Runs `create`, which creates up to `count` files in `dir`, as soon as the
+ * file system can create them without waiting: at once on most file systems;
+ * on one that makes files ahead of use, once it has made enough (rejects if
+ * it could not). The check and `create` run in one synchronous step, so two
+ * callers waiting at once cannot both count on the same file.
+ */
+export async function createWhenRoom<T> (fs: FileSystem, dir: string, count: number, create: () => T): Promise<T> {
+  for (let wait = fs.roomToCreate?.(dir, count); wait !== undefined; wait = fs.roomToCreate?.(dir, count)) await wait
+  return create()
 }
 
 /**

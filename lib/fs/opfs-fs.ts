@@ -23,12 +23,23 @@
 // remove writes a free header (and truncates the data away); list() and
 // exists() answer from the in-memory map of names; rename writes the target
 // name into the source file's header, then frees the file that carried the
-// target name before. When the free files run low (below RESERVE_FILES), more
-// are created in the background; if none is left when one is needed, openWrite
-// throws LEVEL_IO_ERROR at once rather than wait. Chromium was seen, about
-// once in 50 opens, never to settle createSyncAccessHandle() of a new file:
-// such a file is passed over after HANDLE_WAIT_MS, and nothing (mount, growth,
-// close) waits on it.
+// target name before.
+//
+// Growth: the pool keeps a target number of free files (RESERVE_FILES at
+// first). Whenever it has fewer, it creates more in the background, up to
+// GROWTH_BATCH at once. A burst of creates (a tiny write buffer: a log per
+// rotation, a table per flush) can still take free files faster than the
+// browser opens new handles (Firefox was seen to): the engine creates files
+// only once roomToCreate says there is room, and waits for growth when there
+// is not, so a flush waits instead of failing. Each wait doubles the target,
+// up to MAX_FREE_FILES: a pool drained once keeps more ahead from then on,
+// and the handles it keeps open stay bounded. A failure to create a file
+// (quota, a handle error) rejects the waiters: that is an I/O error. A bare
+// openWrite on an empty pool (no wait asked) throws LEVEL_IO_ERROR. Chromium
+// was seen, about once in 50 opens, never to settle createSyncAccessHandle()
+// of a new file: such a file is passed over after HANDLE_WAIT_MS, and nothing
+// (mount, growth, close) waits on it; growth gives up, as a failure, after
+// FRUITLESS_BATCHES batches in a row in which no handle came.
 //
 // Crash rules (a closed tab, a killed worker, a crashed browser or OS):
 // - Every header write gets a generation one above any seen in this directory.
@@ -69,12 +80,16 @@ export const HEADER_BYTES = 4096
 const MAX_NAME_BYTES = 512
 const CRC_OFFSET = 20 + MAX_NAME_BYTES
 const POOL_SUFFIX = '.pool'
-/** Free pool files kept ahead of need; more are created in the background below this. */
+/** Free pool files kept ahead of need at first; more are created in the background below this. */
 const RESERVE_FILES = 16
+/** The most free files the target grows to after bursts drained the pool (each is an open handle). */
+const MAX_FREE_FILES = 32
+/** New pool files whose handles are opened at once. */
+const GROWTH_BATCH = 8
 /** How long a new pool file's sync access handle is waited for before it is passed over. */
 const HANDLE_WAIT_MS = 1000
-/** A growth of the pool still unsettled after this long is left to itself and another may start. */
-const GROWTH_STALL_MS = 2000
+/** Batches in a row in which no new handle came before growth fails. */
+const FRUITLESS_BATCHES = 10
 /** Free pool files mount() waits for. */
 const MOUNT_FREE_FILES = 6
 
@@ -163,8 +178,12 @@ class Pool {
   generation = 0
   /** Pool file names used so far (the next one is p<count>.pool). */
   count = 0
+  /** Free files growth keeps ahead of need (see the top of this file). */
+  target = RESERVE_FILES
   growing: Promise<void> | undefined
   growthError: unknown
+  /** Callers waiting for growth (roomFor): settled after each batch and when growth ends. */
+  private waiters: Array<{ resolve: () => void, reject: (err: unknown) => void }> = []
   closed = false
 
   constructor (readonly dir: DirectoryHandle) {}
@@ -181,12 +200,12 @@ class Pool {
     this.unsyncedHeaders.add(file)
   }
 
-  /** A free file, or LEVEL_IO_ERROR when the reserve is exhausted. Starts growth when low. */
+  /** A free file, or LEVEL_IO_ERROR when none is left (callers that can wait ask roomFor first). Starts growth when low. */
   take (): PoolFile {
     const file = this.free.pop()
-    if (this.free.length < RESERVE_FILES) this.grow()
+    if (this.free.length < this.target) this.grow()
     if (file === undefined) {
-      const why = this.growthError === undefined ? 'more are being created, retry later' : `creating more failed: ${String(this.growthError)}`
+      const why = this.growthError === undefined ? 'more are being created; wait for them with roomToCreate' : `creating more failed: ${String(this.growthError)}`
       throw levelError('LEVEL_IO_ERROR', `No free file in the OPFS pool (${this.byName.size} in use; ${why})`, this.growthError)
     }
     // A file freed since the last syncDir: its free header is made durable
@@ -194,6 +213,25 @@ class Pool {
     // over the new contents.
     if (this.unsyncedHeaders.delete(file)) file.handle.flush()
     return file
+  }
+
+  /**
+   * Undefined when `count` free files are here now; else a promise that
+   * resolves once growth has added files (or ended), or rejects if it failed.
+   * A caller that has to wait means demand outran growth: the target doubles.
+   */
+  roomFor (count: number): Promise<void> | undefined {
+    if (this.free.length >= count) return undefined
+    if (this.closed) return Promise.reject(errnoError('EBADF', 'the OPFS directory was unmounted'))
+    this.target = Math.min(MAX_FREE_FILES, Math.max(2 * this.target, count))
+    return this.whenGrown()
+  }
+
+  /** Starts growth if it is not running; resolves after its next batch (or its end), rejects if it fails. */
+  whenGrown (): Promise<void> {
+    const waiting = new Promise<void>((resolve, reject) => { this.waiters.push({ resolve, reject }) })
+    this.grow()
+    return waiting
   }
 
   /** Frees `file` (a free header, data truncated), unless readers still have it open. */
@@ -212,59 +250,85 @@ class Pool {
     this.free.push(file)
   }
 
-  /**
-   * Creates RESERVE_FILES more pool files in the background (once at a time;
-   * a growth that has not settled after GROWTH_STALL_MS no longer blocks the
-   * next one: see close()).
-   */
+  /** Creates pool files in the background until `target` are free (one growth at a time). */
   grow (): void {
-    if (this.growing !== undefined) return
-    const growth: Promise<void> = this.addFiles(RESERVE_FILES).then(
-      () => { this.growthError = undefined },
-      (err) => { this.growthError = err }
-    ).finally(() => { if (this.growing === growth) this.growing = undefined })
-    this.growing = growth
-    setTimeout(() => { if (this.growing === growth) this.growing = undefined }, GROWTH_STALL_MS)
+    if (this.growing !== undefined || this.closed) return
+    this.growing = this.growToTarget().then(() => undefined, (err: unknown) => err).then((err) => {
+      // Cleared before the waiters run: one that still lacks room starts the next growth.
+      this.growing = undefined
+      this.growthError = err
+      this.wake(err)
+    })
+  }
+
+  private async growToTarget (): Promise<void> {
+    for (let fruitless = 0; !this.closed && this.free.length < this.target;) {
+      const added = await this.addFiles(Math.min(GROWTH_BATCH, this.target - this.free.length))
+      if (added > 0) {
+        fruitless = 0
+        this.wake()
+      } else if (++fruitless >= FRUITLESS_BATCHES) {
+        throw errnoError('EIO', `no new OPFS file's sync access handle came within ${HANDLE_WAIT_MS} ms, ${fruitless} times in a row`)
+      }
+    }
+  }
+
+  /** Settles every waiter: resolved (they ask again), or rejected with `err`. */
+  private wake (err?: unknown): void {
+    const waiters = this.waiters
+    this.waiters = []
+    for (const w of waiters) {
+      if (err === undefined) w.resolve()
+      else w.reject(err)
+    }
   }
 
   /**
-   * Creates `n` pool files. A file whose handle has not come within
+   * Creates `n` pool files at once and adds them to the free list; resolves
+   * to how many were added, or rejects with the first failure (the files
+   * that did open are added). A file whose handle has not come within
    * HANDLE_WAIT_MS is passed over (Chromium was seen never to settle one,
    * about once in 50 opens): it is closed if it ever comes, and the next
    * mount skips or reuses it.
    */
-  async addFiles (n: number): Promise<void> {
-    for (let added = 0; added < n && !this.closed;) {
-      const name = `p${this.count++}${POOL_SUFFIX}`
-      const opening = this.dir.getFileHandle(name, { create: true }).then((f) => f.createSyncAccessHandle())
-      const handle = await within(opening, HANDLE_WAIT_MS)
-      if (handle === undefined) {
-        opening.then((late) => late.close(), () => {})
-        continue
-      }
-      if (this.closed) {
-        handle.close()
-        return
-      }
-      const file = new PoolFile(handle)
-      // A new file holds no valid header, which mount() takes for free.
-      handle.truncate(HEADER_BYTES)
-      this.free.push(file)
-      added++
+  async addFiles (n: number): Promise<number> {
+    const results = await Promise.allSettled(Array.from({ length: n }, async () => await this.addFile()))
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+    if (failed !== undefined) throw failed.reason
+    return results.filter((r) => r.status === 'fulfilled' && r.value).length
+  }
+
+  private async addFile (): Promise<boolean> {
+    const name = `p${this.count++}${POOL_SUFFIX}`
+    const opening = this.dir.getFileHandle(name, { create: true }).then(async (f) => await f.createSyncAccessHandle())
+    const handle = await within(opening, HANDLE_WAIT_MS)
+    if (handle === undefined) {
+      opening.then((late) => late.close(), () => {})
+      return false
     }
+    if (this.closed) {
+      handle.close()
+      return false
+    }
+    // A new file holds no valid header, which mount() takes for free.
+    handle.truncate(HEADER_BYTES)
+    this.free.push(new PoolFile(handle))
+    return true
   }
 
   /**
    * Closes every handle (the engine must have closed its files). Growth in
    * progress is not waited for (Chromium was seen never to settle a
    * createSyncAccessHandle() of a new file, about once in 50 opens): the
-   * handle it opens, if it ever does, is closed then (addFiles).
+   * handle it opens, if it ever does, is closed then (addFile). Callers
+   * still waiting for growth are rejected.
    */
   close (): void {
     this.closed = true
     for (const file of new Set([...this.byName.values(), ...this.free, ...this.unsyncedHeaders])) file.handle.close()
     this.byName.clear()
     this.free.length = 0
+    this.wake(errnoError('EBADF', 'the OPFS directory was unmounted'))
   }
 }
 
@@ -340,8 +404,13 @@ async function openPool (dir: DirectoryHandle, skipBusyFiles: boolean): Promise<
   }
   // Enough free files for an open (manifest, CURRENT and its temp, a log);
   // the rest of the reserve is created in the background.
-  if (pool.free.length < MOUNT_FREE_FILES) await pool.addFiles(MOUNT_FREE_FILES - pool.free.length)
-  if (pool.free.length < RESERVE_FILES) pool.grow()
+  try {
+    while (pool.free.length < MOUNT_FREE_FILES) await pool.whenGrown()
+  } catch (err) {
+    pool.close()
+    throw err
+  }
+  pool.grow()
   for (const file of pool.unsyncedHeaders) file.handle.flush()
   pool.unsyncedHeaders.clear()
   return pool
@@ -446,7 +515,11 @@ export class OpfsFileSystem implements FileSystem {
 
   /** Waits for pool growth in progress (tests). */
   async settled (): Promise<void> {
-    for (const pool of this.pools.values()) await pool.growing
+    for (const pool of this.pools.values()) while (pool.growing !== undefined) await pool.growing
+  }
+
+  roomToCreate (dir: string, count: number): Promise<void> | undefined {
+    return (this.pools.get(dir) ?? this.locate(dir).pool).roomFor(count)
   }
 
   /** The pool and the name within it of `path`; ENOENT outside every mounted directory. */

@@ -13,7 +13,7 @@
 // File lifetimes: each live version (current or pinned by a reader) counts its
 // tables; when a table's count drops to zero it is reported obsolete through
 // `onObsoleteTable` and the caller deletes the file.
-import type { FileSystem } from '../fs/fs'
+import { createWhenRoom, type FileSystem } from '../fs/fs'
 import type { FileMeta } from './file-meta'
 import { Version } from './version'
 import { decodeVersionEdit, encodeVersionEdit, MANIFEST_FORMAT_VERSION, type LogsAtClose, type VersionEdit } from './version-edit'
@@ -273,7 +273,8 @@ export class VersionSet {
     this.replaceCurrent(next)
     if (this.manifest.size() > MANIFEST_ROLL_BYTES) {
       try {
-        this.writeNewManifest()
+        // The new manifest and CURRENT's temporary file.
+        await createWhenRoom(this.fs, this.dir, 2, () => this.writeNewManifest())
       } catch (err) {
         // The old manifest is still valid and current; rolling over can wait.
         if (!isLevelError(err)) void err

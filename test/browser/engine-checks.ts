@@ -5,7 +5,10 @@
 //   - random writes (puts, deletes, batches, range clears) against a model, the
 //     database reopened now and then, read back whole forward and backward;
 //   - snapshots across a flush and a compaction;
-//   - a range delete across a compaction, and a snapshot taken before it.
+//   - a range delete across a compaction, and a snapshot taken before it;
+//   - a burst of flushes on a new database (a write buffer smaller than each
+//     batch: a new log and a flush per write), which takes new files faster
+//     than the OPFS pool makes them: the writes wait for the pool, none fails.
 // Seeded: the seed is printed, and ?seed=N replays a run.
 import test from 'tape'
 import { BrowserLevel, type BrowserLevelOptions } from '../../browser'
@@ -18,6 +21,11 @@ const TINY = {
   maxBytesForLevelBase: 8192,
   level0CompactionTrigger: 2
 }
+
+/** The burst: a flush per batch, in a row on a new database. */
+const BURST = { writeBufferSize: 4096, targetFileSize: 512, blockSize: 256, maxBytesForLevelBase: 8192, level0CompactionTrigger: 2 }
+const BURST_BATCHES = 200
+const BURST_BATCH_SIZE = 40
 
 type Worker = NonNullable<BrowserLevelOptions['worker']>
 
@@ -127,5 +135,32 @@ export function registerEngineChecks (worker: Worker, seed: number, root: string
     await db.put('r0250', 'again')
     t.is(await db.get('r0250'), 'again', 'a write after the range delete is visible')
     await db.close()
+  })
+
+  test('engine: a burst of flushes on a new database waits for the OPFS pool, never fails', async (t) => {
+    const db = new BrowserLevel(`${root}/burst`, { worker, ...BURST })
+    await db.open()
+    const value = (b: number, i: number): string => `burst ${b} ${i} ${'y'.repeat(100)}`
+    const key = (b: number, i: number): string => `b${String((b * BURST_BATCH_SIZE + i) % 800).padStart(5, '0')}`
+    let failure: unknown
+    const t0 = Date.now()
+    for (let b = 0; b < BURST_BATCHES && failure === undefined; b++) {
+      try {
+        await db.batch(Array.from({ length: BURST_BATCH_SIZE }, (_, i) => ({ type: 'put' as const, key: key(b, i), value: value(b, i) })))
+      } catch (err) {
+        failure = err
+      }
+    }
+    const cause = (failure as { cause?: { message?: string } } | undefined)?.cause?.message
+    t.is(failure, undefined, `${BURST_BATCHES} batches of about 4.5 KiB in a row, none failed (${Date.now() - t0} ms)${failure === undefined ? '' : `: ${String(failure)}${cause === undefined ? '' : ` (${cause})`}`}`)
+    if (failure === undefined) {
+      const stats = await db.stats() as { flushes: number }
+      t.ok(stats.flushes >= BURST_BATCHES / 2, `the burst went through ${stats.flushes} flushes`)
+      const entries = await db.iterator().all()
+      const expected = new Map<string, string>()
+      for (let b = 0; b < BURST_BATCHES; b++) for (let i = 0; i < BURST_BATCH_SIZE; i++) expected.set(key(b, i), value(b, i))
+      t.ok(entries.length === expected.size && entries.every(([k, v]) => expected.get(k) === v), `every key reads back its last value (${entries.length})`)
+    }
+    try { await db.close() } catch {}
   })
 }

@@ -5,6 +5,8 @@
 // unflushed operation or not, at random, and a kept write may be cut short (a
 // torn header). A second sync access handle on a file fails with
 // NoModificationAllowedError, as in browsers (another tab holds the database).
+// Creating a sync access handle can be made slow (as in Firefox, where a burst
+// of flushes outran the pool's growth) or made to fail (a full quota).
 import type { DirectoryHandle, FileHandle, SyncAccessHandle } from '../../lib/fs/opfs-fs'
 import type { Random } from '../util/random'
 
@@ -55,6 +57,17 @@ class FakeFile {
 interface Counters { flushes: number, opsLeft: number }
 
 export const CRASHED = 'fake OPFS: crashed'
+
+/** How createSyncAccessHandle() behaves, shared by every directory below a root. */
+export interface HandleCreation {
+  /** ms each creation takes (0: settles on the next microtask). */
+  delayMs: number
+  /** Set: every creation fails with it (after the delay). */
+  failure?: Error
+  /** Creations in progress now, and the most there were at once. */
+  inFlight: number
+  maxInFlight: number
+}
 
 class FakeSyncAccessHandle implements SyncAccessHandle {
   private closed = false
@@ -107,6 +120,8 @@ export class FakeDirectory implements DirectoryHandle {
   readonly dirs = new Map<string, FakeDirectory>()
   /** Shared by every file below: set opsLeft to make the fake crash after that many operations. */
   counters: Counters = { flushes: 0, opsLeft: Infinity }
+  /** Shared by every directory below: slow or failing handle creation. */
+  handleCreation: HandleCreation = { delayMs: 0, inFlight: 0, maxInFlight: 0 }
 
   async getDirectoryHandle (name: string, options?: { create?: boolean }): Promise<DirectoryHandle> {
     let dir = this.dirs.get(name)
@@ -114,6 +129,7 @@ export class FakeDirectory implements DirectoryHandle {
       if (options?.create !== true) throw Object.assign(new Error(name), { name: 'NotFoundError' })
       dir = new FakeDirectory()
       dir.counters = this.counters
+      dir.handleCreation = this.handleCreation
       this.dirs.set(name, dir)
     }
     return dir
@@ -128,8 +144,18 @@ export class FakeDirectory implements DirectoryHandle {
     }
     const f = file
     const counters = this.counters
+    const creation = this.handleCreation
     return {
       async createSyncAccessHandle () {
+        if (creation.delayMs > 0 || creation.failure !== undefined) {
+          creation.maxInFlight = Math.max(creation.maxInFlight, ++creation.inFlight)
+          try {
+            if (creation.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, creation.delayMs))
+          } finally {
+            creation.inFlight--
+          }
+          if (creation.failure !== undefined) throw creation.failure
+        }
         if (f.open) throw Object.assign(new Error('file is open elsewhere'), { name: 'NoModificationAllowedError' })
         f.open = true
         return new FakeSyncAccessHandle(f, counters)
@@ -153,6 +179,7 @@ export class FakeDirectory implements DirectoryHandle {
     for (const [name, dir] of this.dirs) {
       const child = dir.crash(rnd)
       child.counters = out.counters
+      child.handleCreation = out.handleCreation
       out.dirs.set(name, child)
     }
     return out
