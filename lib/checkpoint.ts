@@ -5,38 +5,69 @@
 //                     database's own files (copies where a link is not possible,
 //                     e.g. across file systems); tables are immutable, so a link
 //                     costs the same whatever the table's size
-//   <L>.log           the writes up to S not yet in tables: the records of the
+//   <n>.log ...       the writes up to S not yet in tables: of each of the
 //                     database's unflushed logs (numbers >= the manifest's
-//                     logNumber) whose sequence numbers are <= S, copied as they
-//                     are (lib/wal/log-format.ts framing, lib/wal/batch.ts payloads)
-//   MANIFEST-<L+1>    one snapshot edit (lib/manifest/version-edit.ts): exactly
-//                     those tables and range tombstones, logNumber L,
-//                     lastSequence S, nextFileNumber L+2
+//                     logNumber) that holds some, the byte prefix that ends with
+//                     the last record <= S, copied as it is, under the same
+//                     number (lib/wal/log-format.ts framing: a prefix cut at a
+//                     record boundary is a valid log); no record is decoded.
+//                     If there is none, one empty log, numbered F (below)
+//   MANIFEST-<F+1>    one snapshot edit (lib/manifest/version-edit.ts): exactly
+//                     those tables and range tombstones, logNumber the oldest
+//                     log above, lastSequence S, nextFileNumber F+2, where F is
+//                     the database's next file number (above every log copied)
 //   CURRENT           written last: a directory without it is an unfinished
 //                     checkpoint, not a database
 //
 // The unflushed writes are copied from the logs rather than flushed first: a
 // flush would make the checkpoint wait for a table write (and add a level-0
 // table to the live database), while the logs' unflushed part is bounded by
-// the memtables' size. Opening the checkpoint replays that log, as after a
+// the memtables' size. Opening the checkpoint replays those logs, as after a
 // restart.
 //
-// Consistency: the version, S and the log records are taken in one turn of the
-// event loop (no write is applied and no version installed meanwhile); the
-// version is then pinned (Version.ref) while its tables are linked over later
-// turns, so a compaction that replaces them cannot delete them first.
+// Consistency: the version, S and the logs' lengths are taken in one turn of
+// the event loop (no write is applied and no version installed meanwhile).
+// Records are appended in sequence order, so the records <= S are exactly a
+// prefix of the logs: every record of the logs before the one that holds S's
+// batch, and that log up to the end of S's group of writes (the engine keeps
+// where the last applied group ends; records after it, written but not yet
+// applied while a sync write waits for its fsync, are not copied). A log the
+// database rotated away from is copied up to where its records end, not its
+// preallocated zeros. The logs are opened in that turn too: a flush that
+// removes one later leaves its bytes readable. The version is pinned
+// (Version.ref) while its tables are linked, so a compaction that replaces
+// them cannot delete them first. Linking and copying then run in slices of
+// about SLICE_MS of the event loop (COPY_CHUNK_BYTES at most per step),
+// whatever the logs' size, and the syncs run off the event loop.
+//
+// Logs are copied, not linked: the checkpoint, once opened, is a database of
+// its own, which may take over its newest log (recovery truncates an empty
+// newest log) and syncs the logs it replays; a link would share those files
+// with the database, whose live log also takes appends past the prefix.
 import { platform } from './platform'
-import { linkOrCopy, type FileSystem } from './fs/fs'
+import { linkOrCopy, syncDirAsync, type FileSystem, type RandomAccessFile } from './fs/fs'
 import type { Version } from './manifest/version'
 import type { FileMeta } from './manifest/file-meta'
+import type { LogPosition } from './wal/log-manager'
 import { encodeVersionEdit, MANIFEST_FORMAT_VERSION } from './manifest/version-edit'
-import { LogReader } from './wal/log-reader'
 import { LogWriter } from './wal/log-writer'
-import { batchCount } from './wal/batch'
-import { getFixed64 } from './util/coding'
+import { TurnSlices } from './util/turn'
 import { CURRENT, join, logName, manifestName, parentDir, parseFileName, tableName, tempName } from './filenames'
-import { levelError } from './errors'
+import { ioError, levelError } from './errors'
 import { assert } from './invariants'
+
+/** The event loop's time a checkpoint takes at once, about (ms): then it lets other work run. */
+const SLICE_MS = 2
+/** The bytes of a log copied in one step. */
+const COPY_CHUNK_BYTES = 1024 * 1024
+
+/** An unflushed log, opened, and where its records up to the checkpoint's sequence number end. */
+export interface UnflushedLog {
+  number: number
+  /** Bytes to copy: a prefix that ends at a record boundary. */
+  length: number
+  file: RandomAccessFile
+}
 
 /** What a checkpoint is made from: taken in one turn (see above). */
 export interface CheckpointSource {
@@ -45,11 +76,11 @@ export interface CheckpointSource {
   dir: string
   /** The version current at `sequence`, referenced by the caller (released by writeCheckpoint). */
   version: Version
-  /** The manifest's logNumber for `version`: older logs hold nothing the tables lack. */
-  logNumber: number
   /** S: the last sequence number the checkpoint holds. */
   sequence: number
-  /** A file number above every table number of the database. */
+  /** The unflushed logs holding writes <= S, oldest first (closed by writeCheckpoint). */
+  logs: UnflushedLog[]
+  /** A file number above every table and log number of the database. */
   nextFileNumber: number
 }
 
@@ -59,81 +90,87 @@ export interface CheckpointResult {
   /** Tables hard-linked and tables copied. */
   linked: number
   copied: number
-  /** Records (batches) of unflushed writes written to the checkpoint's log. */
-  records: number
+  /** Unflushed logs copied, and their bytes (the writes not yet in tables). */
+  logs: number
+  logBytes: number
 }
 
 /**
- * The log records of `dir`'s logs numbered >= `logNumber` whose sequence
- * numbers are all <= `sequence`, in log order (copies). Synchronous, so that the
- * caller can take them in the same turn as the version and the sequence number.
+ * Opens `dir`'s logs numbered from `logNumber` to `visibleEnd.number` and
+ * returns them with the length of their records up to the visible sequence
+ * number: `visibleEnd.offset` for the log of `visibleEnd`, the whole of the
+ * others (`sealedLength`, else the file's size: a log of an earlier process).
+ * Synchronous, so that the caller can take them in the same turn as the
+ * version and the sequence number. Reads nothing.
  */
-export function unflushedRecords (fs: FileSystem, dir: string, logNumber: number, sequence: number): Buffer[] {
-  const logs = fs.list(dir)
+export function openUnflushedLogs (fs: FileSystem, dir: string, logNumber: number, visibleEnd: LogPosition, sealedLength: (number: number) => number | undefined): UnflushedLog[] {
+  const numbers = fs.list(dir)
     .map((n) => parseFileName(n))
-    .filter((p) => p !== undefined && p.type === 'log' && p.number >= logNumber)
+    .filter((p) => p !== undefined && p.type === 'log' && p.number >= logNumber && p.number <= visibleEnd.number)
     .map((p) => p!.number)
     .sort((a, b) => a - b)
-  const out: Buffer[] = []
-  for (const number of logs) {
-    const reader = new LogReader(fs, join(dir, logName(number)), logName(number))
-    try {
-      for (let rec = reader.next(); rec !== undefined; rec = reader.next()) {
-        const first = getFixed64(rec, 0)
-        if (first > sequence) return out
-        // Batches become visible whole: none straddles a visible sequence number.
-        assert(first + batchCount(rec) - 1 <= sequence, 'a batch straddles the checkpoint sequence number')
-        out.push(Buffer.from(rec))
-      }
-    } finally {
-      reader.close()
+  const out: UnflushedLog[] = []
+  try {
+    for (const number of numbers) {
+      const file = fs.openRead(join(dir, logName(number)))
+      out.push({ number, length: 0, file })
+      const length = number === visibleEnd.number ? visibleEnd.offset : sealedLength(number) ?? file.size()
+      assert(length <= file.size(), 'a log is shorter than its records')
+      out[out.length - 1].length = length
     }
+  } catch (err) {
+    closeLogs(out)
+    throw err
   }
   return out
 }
 
 /**
  * Writes the checkpoint into `target`, which must not exist or be empty, and
- * releases `source.version`. Tables are linked one per turn of the event loop.
- * On failure, removes what it wrote and rethrows.
+ * releases `source.version` and closes `source.logs`. Works in slices of the
+ * event loop (see above). On failure, removes what it wrote and rethrows.
  */
-export async function writeCheckpoint (source: CheckpointSource, records: Buffer[], target: string): Promise<CheckpointResult> {
+export async function writeCheckpoint (source: CheckpointSource, target: string): Promise<CheckpointResult> {
   const { fs, version } = source
+  const slices = new TurnSlices(SLICE_MS)
   const made: string[] = []
   try {
-    prepareTarget(fs, target)
-    const result: CheckpointResult = { sequence: source.sequence, linked: 0, copied: 0, records: records.length }
-    const files: FileMeta[] = []
-    for (const level of version.levels) files.push(...level)
-    for (const f of files) {
-      const to = join(target, tableName(f.number))
-      made.push(to)
-      if (linkOrCopy(fs, join(source.dir, tableName(f.number)), to) === 'linked') result.linked++
-      else result.copied++
-      await new Promise<void>((resolve) => setImmediate(resolve))
-    }
-    const log = source.nextFileNumber
-    const manifest = log + 1
-    writeRecords(fs, join(target, logName(log)), records, made)
+    await prepareTarget(fs, target)
+    const result: CheckpointResult = { sequence: source.sequence, linked: 0, copied: 0, logs: 0, logBytes: 0 }
     const newFiles: Array<{ level: number, meta: FileMeta }> = []
     version.levels.forEach((level, n) => { for (const meta of level) newFiles.push({ level: n, meta }) })
+    for (const { meta } of newFiles) {
+      const to = join(target, tableName(meta.number))
+      made.push(to)
+      if (linkOrCopy(fs, join(source.dir, tableName(meta.number)), to) === 'linked') result.linked++
+      else result.copied++
+      await slices.next()
+    }
+    for (const log of source.logs) {
+      await copyLogPrefix(fs, log, join(target, logName(log.number)), slices, made)
+      result.logs++
+      result.logBytes += log.length
+    }
+    // No unflushed write: an empty log for the manifest to name.
+    const logNumber = source.logs.length > 0 ? source.logs[0].number : source.nextFileNumber
+    if (source.logs.length === 0) await writeFile(fs, join(target, logName(logNumber)), made, undefined)
+    const manifest = source.nextFileNumber + 1
     const edit = encodeVersionEdit({
       formatVersion: MANIFEST_FORMAT_VERSION,
-      logNumber: log,
+      logNumber,
       nextFileNumber: manifest + 1,
       lastSequence: source.sequence,
       compactPointers: [],
       newFiles,
       rangeTombstones: version.rangeTombstones.slice()
     })
-    writeRecords(fs, join(target, manifestName(manifest)), [edit], made)
+    await writeFile(fs, join(target, manifestName(manifest)), made, edit)
     const tmp = join(target, tempName(manifest + 1))
-    made.push(tmp)
-    writeRecords(fs, tmp, [], made, Buffer.from(manifestName(manifest) + '\n', 'latin1'))
-    fs.syncDir(target)
+    await writeFile(fs, tmp, made, undefined, Buffer.from(manifestName(manifest) + '\n', 'latin1'))
+    await syncDirAsync(fs, target)
     fs.rename(tmp, join(target, CURRENT))
     made.push(join(target, CURRENT))
-    fs.syncDir(target)
+    await syncDirAsync(fs, target)
     return result
   } catch (err) {
     for (const p of made.reverse()) {
@@ -141,31 +178,52 @@ export async function writeCheckpoint (source: CheckpointSource, records: Buffer
     }
     throw err
   } finally {
+    closeLogs(source.logs)
     version.unref()
   }
 }
 
-function prepareTarget (fs: FileSystem, target: string): void {
+function closeLogs (logs: UnflushedLog[]): void {
+  for (const log of logs) {
+    try { log.file.close() } catch {}
+  }
+}
+
+async function prepareTarget (fs: FileSystem, target: string): Promise<void> {
   if (fs.exists(target) && fs.list(target).length > 0) {
     throw levelError('LEVEL_INVALID_OPTION', `Checkpoint directory is not empty: ${target}`)
   }
   fs.mkdirp(target)
-  fs.syncDir(parentDir(platform().resolvePath(target)))
+  await syncDirAsync(fs, parentDir(platform().resolvePath(target)))
 }
 
-/** Writes `records` as log records (or `raw` bytes as they are) to a new file at `file`, synced. */
-function writeRecords (fs: FileSystem, file: string, records: Buffer[], made: string[], raw?: Buffer): void {
+/** Copies the first `log.length` bytes of `log` to a new file at `to`, a chunk per step, and syncs it. */
+async function copyLogPrefix (fs: FileSystem, log: UnflushedLog, to: string, slices: TurnSlices, made: string[]): Promise<void> {
+  const out = fs.openWrite(to)
+  made.push(to)
+  try {
+    const buf = Buffer.allocUnsafe(Math.max(1, Math.min(COPY_CHUNK_BYTES, log.length)))
+    for (let pos = 0; pos < log.length;) {
+      const n = log.file.read(buf, 0, Math.min(buf.length, log.length - pos), pos)
+      if (n === 0) throw ioError(`Checkpoint: ${logName(log.number)} ended at ${pos} bytes, before its records' end at ${log.length}`, undefined, logName(log.number))
+      out.append(buf.subarray(0, n))
+      pos += n
+      await slices.next()
+    }
+    await out.syncAsync()
+  } finally {
+    out.close()
+  }
+}
+
+/** Writes a new file at `file`, synced: one log record holding `record`, or `raw` bytes as they are, or nothing. */
+async function writeFile (fs: FileSystem, file: string, made: string[], record: Uint8Array | undefined, raw?: Buffer): Promise<void> {
   const out = fs.openWrite(file)
   made.push(file)
   try {
-    if (raw !== undefined) {
-      out.append(raw)
-      out.sync()
-    } else {
-      const writer = new LogWriter(out)
-      if (records.length > 0) writer.addRecords(records)
-      writer.sync()
-    }
+    if (raw !== undefined) out.append(raw)
+    else if (record !== undefined) new LogWriter(out).addRecord(record)
+    await out.syncAsync()
   } finally {
     out.close()
   }

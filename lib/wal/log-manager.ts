@@ -36,6 +36,12 @@ export interface LogManagerEvents {
   onError (err: LevelError): void
 }
 
+/** A place in the write-ahead log: a byte offset in log `number`. */
+export interface LogPosition {
+  number: number
+  offset: number
+}
+
 interface Log {
   writer: LogWriter
   number: number
@@ -61,6 +67,12 @@ export class LogManager {
   private readonly failedRetirements: LogWriter[] = []
   /** Directory fsyncs started for logs created by rotate(), by log number, until they return. */
   private readonly entrySyncs = new Map<number, Promise<void>>()
+  /**
+   * Where the records of each log this manager rotated away from end, by log
+   * number, until the log is forgotten (its writes are in tables): the file
+   * may still hold preallocated zeros after them until its retirement trims it.
+   */
+  private readonly sealedLengths = new Map<number, number>()
 
   /**
    * @param backgroundSyncBytes Log bytes after which the log is fdatasynced once
@@ -76,6 +88,25 @@ export class LogManager {
   /** The current log's file number. */
   get number (): number {
     return this.current!.number
+  }
+
+  /** Where the records appended so far end: the current log and its size. */
+  get end (): LogPosition {
+    return { number: this.current!.number, offset: this.current!.writer.size() }
+  }
+
+  /**
+   * Where the records of log `number` end, if this manager rotated away from
+   * it (no record will be appended to it again); undefined for the current
+   * log and for logs of an earlier process.
+   */
+  sealedLength (number: number): number | undefined {
+    return this.sealedLengths.get(number)
+  }
+
+  /** Log `number`'s writes are in tables: its length is no longer asked for. */
+  forget (number: number): void {
+    this.sealedLengths.delete(number)
   }
 
   /**
@@ -179,6 +210,7 @@ export class LogManager {
     } catch (err) {
       throw ioError('Cannot start a new log; the database takes no more writes until reopened', err)
     }
+    this.sealedLengths.set(old.number, old.writer.size())
     this.unsyncedBytes = 0
     this.backgroundSynced = false
     // The old log's closing waits for its other syncs (a background one, a
