@@ -36,22 +36,25 @@
 // preallocated zeros. The logs are opened in that turn too: a flush that
 // removes one later leaves its bytes readable. The version is pinned
 // (Version.ref) while its tables are linked, so a compaction that replaces
-// them cannot delete them first. Linking and copying then run in slices of
-// about SLICE_MS of the event loop (COPY_CHUNK_BYTES at most per step),
-// whatever the logs' size, and the syncs run off the event loop.
+// them cannot delete them first. From the next turn on, linking and copying
+// run in slices of about SLICE_MS of the event loop (COPY_CHUNK_BYTES at most
+// per step), whatever the logs' size. The files' fsyncs (and the parent
+// directory's, for the checkpoint's own entry) run off the event loop, all at
+// once; then the directory's fsync, CURRENT's rename and a last directory
+// fsync: CURRENT names a manifest only once everything it needs is durable.
 //
 // Logs are copied, not linked: the checkpoint, once opened, is a database of
 // its own, which may take over its newest log (recovery truncates an empty
 // newest log) and syncs the logs it replays; a link would share those files
 // with the database, whose live log also takes appends past the prefix.
 import { platform } from './platform'
-import { linkOrCopy, syncDirAsync, type FileSystem, type RandomAccessFile } from './fs/fs'
+import { linkOrCopy, syncDirAsync, type FileSystem, type RandomAccessFile, type WritableFile } from './fs/fs'
 import type { Version } from './manifest/version'
 import type { FileMeta } from './manifest/file-meta'
 import type { LogPosition } from './wal/log-manager'
 import { encodeVersionEdit, MANIFEST_FORMAT_VERSION } from './manifest/version-edit'
 import { LogWriter } from './wal/log-writer'
-import { TurnSlices } from './util/turn'
+import { nextTurn, TurnSlices } from './util/turn'
 import { CURRENT, join, logName, manifestName, parentDir, parseFileName, tableName, tempName } from './filenames'
 import { ioError, levelError } from './errors'
 import { assert } from './invariants'
@@ -128,14 +131,18 @@ export function openUnflushedLogs (fs: FileSystem, dir: string, logNumber: numbe
 /**
  * Writes the checkpoint into `target`, which must not exist or be empty, and
  * releases `source.version` and closes `source.logs`. Works in slices of the
- * event loop (see above). On failure, removes what it wrote and rethrows.
+ * event loop from the next turn on (see above): the caller's turn does
+ * nothing more. On failure, removes what it wrote and rethrows.
  */
 export async function writeCheckpoint (source: CheckpointSource, target: string): Promise<CheckpointResult> {
   const { fs, version } = source
-  const slices = new TurnSlices(SLICE_MS)
   const made: string[] = []
+  const syncs = new FileSyncs()
   try {
-    await prepareTarget(fs, target)
+    // The caller's turn took the source: the work starts on the next one.
+    await nextTurn()
+    const slices = new TurnSlices(SLICE_MS)
+    prepareTarget(fs, target, syncs)
     const result: CheckpointResult = { sequence: source.sequence, linked: 0, copied: 0, logs: 0, logBytes: 0 }
     const newFiles: Array<{ level: number, meta: FileMeta }> = []
     version.levels.forEach((level, n) => { for (const meta of level) newFiles.push({ level: n, meta }) })
@@ -147,13 +154,13 @@ export async function writeCheckpoint (source: CheckpointSource, target: string)
       await slices.next()
     }
     for (const log of source.logs) {
-      await copyLogPrefix(fs, log, join(target, logName(log.number)), slices, made)
+      await copyLogPrefix(fs, log, join(target, logName(log.number)), slices, made, syncs)
       result.logs++
       result.logBytes += log.length
     }
     // No unflushed write: an empty log for the manifest to name.
     const logNumber = source.logs.length > 0 ? source.logs[0].number : source.nextFileNumber
-    if (source.logs.length === 0) await writeFile(fs, join(target, logName(logNumber)), made, undefined)
+    if (source.logs.length === 0) writeFile(fs, join(target, logName(logNumber)), made, syncs)
     const manifest = source.nextFileNumber + 1
     const edit = encodeVersionEdit({
       formatVersion: MANIFEST_FORMAT_VERSION,
@@ -164,15 +171,17 @@ export async function writeCheckpoint (source: CheckpointSource, target: string)
       newFiles,
       rangeTombstones: version.rangeTombstones.slice()
     })
-    await writeFile(fs, join(target, manifestName(manifest)), made, edit)
+    writeFile(fs, join(target, manifestName(manifest)), made, syncs, { record: edit })
     const tmp = join(target, tempName(manifest + 1))
-    await writeFile(fs, tmp, made, undefined, Buffer.from(manifestName(manifest) + '\n', 'latin1'))
+    writeFile(fs, tmp, made, syncs, { raw: Buffer.from(manifestName(manifest) + '\n', 'latin1') })
+    await syncs.done()
     await syncDirAsync(fs, target)
     fs.rename(tmp, join(target, CURRENT))
     made.push(join(target, CURRENT))
     await syncDirAsync(fs, target)
     return result
   } catch (err) {
+    await syncs.settled()
     for (const p of made.reverse()) {
       try { fs.remove(p) } catch {}
     }
@@ -183,22 +192,51 @@ export async function writeCheckpoint (source: CheckpointSource, target: string)
   }
 }
 
+/**
+ * The checkpoint's fsyncs, run at once off the event loop (their round trips
+ * overlap instead of adding up); each file is closed once its sync returns.
+ * A failure is kept (no unhandled rejection) and thrown by done().
+ */
+class FileSyncs {
+  private readonly running: Array<Promise<void>> = []
+  private failure: { err: unknown } | undefined
+
+  add (sync: Promise<void>): void {
+    this.running.push(sync.then(() => {}, (err) => { this.failure ??= { err } }))
+  }
+
+  /** Resolves once every sync added so far returned; throws the first failure. */
+  async done (): Promise<void> {
+    await this.settled()
+    if (this.failure !== undefined) throw this.failure.err
+  }
+
+  async settled (): Promise<void> {
+    await Promise.all(this.running)
+  }
+}
+
 function closeLogs (logs: UnflushedLog[]): void {
   for (const log of logs) {
     try { log.file.close() } catch {}
   }
 }
 
-async function prepareTarget (fs: FileSystem, target: string): Promise<void> {
+function prepareTarget (fs: FileSystem, target: string, syncs: FileSyncs): void {
   if (fs.exists(target) && fs.list(target).length > 0) {
     throw levelError('LEVEL_INVALID_OPTION', `Checkpoint directory is not empty: ${target}`)
   }
   fs.mkdirp(target)
-  await syncDirAsync(fs, parentDir(platform().resolvePath(target)))
+  syncs.add(syncDirAsync(fs, parentDir(platform().resolvePath(target))))
 }
 
-/** Copies the first `log.length` bytes of `log` to a new file at `to`, a chunk per step, and syncs it. */
-async function copyLogPrefix (fs: FileSystem, log: UnflushedLog, to: string, slices: TurnSlices, made: string[]): Promise<void> {
+/** fdatasync of `out` off the event loop, then close. */
+function syncAndClose (out: WritableFile): Promise<void> {
+  return out.syncAsync().finally(() => out.close())
+}
+
+/** Copies the first `log.length` bytes of `log` to a new file at `to`, a chunk per step; its sync joins `syncs`. */
+async function copyLogPrefix (fs: FileSystem, log: UnflushedLog, to: string, slices: TurnSlices, made: string[], syncs: FileSyncs): Promise<void> {
   const out = fs.openWrite(to)
   made.push(to)
   try {
@@ -210,21 +248,23 @@ async function copyLogPrefix (fs: FileSystem, log: UnflushedLog, to: string, sli
       pos += n
       await slices.next()
     }
-    await out.syncAsync()
-  } finally {
+  } catch (err) {
     out.close()
+    throw err
   }
+  syncs.add(syncAndClose(out))
 }
 
-/** Writes a new file at `file`, synced: one log record holding `record`, or `raw` bytes as they are, or nothing. */
-async function writeFile (fs: FileSystem, file: string, made: string[], record: Uint8Array | undefined, raw?: Buffer): Promise<void> {
+/** Writes a new file at `file`: one log record holding `record`, or `raw` bytes as they are, or nothing; its sync joins `syncs`. */
+function writeFile (fs: FileSystem, file: string, made: string[], syncs: FileSyncs, content: { record?: Uint8Array, raw?: Buffer } = {}): void {
   const out = fs.openWrite(file)
   made.push(file)
   try {
-    if (raw !== undefined) out.append(raw)
-    else if (record !== undefined) new LogWriter(out).addRecord(record)
-    await out.syncAsync()
-  } finally {
+    if (content.raw !== undefined) out.append(content.raw)
+    else if (content.record !== undefined) new LogWriter(out).addRecord(content.record)
+  } catch (err) {
     out.close()
+    throw err
   }
+  syncs.add(syncAndClose(out))
 }

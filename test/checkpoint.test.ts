@@ -181,7 +181,7 @@ test('checkpoints under a storm of single writes copy the unflushed logs by byte
   t.equal(exact, CHECKPOINTS, `${CHECKPOINTS} checkpoints open to exactly the model's state at their sequence number`)
   t.ok(withSyncPending > 0, `${withSyncPending} checkpoints taken while a sync write waited for its fsync`)
   t.equal(readInCall, 0, 'checkpoint() reads no log in the calling turn (no record decoded)')
-  t.ok(longestTurnMs < 50, `the event loop was held at most ${longestTurnMs.toFixed(1)} ms at once during a checkpoint`)
+  t.ok(longestTurnMs < 100, `the event loop was held at most ${longestTurnMs.toFixed(1)} ms at once during a checkpoint`)
   await engine.close()
 })
 
