@@ -39,9 +39,10 @@
 // them cannot delete them first. From the next turn on, linking and copying
 // run in slices of about SLICE_MS of the event loop (COPY_CHUNK_BYTES at most
 // per step), whatever the logs' size. The files' fsyncs (and the parent
-// directory's, for the checkpoint's own entry) run off the event loop, all at
-// once; then the directory's fsync, CURRENT's rename and a last directory
-// fsync: CURRENT names a manifest only once everything it needs is durable.
+// directory's, for the checkpoint's own entry, and the checkpoint directory's,
+// for the entries) run off the event loop, all at once; then CURRENT's rename
+// and a last directory fsync: CURRENT names a manifest only once everything
+// it needs is durable.
 //
 // Logs are copied, not linked: the checkpoint, once opened, is a database of
 // its own, which may take over its newest log (recovery truncates an empty
@@ -174,8 +175,9 @@ export async function writeCheckpoint (source: CheckpointSource, target: string)
     writeFile(fs, join(target, manifestName(manifest)), made, syncs, { record: edit })
     const tmp = join(target, tempName(manifest + 1))
     writeFile(fs, tmp, made, syncs, { raw: Buffer.from(manifestName(manifest) + '\n', 'latin1') })
+    // Every entry is made: the directory's fsync runs beside the files'.
+    syncs.add(syncDirAsync(fs, target))
     await syncs.done()
-    await syncDirAsync(fs, target)
     fs.rename(tmp, join(target, CURRENT))
     made.push(join(target, CURRENT))
     await syncDirAsync(fs, target)
