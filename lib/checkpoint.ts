@@ -8,9 +8,14 @@
 //   <n>.log ...       the writes up to S not yet in tables: of each of the
 //                     database's unflushed logs (numbers >= the manifest's
 //                     logNumber) that holds some, the byte prefix that ends with
-//                     the last record <= S, copied as it is, under the same
-//                     number (lib/wal/log-format.ts framing: a prefix cut at a
-//                     record boundary is a valid log); no record is decoded.
+//                     the last record <= S, under the same number
+//                     (lib/wal/log-format.ts framing: a prefix cut at a record
+//                     boundary is a valid log); no record is decoded. The log
+//                     that holds S's batch is copied; the older ones, which no
+//                     record will be appended to, are hard-linked (copied
+//                     where a link is not possible): whole, with at most the
+//                     preallocated zeros a retired log has until it is trimmed,
+//                     which recovery takes for unused space.
 //                     If there is none, one empty log, numbered F (below)
 //   MANIFEST-<F+1>    one snapshot edit (lib/manifest/version-edit.ts): exactly
 //                     those tables and range tombstones, logNumber the oldest
@@ -34,7 +39,8 @@
 // applied while a sync write waits for its fsync, are not copied). A log the
 // database rotated away from is copied up to where its records end, not its
 // preallocated zeros. The logs are opened in that turn too: a flush that
-// removes one later leaves its bytes readable. The version is pinned
+// removes one later leaves its bytes readable (it is copied from the open
+// file then, instead of linked). The version is pinned
 // (Version.ref) while its tables are linked, so a compaction that replaces
 // them cannot delete them first. From the next turn on, linking and copying
 // run in slices of about SLICE_MS of the event loop (COPY_CHUNK_BYTES at most
@@ -44,15 +50,19 @@
 // and a last directory fsync: CURRENT names a manifest only once everything
 // it needs is durable.
 //
-// Logs are copied, not linked: the checkpoint, once opened, is a database of
-// its own, which may take over its newest log (recovery truncates an empty
-// newest log) and syncs the logs it replays; a link would share those files
-// with the database, whose live log also takes appends past the prefix.
+// Why the log of S is copied and the older ones may be linked: the database
+// appends to its current log past the prefix, and the checkpoint, once opened,
+// is a database of its own, which takes over its newest log if it holds no
+// record (recovery truncates it and appends to it): a link there would share
+// writes both ways. An older log is never the checkpoint's newest, nothing
+// appends to it in either database, and the database's retirement only trims
+// its zeros; its records are durable once the retirement's fdatasync returns
+// (SealedLog.durable), which CURRENT waits for like the copies' fsyncs.
 import { platform } from './platform'
-import { linkOrCopy, syncDirAsync, type FileSystem, type RandomAccessFile, type WritableFile } from './fs/fs'
+import { hardLinkIfSupported, linkOrCopy, syncDirAsync, type FileSystem, type RandomAccessFile, type WritableFile } from './fs/fs'
 import type { Version } from './manifest/version'
 import type { FileMeta } from './manifest/file-meta'
-import type { LogPosition } from './wal/log-manager'
+import type { LogPosition, SealedLog } from './wal/log-manager'
 import { encodeVersionEdit, MANIFEST_FORMAT_VERSION } from './manifest/version-edit'
 import { LogWriter } from './wal/log-writer'
 import { nextTurn, TurnSlices } from './util/turn'
@@ -71,6 +81,11 @@ export interface UnflushedLog {
   /** Bytes to copy: a prefix that ends at a record boundary. */
   length: number
   file: RandomAccessFile
+  /**
+   * Set for a log taken whole, which no record will be appended to (it may be
+   * linked): resolves once its records are durable.
+   */
+  durable?: Promise<void>
 }
 
 /** What a checkpoint is made from: taken in one turn (see above). */
@@ -94,8 +109,9 @@ export interface CheckpointResult {
   /** Tables hard-linked and tables copied. */
   linked: number
   copied: number
-  /** Unflushed logs copied, and their bytes (the writes not yet in tables). */
+  /** Unflushed logs copied or linked, those linked, and their records' bytes (the writes not yet in tables). */
   logs: number
+  logsLinked: number
   logBytes: number
 }
 
@@ -103,11 +119,12 @@ export interface CheckpointResult {
  * Opens `dir`'s logs numbered from `logNumber` to `visibleEnd.number` and
  * returns them with the length of their records up to the visible sequence
  * number: `visibleEnd.offset` for the log of `visibleEnd`, the whole of the
- * others (`sealedLength`, else the file's size: a log of an earlier process).
+ * others (`sealedLog`, else the file's size: a log of an earlier process,
+ * synced when this one opened).
  * Synchronous, so that the caller can take them in the same turn as the
  * version and the sequence number. Reads nothing.
  */
-export function openUnflushedLogs (fs: FileSystem, dir: string, logNumber: number, visibleEnd: LogPosition, sealedLength: (number: number) => number | undefined): UnflushedLog[] {
+export function openUnflushedLogs (fs: FileSystem, dir: string, logNumber: number, visibleEnd: LogPosition, sealedLog: (number: number) => SealedLog | undefined): UnflushedLog[] {
   const numbers = fs.list(dir)
     .map((n) => parseFileName(n))
     .filter((p) => p !== undefined && p.type === 'log' && p.number >= logNumber && p.number <= visibleEnd.number)
@@ -117,10 +134,14 @@ export function openUnflushedLogs (fs: FileSystem, dir: string, logNumber: numbe
   try {
     for (const number of numbers) {
       const file = fs.openRead(join(dir, logName(number)))
-      out.push({ number, length: 0, file })
-      const length = number === visibleEnd.number ? visibleEnd.offset : sealedLength(number) ?? file.size()
-      assert(length <= file.size(), 'a log is shorter than its records')
-      out[out.length - 1].length = length
+      const log: UnflushedLog = { number, length: visibleEnd.offset, file }
+      out.push(log)
+      if (number < visibleEnd.number) {
+        const sealed = sealedLog(number)
+        log.length = sealed?.length ?? file.size()
+        log.durable = sealed?.durable ?? Promise.resolve()
+      }
+      assert(log.length <= file.size(), 'a log is shorter than its records')
     }
   } catch (err) {
     closeLogs(out)
@@ -144,7 +165,7 @@ export async function writeCheckpoint (source: CheckpointSource, target: string)
     await nextTurn()
     const slices = new TurnSlices(SLICE_MS)
     prepareTarget(fs, target, syncs)
-    const result: CheckpointResult = { sequence: source.sequence, linked: 0, copied: 0, logs: 0, logBytes: 0 }
+    const result: CheckpointResult = { sequence: source.sequence, linked: 0, copied: 0, logs: 0, logsLinked: 0, logBytes: 0 }
     const newFiles: Array<{ level: number, meta: FileMeta }> = []
     version.levels.forEach((level, n) => { for (const meta of level) newFiles.push({ level: n, meta }) })
     for (const { meta } of newFiles) {
@@ -155,7 +176,14 @@ export async function writeCheckpoint (source: CheckpointSource, target: string)
       await slices.next()
     }
     for (const log of source.logs) {
-      await copyLogPrefix(fs, log, join(target, logName(log.number)), slices, made, syncs)
+      const to = join(target, logName(log.number))
+      if (log.durable !== undefined && linkLog(fs, join(source.dir, logName(log.number)), to)) {
+        made.push(to)
+        syncs.add(log.durable)
+        result.logsLinked++
+      } else {
+        await copyLogPrefix(fs, log, to, slices, made, syncs)
+      }
       result.logs++
       result.logBytes += log.length
     }
@@ -230,6 +258,16 @@ function prepareTarget (fs: FileSystem, target: string, syncs: FileSyncs): void 
   }
   fs.mkdirp(target)
   syncs.add(syncDirAsync(fs, parentDir(platform().resolvePath(target))))
+}
+
+/** A hard link of a log taken whole; false where links are not possible or the database removed it since (it is copied then). */
+function linkLog (fs: FileSystem, existing: string, newPath: string): boolean {
+  try {
+    return hardLinkIfSupported(fs, existing, newPath)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false
+    throw err
+  }
 }
 
 /** fdatasync of `out` off the event loop, then close. */

@@ -488,7 +488,7 @@ export class Engine {
     const version = this.versions.current
     const logNumber = this.versions.logNumber
     const sequence = this.pipeline.visibleSeq
-    const logs = openUnflushedLogs(this.fs, this.location, logNumber, this.visibleLogEnd, (n) => this.logs.sealedLength(n))
+    const logs = openUnflushedLogs(this.fs, this.location, logNumber, this.visibleLogEnd, (n) => this.logs.sealedLog(n))
     version.ref()
     return await writeCheckpoint({
       fs: this.fs,

@@ -19,6 +19,7 @@ import type { FileSystem } from '../lib/fs/fs'
 import { KIND_DELETE, KIND_VALUE } from '../lib/keys'
 import { MemFileSystem } from './fs/mem-fs'
 import { CRASH_MODES, killedProcessImage, powerLossImage } from './fs/crash-images'
+import { CompactionWorker } from '../lib/compaction/worker'
 import { openEngine } from './util/open-engine'
 import { Random, seedFromEnv } from './util/random'
 import { tempDir } from './util/temp'
@@ -196,16 +197,30 @@ test('checkpoints under a storm of single writes copy the unflushed logs by byte
 test('a crash during a checkpoint leaves a directory without CURRENT, or the checkpoint whole', async (t) => {
   const rnd = new Random(seed)
   const mem = new MemFileSystem()
-  // A small write buffer: tables, a sealed log and the live log's prefix to copy.
-  const engine = await openEngine('/db', { writeBufferSize: 32 * 1024 }, mem)
+  // Flushes can be held back: then frozen memtables keep their logs, sealed
+  // logs that the checkpoint links, beside the live log's prefix it copies.
+  const workers = { compaction: CompactionWorker.inProcess(mem), flush: CompactionWorker.inProcess(mem) }
+  let flushesHeld: Promise<void> | undefined
+  const flush = workers.flush.flush.bind(workers.flush)
+  workers.flush.flush = async (job) => {
+    if (flushesHeld !== undefined) await flushesHeld
+    return await flush(job)
+  }
+  const engine = await Engine.open('/db', { writeBufferSize: 32 * 1024, maxImmutableMemtables: 4 }, mem, workers)
   const model = new Map<string, string>()
   const KEYS = 800
-  for (let i = 0; i < 6000; i++) {
+  const write = async (): Promise<void> => {
     const k = 'k' + String(rnd.int(KEYS)).padStart(4, '0')
     const v = rnd.bytes(4 + rnd.int(20)).toString('hex')
     model.set(k, v)
     await engine.write(encodeBatch([{ kind: KIND_VALUE, key: k, value: v }]), false)
   }
+  for (let i = 0; i < 4000; i++) await write()
+  await engine.waitForIdle()
+  let release = (): void => {}
+  flushesHeld = new Promise<void>((resolve) => { release = resolve })
+  while (engine.frozenMemTables < 2) await write()
+  for (let i = rnd.int(200); i > 0; i--) await write()
   const images: MemFileSystem[] = []
   let running = true
   const takeImages = (): void => {
@@ -216,8 +231,10 @@ test('a crash during a checkpoint leaves a directory without CURRENT, or the che
   const made = await engine.checkpoint('/cp')
   running = false
   images.push(powerLossImage(mem, rnd, 'drop'))
+  release()
   await engine.close()
-  t.ok(made.linked > 0 && made.logBytes > 0, `the checkpoint linked ${made.linked} tables and copied ${made.logBytes} bytes of ${made.logs} logs`)
+  t.ok(made.linked > 0, `${made.linked} tables linked`)
+  t.ok(made.logs === 3 && made.logsLinked === 2, `${made.logBytes} bytes of ${made.logs} logs: the 2 logs of frozen memtables linked, the live log's prefix copied`)
   let unfinished = 0
   let whole = 0
   for (const [i, image] of images.entries()) {

@@ -42,6 +42,14 @@ export interface LogPosition {
   offset: number
 }
 
+/** A log this manager rotated away from: no record is appended to it again. */
+export interface SealedLog {
+  /** Where its records end (the file may hold preallocated zeros after them until its retirement trims it). */
+  length: number
+  /** Resolves once its fdatasync of the retirement returned: its records are durable. Rejects if it failed. */
+  durable: Promise<void>
+}
+
 interface Log {
   writer: LogWriter
   number: number
@@ -67,12 +75,8 @@ export class LogManager {
   private readonly failedRetirements: LogWriter[] = []
   /** Directory fsyncs started for logs created by rotate(), by log number, until they return. */
   private readonly entrySyncs = new Map<number, Promise<void>>()
-  /**
-   * Where the records of each log this manager rotated away from end, by log
-   * number, until the log is forgotten (its writes are in tables): the file
-   * may still hold preallocated zeros after them until its retirement trims it.
-   */
-  private readonly sealedLengths = new Map<number, number>()
+  /** The logs this manager rotated away from, by number, until forgotten (their writes are in tables). */
+  private readonly sealed = new Map<number, SealedLog>()
 
   /**
    * @param backgroundSyncBytes Log bytes after which the log is fdatasynced once
@@ -95,18 +99,14 @@ export class LogManager {
     return { number: this.current!.number, offset: this.current!.writer.size() }
   }
 
-  /**
-   * Where the records of log `number` end, if this manager rotated away from
-   * it (no record will be appended to it again); undefined for the current
-   * log and for logs of an earlier process.
-   */
-  sealedLength (number: number): number | undefined {
-    return this.sealedLengths.get(number)
+  /** Log `number`, if this manager rotated away from it; undefined for the current log and for logs of an earlier process. */
+  sealedLog (number: number): SealedLog | undefined {
+    return this.sealed.get(number)
   }
 
-  /** Log `number`'s writes are in tables: its length is no longer asked for. */
+  /** Log `number`'s writes are in tables: it is no longer asked for. */
   forget (number: number): void {
-    this.sealedLengths.delete(number)
+    this.sealed.delete(number)
   }
 
   /**
@@ -210,7 +210,6 @@ export class LogManager {
     } catch (err) {
       throw ioError('Cannot start a new log; the database takes no more writes until reopened', err)
     }
-    this.sealedLengths.set(old.number, old.writer.size())
     this.unsyncedBytes = 0
     this.backgroundSynced = false
     // The old log's closing waits for its other syncs (a background one, a
@@ -219,7 +218,10 @@ export class LogManager {
     const entry = syncDirAsync(this.fs, this.dir)
     this.entrySyncs.set(number, entry)
     entry.then(() => this.entrySyncs.delete(number), settled)
-    const retirement = Promise.all([old.writer.syncAsync(), entry])
+    const durable = old.writer.syncAsync()
+    durable.catch(settled) // reported below, once
+    this.sealed.set(old.number, { length: old.writer.size(), durable })
+    const retirement = Promise.all([durable, entry])
       .then(async () => {
         await old.syncs
         await old.writer.closeAsync().catch(settled)
