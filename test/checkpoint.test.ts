@@ -200,10 +200,12 @@ test('a crash during a checkpoint leaves a directory without CURRENT, or the che
   // Flushes can be held back: then frozen memtables keep their logs, sealed
   // logs that the checkpoint links, beside the live log's prefix it copies.
   const workers = { compaction: CompactionWorker.inProcess(mem), flush: CompactionWorker.inProcess(mem) }
-  let flushesHeld: Promise<void> | undefined
+  let holding = false
+  let release = (): void => {}
+  const held = new Promise<void>((resolve) => { release = resolve })
   const flush = workers.flush.flush.bind(workers.flush)
   workers.flush.flush = async (job) => {
-    if (flushesHeld !== undefined) await flushesHeld
+    if (holding) await held
     return await flush(job)
   }
   const engine = await Engine.open('/db', { writeBufferSize: 32 * 1024, maxImmutableMemtables: 4 }, mem, workers)
@@ -217,8 +219,7 @@ test('a crash during a checkpoint leaves a directory without CURRENT, or the che
   }
   for (let i = 0; i < 4000; i++) await write()
   await engine.waitForIdle()
-  let release = (): void => {}
-  flushesHeld = new Promise<void>((resolve) => { release = resolve })
+  holding = true
   while (engine.frozenMemTables < 2) await write()
   for (let i = rnd.int(200); i > 0; i--) await write()
   const images: MemFileSystem[] = []
