@@ -36,19 +36,19 @@
 // prefix of the logs: every record of the logs before the one that holds S's
 // batch, and that log up to the end of S's group of writes (the engine keeps
 // where the last applied group ends; records after it, written but not yet
-// applied while a sync write waits for its fsync, are not copied). A log the
-// database rotated away from is copied up to where its records end, not its
-// preallocated zeros. The logs are opened in that turn too: a flush that
-// removes one later leaves its bytes readable (it is copied from the open
-// file then, instead of linked). The version is pinned
-// (Version.ref) while its tables are linked, so a compaction that replaces
-// them cannot delete them first. From the next turn on, linking and copying
-// run in slices of about SLICE_MS of the event loop (COPY_CHUNK_BYTES at most
-// per step), whatever the logs' size. The files' fsyncs (and the parent
-// directory's, for the checkpoint's own entry, and the checkpoint directory's,
-// for the entries) run off the event loop, all at once; then CURRENT's rename
-// and a last directory fsync: CURRENT names a manifest only once everything
-// it needs is durable.
+// applied while a sync write waits for its fsync, are not copied). The older
+// logs are taken whole: where a log's records end was noted when the database
+// rotated away from it (SealedLog.length; a log replayed at open ends at its
+// file's end). The logs are opened in that turn too: a flush that removes one
+// later leaves its bytes readable (it is copied from the open file then,
+// instead of linked). The version is pinned (Version.ref) while its tables
+// are linked, so a compaction that replaces them cannot delete them first.
+// From the next turn on, linking and copying run in slices of about SLICE_MS
+// of the event loop (COPY_CHUNK_BYTES at most per step), whatever the logs'
+// size. The files' fsyncs (and the parent directory's, for the checkpoint's
+// own entry, and the checkpoint directory's, for the entries) run off the
+// event loop, all at once; then CURRENT's rename and a last directory fsync:
+// CURRENT names a manifest only once everything it needs is durable.
 //
 // Why the log of S is copied and the older ones may be linked: the database
 // appends to its current log past the prefix, and the checkpoint, once opened,
@@ -57,7 +57,9 @@
 // writes both ways. An older log is never the checkpoint's newest, nothing
 // appends to it in either database, and the database's retirement only trims
 // its zeros; its records are durable once the retirement's fdatasync returns
-// (SealedLog.durable), which CURRENT waits for like the copies' fsyncs.
+// (SealedLog.durable), which CURRENT waits for like the copies' fsyncs (it
+// has returned already in practice: no write goes to a newer log before the
+// older log's retirement is over).
 import { platform } from './platform'
 import { hardLinkIfSupported, linkOrCopy, syncDirAsync, type FileSystem, type RandomAccessFile, type WritableFile } from './fs/fs'
 import type { Version } from './manifest/version'
