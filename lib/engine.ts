@@ -477,7 +477,8 @@ export class Engine {
   /**
    * Writes an openable copy of the database as of its current sequence number
    * into `dir` (lib/checkpoint.ts): tables hard-linked, the unflushed part of
-   * the logs copied by bytes, a manifest for exactly that version.
+   * the logs taken by bytes (the log of the sequence number copied up to it,
+   * older logs linked), a manifest for exactly that version.
    */
   async checkpoint (dir: string): Promise<CheckpointResult> {
     if (this.follower !== undefined) throw this.readOnlyError('checkpoint')
