@@ -2,13 +2,13 @@
 // compactions, many checkpoints, each opened and compared with a snapshot taken
 // in the same turn (so at the same sequence number); during a storm of single
 // awaited writes over a large unflushed log, with sync writes waiting for their
-// fsync (records in the log, not yet visible), checkpoints that read no log
-// in the calling turn and open to exactly a model's state at their sequence
-// number; tables hard-linked, or copied where
-// linking fails; the unflushed writes included; crash images taken at every
-// turn of a checkpoint (killed process, power loss) either lack CURRENT or
-// open to exactly its state; a non-empty target refused.
-// SEED=<n> replays the storms.
+// fsync (records in the log, not yet visible), checkpoints that read no log in
+// the calling turn and open to exactly a model's state at their sequence
+// number; crash images taken at every turn of a checkpoint (killed process,
+// power loss), with flushes held back so that older logs are linked, either
+// lack CURRENT or open to exactly its state; tables hard-linked, or copied
+// where linking fails; the unflushed writes included; a non-empty target
+// refused. SEED=<n> replays the storms and the crash images.
 import test from 'tape'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
