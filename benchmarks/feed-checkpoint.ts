@@ -116,7 +116,7 @@ async function checkpoint (root: string): Promise<void> {
     const t1 = process.hrtime.bigint()
     const made = await db.checkpoint(target)
     const ms = Number(process.hrtime.bigint() - t1) / 1e6
-    console.log(`  checkpoint ${i + 1}: ${ms.toFixed(1)} ms, ${made.linked} linked, ${made.copied} copied, ${made.records} unflushed batches: ${(ms / Math.max(1, made.linked + made.copied)).toFixed(3)} ms per table`)
+    console.log(`  checkpoint ${i + 1}: ${ms.toFixed(1)} ms, ${made.linked} linked, ${made.copied} copied, ${made.logBytes} bytes of unflushed log: ${(ms / Math.max(1, made.linked + made.copied)).toFixed(3)} ms per table`)
   }
   await db.close()
 }

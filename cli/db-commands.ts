@@ -81,7 +81,7 @@ export async function cmdCheckpoint (p: Parsed): Promise<number> {
   const t0 = Date.now()
   const made = await withDb(dir, async (db) => await db.checkpoint(target))
   process.stdout.write(`checkpoint ${target} at sequence ${made.sequence} in ${Date.now() - t0} ms: ` +
-    `${made.linked} tables linked, ${made.copied} copied, ${made.records} unflushed batches\n`)
+    `${made.linked} tables linked, ${made.copied} copied, ${made.logBytes} bytes of unflushed writes from ${made.logs} logs\n`)
   return 0
 }
 

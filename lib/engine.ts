@@ -29,7 +29,7 @@ import type { Version } from './manifest/version'
 import { overlapsHalfOpen, type FileMeta } from './manifest/file-meta'
 import type { MemTable } from './memtable/memtable'
 import { MemTableSet } from './memtable/memtable-set'
-import { LogManager } from './wal/log-manager'
+import { LogManager, type LogPosition } from './wal/log-manager'
 import { encodeBatch, OP_RANGE_DELETE, type BatchOp } from './wal/batch'
 import { clearBounds, RangeTombstoneView, type RangeTombstoneIndex } from './range-tombstones'
 import { BlockCache } from './sstable/cache'
@@ -50,7 +50,7 @@ import { ioError, isLevelError, levelError, type LevelError } from './errors'
 import type { LsmStats } from './stats'
 import { TurnBudget } from './util/turn'
 import { LogRetention } from './wal/log-retention'
-import { unflushedRecords, writeCheckpoint, type CheckpointResult } from './checkpoint'
+import { openUnflushedLogs, writeCheckpoint, type CheckpointResult } from './checkpoint'
 import { changes, type ChangeBatch } from './change-feed'
 import { logNumbers } from './filenames'
 
@@ -64,6 +64,12 @@ export type { CheckpointResult } from './checkpoint'
 
 /** How many write buffers' worth a memtable replayed at open may hold before it is written to a table during the open (lib/recovery.ts). */
 const REPLAY_BUFFER_FACTOR = 4
+
+/** A group of writes in the log, waiting to be applied to `mem`; its records end at `logEnd`. */
+interface WrittenGroup {
+  mem: MemTable
+  logEnd: LogPosition
+}
 
 export interface LevelInfo {
   level: number
@@ -86,7 +92,13 @@ export class Engine {
   private readonly snapshots = new SnapshotList()
   private readonly memtables: MemTableSet
   private readonly logs: LogManager
-  private readonly pipeline: CommitPipeline<MemTable>
+  private readonly pipeline: CommitPipeline<WrittenGroup>
+  /**
+   * Where the records of the writes up to the visible sequence number end:
+   * the log records before it are exactly those writes (records are appended
+   * in sequence order), what follows it is not visible yet.
+   */
+  private visibleLogEnd: LogPosition = { number: 0, offset: 0 }
   private readonly scheduler: CompactionScheduler
   private lock: LockHandle | undefined
   /** Set by a read-only open (options.readOnly). */
@@ -126,18 +138,19 @@ export class Engine {
       onRetired: () => this.pipeline.resume(),
       onError: (err) => this.pipeline.stop(err)
     })
-    this.pipeline = new CommitPipeline<MemTable>({
+    this.pipeline = new CommitPipeline<WrittenGroup>({
       shouldSlowDown: () => this.versions.current.levels[0].length >= options.level0SlowdownWritesTrigger,
       makeRoom: () => this.makeRoomForWrite(),
       writeToLog: (batches) => {
         this.logs.append(batches)
-        return this.memtables.groupWritten()
+        return { mem: this.memtables.groupWritten(), logEnd: this.logs.end }
       },
       canSyncInline: () => !this.logs.retiring,
       syncLog: () => this.logs.sync(),
       syncLogAsync: () => this.logs.syncAsync(),
-      apply: (mem, batches, firstSeqs) => {
+      apply: ({ mem, logEnd }, batches, firstSeqs) => {
         for (let i = 0; i < batches.length; i++) this.userBytes += mem.addBatch(batches[i], firstSeqs[i])
+        this.visibleLogEnd = logEnd
         if (this.memtables.groupApplied(mem)) this.scheduler.schedule()
         if (this.commitWaiters.length > 0) this.wakeFeeds()
       }
@@ -153,7 +166,7 @@ export class Engine {
       lastSequence: () => this.pipeline.visibleSeq,
       currentLogNumber: () => this.logs.number,
       retireLog: (number) => {
-        this.logs.forgetBelow(number + 1)
+        this.logs.forget(number)
         return this.retention.retire(number)
       },
       logEntryDurable: (number) => this.logs.entryDurable(number),
@@ -215,6 +228,8 @@ export class Engine {
     })
     this.recovery = recovered.report
     this.pipeline.setLastSequence(recovered.lastSequence)
+    // Every replayed record is visible; the new log holds none yet.
+    this.visibleLogEnd = this.logs.end
     // The replayed memtables not yet in tables are flushed in the background (lib/recovery.ts).
     this.memtables.adoptReplayed(recovered.unflushed)
     this.replayedMemTables = recovered.unflushed.map((u) => u.mem)
@@ -474,24 +489,29 @@ export class Engine {
 
   /**
    * Writes an openable copy of the database as of its current sequence number
-   * into `dir` (lib/checkpoint.ts): tables hard-linked, the unflushed writes
-   * copied from the logs, a manifest for exactly that version.
+   * into `dir` (lib/checkpoint.ts): tables hard-linked, the unflushed part of
+   * the logs taken by bytes (the log of the sequence number copied up to it,
+   * older logs linked), a manifest for exactly that version.
    */
   async checkpoint (dir: string): Promise<CheckpointResult> {
+    if (this.follower !== undefined) throw this.readOnlyError('checkpoint')
     if (this.pipeline.error) throw this.pipeline.error
-    // One turn: the version, its logNumber, the sequence number and the records.
+    // One turn: the version, its logNumber, the sequence number and where its
+    // writes end in the logs; the logs opened, so that a flush's removal of
+    // one cannot take its bytes away before they are copied.
     const version = this.versions.current
+    const logNumber = this.versions.logNumber
     const sequence = this.pipeline.visibleSeq
-    const records = unflushedRecords(this.fs, this.location, this.versions.logNumber, sequence)
+    const logs = openUnflushedLogs(this.fs, this.location, logNumber, this.visibleLogEnd, (n) => this.logs.sealedLog(n))
     version.ref()
     return await writeCheckpoint({
       fs: this.fs,
       dir: this.location,
       version,
-      logNumber: this.versions.logNumber,
       sequence,
+      logs,
       nextFileNumber: this.versions.nextFileNumber
-    }, records, platform().resolvePath(dir))
+    }, platform().resolvePath(dir))
   }
 
   /**

@@ -77,7 +77,7 @@ test('a read-only open of a missing database fails and creates nothing', async (
   t.notOk(nodeFs.existsSync(dir), 'the directory was not created')
 })
 
-test('writes, clear, flush and compactRange fail with LEVEL_READ_ONLY; supports says read-only', async (t) => {
+test('writes, clear, flush, compactRange and checkpoint fail with LEVEL_READ_ONLY; supports says read-only', async (t) => {
   const dir = tempDir()
   await fill(dir, 0, 10)
   const db = new LsmLevel(dir, { readOnly: true })
@@ -92,7 +92,8 @@ test('writes, clear, flush and compactRange fail with LEVEL_READ_ONLY; supports 
     ['clear', () => db.clear()],
     ['clear with a limit', () => db.clear({ limit: 2 })],
     ['flush', () => db.flush()],
-    ['compactRange', () => db.compactRange()]
+    ['compactRange', () => db.compactRange()],
+    ['checkpoint', () => db.checkpoint(path.join(tempDir(), 'cp'))]
   ]
   for (const [what, run] of attempts) {
     try {

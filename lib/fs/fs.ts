@@ -143,14 +143,20 @@ const LINK_UNSUPPORTED = new Set(['EXDEV', 'EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EM
  * or where links are not supported). Returns how: 'linked' or 'copied'.
  */
 export function linkOrCopy (fs: FileSystem, existing: string, newPath: string): 'linked' | 'copied' {
-  try {
-    fs.hardLink(existing, newPath)
-    return 'linked'
-  } catch (err) {
-    if (!LINK_UNSUPPORTED.has((err as NodeJS.ErrnoException).code ?? '')) throw err
-  }
+  if (hardLinkIfSupported(fs, existing, newPath)) return 'linked'
   copyFile(fs, existing, newPath)
   return 'copied'
+}
+
+/** A hard link of `existing` at `newPath`, or false where the file system cannot link there. Throws other errors. */
+export function hardLinkIfSupported (fs: FileSystem, existing: string, newPath: string): boolean {
+  try {
+    fs.hardLink(existing, newPath)
+    return true
+  } catch (err) {
+    if (!LINK_UNSUPPORTED.has((err as NodeJS.ErrnoException).code ?? '')) throw err
+    return false
+  }
 }
 
 /** Copies the file at `from` to `to` in 1 MiB reads and syncs the copy. */

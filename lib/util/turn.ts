@@ -33,3 +33,21 @@ export class TurnBudget {
 export function nextTurn (): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve))
 }
+
+/**
+ * Long work cut into slices of about `sliceMs` of the event loop each: the
+ * worker calls next() after each step, which continues on the next turn once
+ * the current slice is used up (a loop of awaited writes meanwhile gets its
+ * turns, and no turn is held longer than one slice and one step).
+ */
+export class TurnSlices {
+  private sliceStart = clock.now()
+
+  constructor (private readonly sliceMs: number) {}
+
+  async next (): Promise<void> {
+    if (clock.now() - this.sliceStart < this.sliceMs) return
+    await nextTurn()
+    this.sliceStart = clock.now()
+  }
+}

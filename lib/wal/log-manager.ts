@@ -36,6 +36,20 @@ export interface LogManagerEvents {
   onError (err: LevelError): void
 }
 
+/** A place in the write-ahead log: a byte offset in log `number`. */
+export interface LogPosition {
+  number: number
+  offset: number
+}
+
+/** A log this manager rotated away from: no record is appended to it again. */
+export interface SealedLog {
+  /** Where its records end (the file may hold preallocated zeros after them until its retirement trims it). */
+  length: number
+  /** Resolves once its fdatasync of the retirement returned: its records are durable. Rejects if it failed. */
+  durable: Promise<void>
+}
+
 interface Log {
   writer: LogWriter
   number: number
@@ -59,10 +73,12 @@ export class LogManager {
   private retired: Promise<void> = Promise.resolve()
   /** Retired logs whose retirement failed: closed by close(). */
   private readonly failedRetirements: LogWriter[] = []
-  /** Where the records of each log written or adopted since open end, by log number (see recordsEnd). */
-  private readonly ends = new Map<number, number>()
+  /** Where the records of each log replayed at open and still live end, by log number (see recordsEnd). */
+  private readonly adopted = new Map<number, number>()
   /** Directory fsyncs started for logs created by rotate(), by log number, until they return. */
   private readonly entrySyncs = new Map<number, Promise<void>>()
+  /** The logs this manager rotated away from, by number, until forgotten (their writes are in tables). */
+  private readonly sealed = new Map<number, SealedLog>()
 
   /**
    * @param backgroundSyncBytes Log bytes after which the log is fdatasynced once
@@ -78,6 +94,22 @@ export class LogManager {
   /** The current log's file number. */
   get number (): number {
     return this.current!.number
+  }
+
+  /** Where the records appended so far end: the current log and its size. */
+  get end (): LogPosition {
+    return { number: this.current!.number, offset: this.current!.writer.size() }
+  }
+
+  /** Log `number`, if this manager rotated away from it; undefined for the current log and for logs of an earlier process. */
+  sealedLog (number: number): SealedLog | undefined {
+    return this.sealed.get(number)
+  }
+
+  /** Log `number`'s writes are in tables: it is no longer asked for. */
+  forget (number: number): void {
+    this.sealed.delete(number)
+    this.adopted.delete(number)
   }
 
   /**
@@ -111,17 +143,12 @@ export class LogManager {
    */
   recordsEnd (number: number): number | undefined {
     if (this.current?.number === number) return this.current.writer.size()
-    return this.ends.get(number)
+    return this.sealed.get(number)?.length ?? this.adopted.get(number)
   }
 
   /** A log replayed at open that stays live: its records end at `end`. */
   adopt (number: number, end: number): void {
-    this.ends.set(number, end)
-  }
-
-  /** Forgets the logs numbered below `number` (no longer needed). */
-  forgetBelow (number: number): void {
-    for (const n of this.ends.keys()) if (n < number) this.ends.delete(n)
+    this.adopted.set(number, end)
   }
 
   private create (number: number): Log {
@@ -196,7 +223,6 @@ export class LogManager {
    */
   rotate (number: number): void {
     const old = this.current!
-    this.ends.set(old.number, old.writer.size())
     try {
       this.current = this.create(number)
     } catch (err) {
@@ -210,7 +236,10 @@ export class LogManager {
     const entry = syncDirAsync(this.fs, this.dir)
     this.entrySyncs.set(number, entry)
     entry.then(() => this.entrySyncs.delete(number), settled)
-    const retirement = Promise.all([old.writer.syncAsync(), entry])
+    const durable = old.writer.syncAsync()
+    durable.catch(settled) // reported below, once
+    this.sealed.set(old.number, { length: old.writer.size(), durable })
+    const retirement = Promise.all([durable, entry])
       .then(async () => {
         await old.syncs
         await old.writer.closeAsync().catch(settled)
