@@ -1,4 +1,4 @@
-// lib/tools: the data that dump, verify, openExisting and scan return, on
+// The Node host's tools (hosts/node/tools/): the data that dump, verify, openExisting and scan return, on
 // databases written by the engine, intact and damaged (the command line's
 // printing of it is test/cli.test.ts).
 import test from 'tape'
