@@ -182,10 +182,11 @@ test('version set: a damaged CURRENT or manifest is LEVEL_CORRUPTION naming the 
   writeManifest(fs, 2, [state, { lastSequence: 5 }, { lastSequence: 6 }])
   const path = join(DIR, manifestName(2))
   const bytes = fs.readSmallFile(path)
-  bytes[10] ^= 0x40 // inside the first record, which valid records follow
+  // Inside the second record's payload (past the first record and the second's 7-byte header): a valid state, then damage, then a valid record.
+  bytes[7 + encodeVersionEdit(state).length + 7] ^= 0x40
   fs.remove(path)
   fs.createExclusive(path, bytes)
-  expectError(t, () => recovered(fs), 'LEVEL_CORRUPTION', manifestName(2), 'a damaged record followed by valid ones')
+  expectError(t, () => recovered(fs), 'LEVEL_CORRUPTION', manifestName(2), 'a damaged record between valid ones')
 
   fs = freshFs()
   writeManifest(fs, 2, [{ lastSequence: 5 }])
@@ -216,9 +217,10 @@ test('version set: logsAtClose is kept only while the clean-close record is the 
   t.is(back.logsAtClose, undefined, 'an edit after the close record: dropped')
   const queuedFs = freshFs()
   const queuedVs = created(queuedFs, 4)
-  const queued = queuedVs.logAndApply({ lastSequence: 7 })
+  // Two edits queued: the second waits for the first one's fsync.
+  const queued = [queuedVs.logAndApply({ lastSequence: 6 }), queuedVs.logAndApply({ lastSequence: 7 })]
   const closed = queuedVs.recordClose(close)
-  await Promise.all([queued, closed])
+  await Promise.all([...queued, closed])
   queuedVs.close()
   back = recovered(queuedFs)
   t.same(back.logsAtClose, close, 'recordClose goes after the edits queued before it')
