@@ -213,7 +213,7 @@ test('log manager: one background sync per log, started once the threshold is cr
   logs.close()
 })
 
-test('log manager: recordsEnd, adopt and forgetBelow', async (t) => {
+test('log manager: recordsEnd, adopt and forget', async (t) => {
   const rnd = new Random(seed + 6)
   const fs = new MemFileSystem()
   fs.mkdirp(DIR)
@@ -233,8 +233,12 @@ test('log manager: recordsEnd, adopt and forgetBelow', async (t) => {
   logs.append(payloads(rnd, 2))
   t.is(logs.recordsEnd(5), end5, 'a retired log: its size when it took its last record')
   t.ok(logs.recordsEnd(6)! > 0, 'the new log: its own size')
-  logs.forgetBelow(5)
-  t.same([3, 4, 5, 6].map((n) => logs.recordsEnd(n)), [undefined, undefined, end5, logs.recordsEnd(6)], 'forgetBelow(5) forgets logs 3 and 4 only')
+  logs.forget(3)
+  logs.forget(4)
+  t.same([3, 4, 5, 6].map((n) => logs.recordsEnd(n)), [undefined, undefined, end5, logs.recordsEnd(6)], 'forget(3) and forget(4) forget those logs only')
+  t.is(logs.sealedLog(5)?.length, end5, 'the retired log is sealed at that size')
+  logs.forget(5)
+  t.is(logs.recordsEnd(5), undefined, 'forget(5): a sealed log forgotten too')
   await done
   await logs.settle()
   logs.close()
