@@ -39,7 +39,8 @@ import { LevelIterator } from './iterators/level-iterator'
 import type { InternalIterator } from './iterators/internal-iterator'
 import { DbIterator, entryKey, FOUND, type RangeOptions } from './iterators/db-iterator'
 import { CommitPipeline } from './commit-pipeline'
-import { CompactionScheduler, type BackgroundWorkers } from './compaction/scheduler'
+import { CompactionScheduler } from './compaction/scheduler'
+import type { JobRunners } from './compaction/job'
 import { emptyRecoveryReport, recover, removeOrphans, type RecoveryReport } from './recovery'
 import { Follower } from './follower'
 import { SnapshotList, Snapshot } from './snapshots'
@@ -122,7 +123,7 @@ export class Engine {
    */
   private replayedMemTables: MemTable[] = []
 
-  private constructor (location: string, options: EngineOptions, fs: FileSystem, workers: BackgroundWorkers | undefined) {
+  private constructor (location: string, options: EngineOptions, fs: FileSystem, workers: JobRunners | undefined) {
     this.location = location
     this.options = options
     this.fs = fs
@@ -179,10 +180,10 @@ export class Engine {
   /**
    * Opens (or creates) the database in `location`. Options are validated first.
    * `workers` (internal, for tests): where flushes and compactions run when
-   * options.compactionWorker is on, e.g. CompactionWorker.inProcess over `fs`
+   * options.compactionWorker is on, e.g. JobThread.inProcess over `fs`
    * (default: the shared worker threads, with the node file system only).
    */
-  static async open (location: string, options: Partial<Record<keyof EngineOptions, unknown>> = {}, fs: FileSystem = platform().fileSystem, workers?: BackgroundWorkers): Promise<Engine> {
+  static async open (location: string, options: Partial<Record<keyof EngineOptions, unknown>> = {}, fs: FileSystem = platform().fileSystem, workers?: JobRunners): Promise<Engine> {
     const resolved = resolveOptions(options)
     const engine = new Engine(platform().resolvePath(location), resolved, fs, workers)
     try {

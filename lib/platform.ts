@@ -6,7 +6,7 @@
 // the first open: the Node host (installed by importing it, as the Node entry
 // does) or the browser's dedicated worker.
 import type { FileSystem } from './fs/fs'
-import type { BackgroundWorkers } from './compaction/scheduler'
+import type { JobRunners } from './compaction/job'
 
 export interface LockHandle {
   /** The directory the lock is held on (as given to acquireLock). */
@@ -25,7 +25,7 @@ export interface Platform {
   /** Takes the directory's lock or throws LEVEL_LOCKED. */
   acquireLock (fs: FileSystem, dir: string): LockHandle
   /** Where flushes and compactions over `fs` run; undefined: on the event loop, in slices. */
-  backgroundWorkers (fs: FileSystem): BackgroundWorkers | undefined
+  jobRunners (fs: FileSystem): JobRunners | undefined
 }
 
 let installed: Platform | undefined

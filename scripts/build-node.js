@@ -2,7 +2,7 @@
 // package reads three files instead of seventy (`require()` of the package is
 // what every short-lived program pays first; see BENCHMARKS.md, "Open and memory"):
 //   lsm-level.js         index.ts: the package's `main` (CommonJS)
-//   lsm-level-worker.js  lib/compaction/worker.ts: what the flush and
+//   lsm-level-worker.js  hosts/node/job-thread.ts: what the flush and
 //                        compaction worker threads run
 //   cli.js               cli/main.ts: what bin/lsm-level.js runs
 // The dependencies (abstract-level, module-error) stay external: they are
@@ -18,7 +18,7 @@ async function main () {
   await esbuild.build({
     entryPoints: {
       'lsm-level': path.join(root, 'index.ts'),
-      'lsm-level-worker': path.join(root, 'lib/compaction/worker.ts'),
+      'lsm-level-worker': path.join(root, 'hosts/node/job-thread.ts'),
       cli: path.join(root, 'cli/main.ts')
     },
     outdir: path.join(root, 'dist/node'),
@@ -28,7 +28,7 @@ async function main () {
     target: 'node20',
     packages: 'external',
     logLevel: 'warning',
-    // lib/compaction/worker.ts starts its threads from this file, not from itself.
+    // hosts/node/job-thread.ts starts its threads from this file, not from itself.
     define: { LSM_LEVEL_WORKER_FILE: '"lsm-level-worker.js"' }
   })
 }

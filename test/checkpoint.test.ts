@@ -19,7 +19,7 @@ import type { FileSystem } from '../lib/fs/fs'
 import { KIND_DELETE, KIND_VALUE } from '../lib/keys'
 import { MemFileSystem } from './fs/mem-fs'
 import { CRASH_MODES, killedProcessImage, powerLossImage } from './fs/crash-images'
-import { CompactionWorker } from '../lib/compaction/worker'
+import { JobThread } from '../hosts/node/job-thread'
 import { openEngine } from './util/open-engine'
 import { Random, seedFromEnv } from './util/random'
 import { tempDir } from './util/temp'
@@ -199,7 +199,7 @@ test('a crash during a checkpoint leaves a directory without CURRENT, or the che
   const mem = new MemFileSystem()
   // Flushes can be held back: then frozen memtables keep their logs, sealed
   // logs that the checkpoint links, beside the live log's prefix it copies.
-  const workers = { compaction: CompactionWorker.inProcess(mem), flush: CompactionWorker.inProcess(mem) }
+  const workers = { compaction: JobThread.inProcess(mem), flush: JobThread.inProcess(mem) }
   let holding = false
   let release = (): void => {}
   const held = new Promise<void>((resolve) => { release = resolve })

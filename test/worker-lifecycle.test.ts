@@ -1,5 +1,5 @@
 // Worker threads start with the first flush or compaction and stop once idle
-// (lib/compaction/worker.ts): an isolate holds tens of MB, which a database
+// (hosts/node/job-thread.ts): an isolate holds tens of MB, which a database
 // that is only read, or written now and then, should not keep.
 import test from 'tape'
 import * as nodeFs from 'node:fs'
@@ -7,7 +7,7 @@ import * as os from 'node:os'
 import * as path from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { Engine, encodeBatch } from '../hosts/node/index'
-import { CompactionWorker } from '../lib/compaction/worker'
+import { JobThread } from '../hosts/node/job-thread'
 import { nodeFileSystem } from '../hosts/node/node-fs'
 import { KIND_VALUE } from '../lib/keys'
 
@@ -25,8 +25,8 @@ async function putAndFlush (engine: Engine, prefix: string, n: number): Promise<
 
 test('a worker thread starts with the first job, stops when idle, and starts again for the next', async (t) => {
   const dir = nodeFs.mkdtempSync(path.join(os.tmpdir(), 'lsm-worker-lifecycle-'))
-  const flush = CompactionWorker.thread(0, IDLE_STOP_MS)
-  const compaction = CompactionWorker.thread(0, IDLE_STOP_MS)
+  const flush = JobThread.thread(0, IDLE_STOP_MS)
+  const compaction = JobThread.thread(0, IDLE_STOP_MS)
   try {
     const engine = await Engine.open(dir, {}, nodeFileSystem, { flush, compaction })
     t.equal(flush.starts, 0, 'open starts no flush thread')
@@ -95,7 +95,7 @@ test('lsm-level inside an app\'s own worker thread leaves that thread\'s parentP
 
 test('the worker threads compute CRC-32 with zlib, as the main thread does', async (t) => {
   const lib = path.join(__dirname, '..', 'lib')
-  // What a flush or compaction thread loads (CompactionWorker.thread()), in a
+  // What a flush or compaction thread loads (JobThread.thread()), in a
   // thread that is not a job host so that it can answer.
   const source = `
     const { parentPort, workerData } = require('node:worker_threads')

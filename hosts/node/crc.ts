@@ -1,6 +1,6 @@
 // Node's CRC-32 (zlib.crc32, native) for lib/util/crc.ts, installed on import:
 // by the Node platform on the main thread (hosts/node/platform.ts) and by the
-// flush and compaction threads (lib/compaction/worker.ts), which build and
+// flush and compaction threads (hosts/node/job-thread.ts), which build and
 // check every table block's checksum.
 //
 // Per call, the table loop of crc32Js wins below about 200 bytes (random

@@ -5,12 +5,12 @@ import * as path from 'node:path'
 import { installPlatform } from '../../lib/platform'
 import { nodeFileSystem } from './node-fs'
 import { acquireLock } from './lock'
-import { sharedCompactionWorker, sharedFlushWorker } from '../../lib/compaction/worker'
+import { sharedCompactionThread, sharedFlushThread } from './job-thread'
 import './crc'
 
 installPlatform({
   fileSystem: nodeFileSystem,
   resolvePath: (location) => path.resolve(location),
   acquireLock,
-  backgroundWorkers: (fs) => fs === nodeFileSystem ? { compaction: sharedCompactionWorker(), flush: sharedFlushWorker() } : undefined
+  jobRunners: (fs) => fs === nodeFileSystem ? { compaction: sharedCompactionThread(), flush: sharedFlushThread() } : undefined
 })

@@ -50,7 +50,7 @@ async function install (): Promise<OpfsFileSystem> {
     fileSystem: fs,
     resolvePath: resolveLocation,
     acquireLock,
-    backgroundWorkers: () => undefined
+    jobRunners: () => undefined
   })
   return fs
 }

@@ -1,8 +1,8 @@
 // The worker side of background jobs: serves the requests that arrive on a
 // message port, runs them over a file system and replies on the same port.
-// A worker thread (lib/compaction/worker.ts) serves its parent port over the node
+// A worker thread (hosts/node/job-thread.ts) serves its parent port over the node
 // file system; tests serve one end of a MessageChannel on the main thread over
-// the in-memory file system (CompactionWorker.inProcess), so that the crash and
+// the in-memory file system (JobThread.inProcess), so that the crash and
 // fault tests drive this very code, with the same messages.
 //
 //   request  { id, job }      a compaction (CompactionJob, plain data)

@@ -1,5 +1,5 @@
 // A compaction job as plain data, so it can run on the main thread or in a
-// worker thread (lib/compaction/worker.ts) alike: which tables to merge, where
+// worker thread (hosts/node/job-thread.ts) alike: which tables to merge, where
 // the output goes, and the drop rules' inputs.
 import type { FileSystem } from '../fs/fs'
 import type { FileMeta } from '../manifest/file-meta'
@@ -148,4 +148,20 @@ export async function runCompactionJob (job: CompactionJob, fs: FileSystem, tabl
     },
     shouldAbort
   })
+}
+
+/**
+ * Runs flush and compaction jobs off the event loop: a host's worker thread
+ * (the Node host's JobThread), or in tests the same job host served on this
+ * thread. `signal.cancel` is set to a function that abandons the job.
+ */
+export interface JobRunner {
+  run (job: CompactionJob, signal?: { cancel?: () => void }): Promise<TableWriterResult>
+  flush (job: FlushJob): Promise<TableWriterResult>
+}
+
+/** The runners of compactions and of memtable flushes (one each, so that a long compaction never delays a flush). */
+export interface JobRunners {
+  compaction: JobRunner
+  flush: JobRunner
 }

@@ -7,7 +7,7 @@
 //   version edit --> obsolete tables and logs deleted off the event loop
 //
 // Flushes and compactions each run on a worker thread of their own (node file
-// system; lib/compaction/worker.ts), the flush worker at a higher priority so
+// system; hosts/node/job-thread.ts), the flush worker at a higher priority so
 // that a flush that writes may be waiting for gets the CPU first; or on workers
 // the engine was given (tests: in-process ones over the in-memory file system,
 // which run the same job host); otherwise (compactionWorker: false, or another
@@ -35,8 +35,7 @@ import type { MemTableSet } from '../memtable/memtable-set'
 import type { TableCache } from '../sstable/table-cache'
 import type { RangeTombstone, RangeTombstoneIndex } from '../range-tombstones'
 import { writeTables, type TableWriterParams, type TableWriterResult } from './table-writer'
-import { runCompactionJob, type CompactionJob, type FlushJob } from './job'
-import type { CompactionWorker } from './worker'
+import { runCompactionJob, type CompactionJob, type FlushJob, type JobRunner, type JobRunners } from './job'
 import { compactionEdit, describeTask, isTrivialMove, manualTask, mergeRuns, movedTables, pickCompaction, type CompactionTask } from './task'
 import { baseName, join, tableName } from '../filenames'
 import { compareBytes } from '../util/coding'
@@ -51,12 +50,6 @@ const traceCompactions = envFlag('LSM_TRACE_COMPACTIONS')
 
 /** Totals over every engine in this process (tests use them to show background work happened). */
 export const processCounters = { flushes: 0, compactions: 0, trivialMoves: 0 }
-
-/** The workers that run flushes and compactions, off the event loop. */
-export interface BackgroundWorkers {
-  compaction: CompactionWorker
-  flush: CompactionWorker
-}
 
 /** What the scheduler needs of the engine. */
 export interface SchedulerEnv {
@@ -85,7 +78,7 @@ export interface SchedulerEnv {
    * whatever the file system. Default: the shared worker threads, with the node
    * file system only.
    */
-  workers?: BackgroundWorkers
+  workers?: JobRunners
 }
 
 export class CompactionScheduler {
@@ -96,20 +89,20 @@ export class CompactionScheduler {
   private compactionJob: Promise<void> | undefined
   private scheduled = false
   private closing = false
-  /** Runs compactions on a worker; undefined: on the event loop. */
-  private readonly worker: CompactionWorker | undefined
-  /** Runs memtable flushes on a worker of their own; undefined: on the event loop. */
-  private readonly flushWorker: CompactionWorker | undefined
+  /** Runs compactions off the event loop; undefined: on the event loop. */
+  private readonly compactionRunner: JobRunner | undefined
+  /** Runs memtable flushes off the event loop, apart from compactions; undefined: on the event loop. */
+  private readonly flushRunner: JobRunner | undefined
   private cancelCompaction: (() => void) | undefined
   /** Obsolete files being deleted off the event loop. */
   private readonly pendingRemovals = new Set<Promise<void>>()
 
   constructor (private readonly env: SchedulerEnv) {
-    const workers = !env.options.compactionWorker
+    const runners = !env.options.compactionWorker
       ? undefined
-      : env.workers ?? platform().backgroundWorkers(env.fs)
-    this.worker = workers?.compaction
-    this.flushWorker = workers?.flush
+      : env.workers ?? platform().jobRunners(env.fs)
+    this.compactionRunner = runners?.compaction
+    this.flushRunner = runners?.flush
     env.versions.onObsoleteTable = (n) => {
       env.tableCache.evict(n)
       this.removeInBackground(tableName(n))
@@ -218,7 +211,7 @@ export class CompactionScheduler {
     // A flush is finished even when the database is closing (close waits for it):
     // it is short, and it saves the next open a log replay.
     let result
-    if (this.flushWorker) {
+    if (this.flushRunner) {
       // On a worker thread, from a copy of the frozen memtable (SkipList.state).
       // Copied over a few turns; the parameters below are taken after the copy, together.
       const entries = await mem.entriesStateInSlices()
@@ -232,7 +225,7 @@ export class CompactionScheduler {
         floorBase: this.flushTombstones(mem, smallestSnapshot).floorBase,
         fileNumber: versions.newFileNumber()
       }
-      result = await this.flushWorker.flush(job)
+      result = await this.flushRunner.flush(job)
     } else {
       result = await this.writeLevel0(mem, this.env.smallestSnapshot(), () => false)
     }
@@ -324,7 +317,7 @@ export class CompactionScheduler {
    */
   private splitJob (job: CompactionJob, task: CompactionTask): CompactionJob[] {
     const { options, versions } = this.env
-    if (!this.worker || !this.flushWorker || !options.subcompactions) return [job]
+    if (!this.compactionRunner || !this.flushRunner || !options.subcompactions) return [job]
     const inputBytes = job.runs.reduce((sum, run) => run.reduce((s, f) => s + f.size, sum), 0)
     if (inputBytes < SUBCOMPACTION_FACTOR * options.targetFileSize) return [job]
     const key = splitKey(job.runs, this.env.tableCache)
@@ -341,11 +334,11 @@ export class CompactionScheduler {
    * other's outputs are removed and the failure is thrown.
    */
   private async runMerges (jobs: CompactionJob[]): Promise<TableWriterResult> {
-    if (!this.worker) return await runCompactionJob(jobs[0], this.env.fs, this.env.tableCache, () => this.closing)
+    if (!this.compactionRunner) return await runCompactionJob(jobs[0], this.env.fs, this.env.tableCache, () => this.closing)
     const signals: Array<{ cancel?: () => void }> = jobs.map(() => ({}))
     this.cancelCompaction = () => { for (const signal of signals) signal.cancel?.() }
     try {
-      const settled = await Promise.allSettled(jobs.map((job, i) => (i === 0 ? this.worker! : this.flushWorker!).run(job, signals[i])))
+      const settled = await Promise.allSettled(jobs.map((job, i) => (i === 0 ? this.compactionRunner! : this.flushRunner!).run(job, signals[i])))
       const failed = settled.find((r) => r.status === 'rejected')
       if (failed !== undefined) {
         for (const r of settled) {

@@ -45,7 +45,7 @@
 //
 // Handing over. `state()` copies a frozen list (one that takes no more inserts):
 // its index arrays and arena chunks, each a buffer of its own, so that another
-// thread (a flush on a worker, lib/compaction/worker.ts) can read it: posting
+// thread (a flush on a worker, hosts/node/job-thread.ts) can read it: posting
 // the state transfers the copies (no clone), and the worker transfers them
 // back when done, so that no memory stays pinned by a worker that is idle and
 // never collects garbage. `SkipList.fromState` rebuilds a read-only list from it.

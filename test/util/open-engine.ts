@@ -1,17 +1,17 @@
 // Opens an Engine over a test file system with its flushes and compactions on
-// in-process workers (CompactionWorker.inProcess): the job host a worker thread
+// in-process workers (JobThread.inProcess): the job host a worker thread
 // runs, served on this thread over that file system, so that crash and fault
 // tests drive the code that runs by default. `compactionWorker: false` in the
 // options still puts them on the event loop.
 import { Engine } from '../../hosts/node/index'
-import { CompactionWorker } from '../../lib/compaction/worker'
+import { JobThread } from '../../hosts/node/job-thread'
 import type { FileSystem } from '../../lib/fs/fs'
 
 /** The in-process workers of every engine opened over a file system. */
-const workersByFs = new WeakMap<FileSystem, CompactionWorker[]>()
+const workersByFs = new WeakMap<FileSystem, JobThread[]>()
 
 export async function openEngine (location: string, options: Record<string, unknown>, fs: FileSystem): Promise<Engine> {
-  const workers = { compaction: CompactionWorker.inProcess(fs), flush: CompactionWorker.inProcess(fs) }
+  const workers = { compaction: JobThread.inProcess(fs), flush: JobThread.inProcess(fs) }
   const list = workersByFs.get(fs) ?? []
   list.push(workers.compaction, workers.flush)
   workersByFs.set(fs, list)

@@ -1,52 +1,55 @@
-// Compactions off the event loop: one worker thread that runs compaction jobs
-// (lib/compaction/job.ts) on the second core while the main thread keeps
-// serving reads and writes. The worker opens the input tables itself (its own
-// file descriptors and a small block cache) and writes the outputs; the main
-// thread then installs them with one manifest edit. Errors come back with their
-// LEVEL_* or errno code, file name and causes. The thread runs the job host of
-// lib/compaction/job-host.ts, which tests also run on the main thread over the
-// in-memory file system (CompactionWorker.inProcess).
+// The Node host's job runners: worker threads that run flush and compaction
+// jobs (plain data, see the compaction job module) on the second core while
+// the main thread keeps serving reads and writes. A thread opens the input
+// tables itself (its own file descriptors and a small block cache) and writes
+// the outputs; the main thread then installs them with one manifest edit.
+// Errors come back with their LEVEL_* or errno code, file name and causes. The
+// thread runs the engine's job host, which tests also run on the main thread
+// over the in-memory file system (JobThread.inProcess).
 //
-// Memtable flushes run on a second such worker (sharedFlushWorker; lib/compaction/
-// job.ts, FlushJob): the main thread copies the frozen memtable (a memcpy of its
-// arena and index arrays) and transfers it, and spends no time building the
-// level-0 table.
+// Memtable flushes run on a second such thread (sharedFlushThread): the main
+// thread copies the frozen memtable (a memcpy of its arena and index arrays)
+// and transfers it, and spends no time building the level-0 table.
+//
+// Words: a "job thread" is one of these worker threads (or its in-process
+// stand-in); a "job host" is the code that serves jobs on it; the browser's
+// "Web Worker" is something else: the engine's own host there.
 import { MessageChannel, Worker, isMainThread, parentPort, workerData, type MessagePort } from 'node:worker_threads'
 import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
-import type { FileSystem } from '../fs/fs'
-import { nodeFileSystem } from '../../hosts/node/node-fs'
-import { reviveMeta, type CompactionJob, type FlushJob } from './job'
-import { errorFromData, serveJobs, type JobReply, type JobRequest } from './job-host'
-import type { TableWriterResult } from './table-writer'
-import { SkipList } from '../memtable/skiplist'
+import type { FileSystem } from '../../lib/fs/fs'
+import { nodeFileSystem } from './node-fs'
+import { reviveMeta, type CompactionJob, type FlushJob, type JobRunner } from '../../lib/compaction/job'
+import { errorFromData, serveJobs, type JobReply, type JobRequest } from '../../lib/compaction/job-host'
+import type { TableWriterResult } from '../../lib/compaction/table-writer'
+import { SkipList } from '../../lib/memtable/skiplist'
 // The threads check and write every block's CRC-32: zlib's, as on the main thread.
-import '../../hosts/node/crc'
+import './crc'
 
 /** Set by scripts/build-node.js: in the bundles, the threads run the worker bundle beside this file. */
 declare const LSM_LEVEL_WORKER_FILE: string | undefined
 
 /**
  * The main thread's handle on a job host (lib/compaction/job-host.ts): a worker
- * thread (`CompactionWorker.thread`), or, in tests, a MessageChannel whose other
- * end is served on this thread (`CompactionWorker.inProcess`). Both get the same
+ * thread (`JobThread.thread`), or, in tests, a MessageChannel whose other
+ * end is served on this thread (`JobThread.inProcess`). Both get the same
  * messages, structured-cloned and transferred alike, and their replies go
  * through the same handling here. One thread serves every database in the
- * process (`sharedCompactionWorker()`); it is unref'd, so it never keeps the
+ * process (`sharedCompactionThread()`); it is unref'd, so it never keeps the
  * process alive.
  */
-export class CompactionWorker {
+export class JobThread implements JobRunner {
   /**
    * A worker thread running jobs over the node file system.
    * @param niceness raised scheduling niceness of the thread (Linux; 0: as the
    *   process): a worker that should yield the CPU to the main thread when the
    *   two compete for a core.
    */
-  static thread (niceness = 0, idleStopMs = WORKER_IDLE_STOP_MS): CompactionWorker {
+  static thread (niceness = 0, idleStopMs = WORKER_IDLE_STOP_MS): JobThread {
     const file = typeof LSM_LEVEL_WORKER_FILE === 'string' ? path.join(__dirname, LSM_LEVEL_WORKER_FILE) : __filename
     const data: JobHostData = { lsmLevelJobHost: true, niceness }
-    return new CompactionWorker(() => new Worker(file, { workerData: data }), idleStopMs)
+    return new JobThread(() => new Worker(file, { workerData: data }), idleStopMs)
   }
 
   /**
@@ -57,8 +60,8 @@ export class CompactionWorker {
    * Each busy spell gets a new host, whose table cache starts empty, as the
    * thread's is between jobs (it closes a compaction's inputs before replying).
    */
-  static inProcess (fileSystem: FileSystem): CompactionWorker {
-    return new CompactionWorker(() => {
+  static inProcess (fileSystem: FileSystem): JobThread {
+    return new JobThread(() => {
       const { port1, port2 } = new MessageChannel()
       serveJobs(port2, fileSystem)
       port2.unref()
@@ -184,8 +187,8 @@ export class CompactionWorker {
  */
 const WORKER_IDLE_STOP_MS = 5000
 
-let shared: CompactionWorker | undefined
-let sharedFlush: CompactionWorker | undefined
+let shared: JobThread | undefined
+let sharedFlush: JobThread | undefined
 
 /**
  * The worker thread that runs compactions. Nice 10, below the flush worker (5)
@@ -197,8 +200,8 @@ let sharedFlush: CompactionWorker | undefined
  * medians): 1,000-put batches 654k -> 809k puts/s, awaited puts 140k -> 155k/s,
  * against compaction at the event loop's priority.
  */
-export function sharedCompactionWorker (): CompactionWorker {
-  if (!shared) shared = CompactionWorker.thread(10)
+export function sharedCompactionThread (): JobThread {
+  if (!shared) shared = JobThread.thread(10)
   return shared
 }
 
@@ -206,11 +209,11 @@ export function sharedCompactionWorker (): CompactionWorker {
  * The worker thread that runs memtable flushes, apart from compactions: a long
  * compaction never slows a flush down, which writes would be waiting for.
  */
-export function sharedFlushWorker (): CompactionWorker {
+export function sharedFlushThread (): JobThread {
   // Nice 5: when all cores are busy, the event loop gets the CPU first (a flush
   // that moved off the main thread must not delay it more than the time slices
   // it ran in there); with a core to spare the flush runs at full speed.
-  if (!sharedFlush) sharedFlush = CompactionWorker.thread(5)
+  if (!sharedFlush) sharedFlush = JobThread.thread(5)
   return sharedFlush
 }
 
