@@ -1,7 +1,7 @@
 // lsm-level in the browser: an abstract-level database on the main thread (or
 // any window or worker) whose engine runs in a dedicated worker
 // (lib/browser/worker-main.ts, bundled as lsm-level-worker.js beside this
-// entry), on the Origin Private File System (lib/fs/opfs-fs.ts). Operations
+// entry), on the Origin Private File System (hosts/browser/opfs-fs.ts). Operations
 // travel as messages (lib/browser/protocol.ts): the requests of one turn in one
 // postMessage, replies likewise, reply buffers transferred.
 //

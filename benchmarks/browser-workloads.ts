@@ -77,7 +77,7 @@ export function dataSet (config: BenchConfig): Data {
 /**
  * Removes a database's OPFS directory. lsm-level's close() can resolve while a
  * growth of its file pool still opens a sync access handle (closed when it
- * comes: lib/fs/opfs-fs.ts), and an open handle makes removeEntry() fail with
+ * comes: hosts/browser/opfs-fs.ts), and an open handle makes removeEntry() fail with
  * NoModificationAllowedError: so it is retried for a while, then left (the
  * driver deletes the browser's profile at the end).
  */

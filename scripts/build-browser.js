@@ -18,7 +18,7 @@ const root = path.join(__dirname, '..')
 const nodeOnly = {
   name: 'node-only',
   setup (build) {
-    build.onResolve({ filter: /\/hosts\/node\/tools\/(repair|import-leveldb)\.js$/ }, () => ({ path: path.join(root, 'lib/browser/node-only.ts') }))
+    build.onResolve({ filter: /\/hosts\/node\/tools\/(repair|import-leveldb)\.js$/ }, () => ({ path: path.join(root, 'hosts/browser/node-only.ts') }))
     build.onResolve({ filter: /^node:/ }, (args) => ({ errors: [{ text: `${args.path} in the browser bundle (imported by ${args.importer})` }] }))
   }
 }

@@ -10,7 +10,7 @@
 // failed", caused by "No free file in the OPFS pool": a burst of flushes took
 // the pool's free files faster than its growth, then one new file's sync
 // access handle at a time, refilled it. The pool now grows several files at a
-// time and the engine waits for it (lib/fs/opfs-fs.ts); the engine checks'
+// time and the engine waits for it (hosts/browser/opfs-fs.ts); the engine checks'
 // burst test, which failed in every run before, passes. Opt-in until it has
 // passed 20 runs in a row. With LSM_FIREFOX=1 and Firefox or puppeteer-core
 // missing, the file's tests are reported as skipped, and it says so loudly on its last lines.

@@ -1,8 +1,8 @@
-// The OPFS file system (lib/fs/opfs-fs.ts) over a fake of the OPFS API
+// The OPFS file system (hosts/browser/opfs-fs.ts) over a fake of the OPFS API
 // (test/fs/fake-opfs.ts): its file semantics, the manifest switch across
 // crashes at every point, pool growth, a second opener, and the engine on it.
 import test from 'tape'
-import { OpfsFileSystem, HEADER_BYTES } from '../lib/fs/opfs-fs'
+import { OpfsFileSystem, HEADER_BYTES } from '../hosts/browser/opfs-fs'
 import { createWhenRoom } from '../lib/fs/fs'
 import { Engine, encodeBatch } from '../hosts/node/index'
 import { KIND_VALUE } from '../lib/keys'

@@ -1,16 +1,16 @@
-// OpfsLevel (lib/browser/opfs-level.ts) in Node, with the browser's globals
+// OpfsLevel (adapters/opfs-level.ts) in Node, with the browser's globals
 // faked: first none (LEVEL_NOT_SUPPORTED, as on a page), then a dedicated
 // worker's: OPFS over the fake of test/fs/fake-opfs.ts and a Web Locks
 // manager. Open and close take and give back the lock and the directory's
 // mount; a failed open leaves neither held; getSync reads. test/browser.test.ts
 // runs OpfsLevel in a real browser's worker.
 import test from 'tape'
-import { OpfsLevel } from '../lib/browser/opfs-level'
-import { installBrowserPlatform } from '../lib/browser/platform'
+import { OpfsLevel } from '../adapters/opfs-level'
+import { installBrowserPlatform } from '../hosts/browser/platform'
 import { FakeDirectory } from './fs/fake-opfs'
-import type { OpfsFileSystem } from '../lib/fs/opfs-fs'
+import type { OpfsFileSystem } from '../hosts/browser/opfs-fs'
 
-/** navigator.locks.request() with ifAvailable, as far as lib/browser/tab-lock.ts uses it. */
+/** navigator.locks.request() with ifAvailable, as far as hosts/browser/tab-lock.ts uses it. */
 class FakeLocks {
   readonly held = new Set<string>()
 

@@ -1,10 +1,10 @@
 // The dedicated worker that runs one database for browser.ts: the engine in a
-// worker (OpfsLevel, lib/browser/opfs-level.ts), serving the requests of
+// worker (OpfsLevel, adapters/opfs-level.ts), serving the requests of
 // lib/browser/protocol.ts in arrival order. Flushes and compactions run here,
 // on this worker's event loop, in slices between requests.
-import './globals'
-import { OpfsLevel } from './opfs-level'
-import { installBrowserPlatform } from './platform'
+import '../../hosts/browser/globals'
+import { OpfsLevel } from '../../adapters/opfs-level'
+import { installBrowserPlatform } from '../../hosts/browser/platform'
 import { errorMessage, transferables, type RangeMessage, type Reply, type Request } from './protocol'
 import { levelError } from '../errors'
 

@@ -1,5 +1,5 @@
 // The one file-system interface for all engine I/O; hosts/node/node-fs.ts
-// implements it over node:fs, lib/fs/opfs-fs.ts over the browser's OPFS.
+// implements it over node:fs, hosts/browser/opfs-fs.ts over the browser's OPFS.
 // Outside node-fs, only the command line (cli/, which lists and reads a
 // database directory to inspect it) and the compaction worker (its thread id,
 // from /proc) use node:fs. Crash and fault tests substitute an

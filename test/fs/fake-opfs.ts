@@ -1,4 +1,4 @@
-// A fake of the OPFS API that lib/fs/opfs-fs.ts uses (directory handles, file
+// A fake of the OPFS API that hosts/browser/opfs-fs.ts uses (directory handles, file
 // handles, sync access handles), in memory, with the durability of a browser
 // crash: each file has its durable bytes and the writes and truncations made
 // since its last flush(); crash() returns a new root whose files kept each
@@ -7,7 +7,7 @@
 // NoModificationAllowedError, as in browsers (another tab holds the database).
 // Creating a sync access handle can be made slow (as in Firefox, where a burst
 // of flushes outran the pool's growth) or made to fail (a full quota).
-import type { DirectoryHandle, FileHandle, SyncAccessHandle } from '../../lib/fs/opfs-fs'
+import type { DirectoryHandle, FileHandle, SyncAccessHandle } from '../../hosts/browser/opfs-fs'
 import type { Random } from '../util/random'
 
 type Op = { write: Uint8Array, at: number } | { truncate: number }

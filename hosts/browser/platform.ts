@@ -4,9 +4,9 @@
 // OpfsLevel takes, tab-lock.ts, and by OPFS itself: a file's sync access handle
 // is exclusive, so a second mount fails with LEVEL_LOCKED), and flushes and
 // compactions on this worker's event loop, in slices.
-import { installPlatform, type LockHandle } from '../platform'
-import { OpfsFileSystem, type DirectoryHandle } from '../fs/opfs-fs'
-import { levelError } from '../errors'
+import { installPlatform, type LockHandle } from '../../lib/platform'
+import { OpfsFileSystem, type DirectoryHandle } from './opfs-fs'
+import { levelError } from '../../lib/errors'
 
 /** A location as an absolute OPFS path: '/' + its components, '.' and '..' resolved. */
 export function resolveLocation (location: string): string {

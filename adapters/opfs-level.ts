@@ -5,15 +5,15 @@
 // one of these.
 //
 // Open and close bracket the engine's own with what a browser database needs:
-// the browser platform (installed once per worker, lib/browser/platform.ts),
+// the browser platform (installed once per worker, hosts/browser/platform.ts),
 // the Web Lock that keeps other tabs and workers out (tab-lock.ts), and the
 // database directory's mount (its pool files opened ahead of use,
-// lib/fs/opfs-fs.ts). A failed open leaves none of them held.
-import './globals'
-import { LsmLevel, type LsmLevelOptions } from '../../adapters/lsm-level'
-import { installBrowserPlatform, resolveLocation } from './platform'
-import { acquireTabLock, tabLocksAvailable } from './tab-lock'
-import { levelError } from '../errors'
+// hosts/browser/opfs-fs.ts). A failed open leaves none of them held.
+import '../hosts/browser/globals'
+import { LsmLevel, type LsmLevelOptions } from './lsm-level'
+import { installBrowserPlatform, resolveLocation } from '../hosts/browser/platform'
+import { acquireTabLock, tabLocksAvailable } from '../hosts/browser/tab-lock'
+import { levelError } from '../lib/errors'
 
 export type OpfsLevelOptions<K = string, V = string> = LsmLevelOptions<K, V>
 

@@ -68,9 +68,9 @@
 // Paths: the pool is mounted (async, mount()) at one directory path; the
 // engine's paths are that path + '/' + name. Subdirectories are names with '/'
 // in them. Paths outside a mounted directory fail with ENOENT.
-import type { FileSystem, RandomAccessFile, WritableFile } from './fs'
-import { crc32Js } from '../util/crc32-table'
-import { levelError } from '../errors'
+import type { FileSystem, RandomAccessFile, WritableFile } from '../../lib/fs/fs'
+import { crc32Js } from '../../lib/util/crc32-table'
+import { levelError } from '../../lib/errors'
 
 /** Version of the pool file header drawn above. Bump only with a migration path. */
 export const FORMAT_VERSION = 1

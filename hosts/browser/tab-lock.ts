@@ -2,7 +2,7 @@
 // (navigator.locks) named for the database directory, taken before any of its
 // files is opened and held until close. The browser releases it when the tab
 // or worker that holds it ends.
-import { levelError } from '../errors'
+import { levelError } from '../../lib/errors'
 
 interface LockManager {
   request (name: string, options: { ifAvailable: boolean }, callback: (lock: unknown) => Promise<void> | undefined): Promise<unknown>

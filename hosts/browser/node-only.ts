@@ -1,7 +1,7 @@
 // Stands in, in the browser bundle, for the Node-only modules that adapters/lsm-level.ts
 // loads on demand (repair, destroy, importLevelDB): they work on node:fs
 // directories, not on OPFS.
-import { levelError } from '../errors'
+import { levelError } from '../../lib/errors'
 
 function notSupported (): never {
   throw levelError('LEVEL_NOT_SUPPORTED', 'repair(), destroy() and importLevelDB() are available in Node only')
