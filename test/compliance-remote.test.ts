@@ -64,6 +64,14 @@ test('compliance (remote): the clients that closed left no session, snapshot or 
   t.end()
 })
 
+// The channels of the databases left open keep this process alive.
+test('compliance (remote): the servers close their channels', async (t) => {
+  for (const s of servers) s.disconnect()
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  t.is(servers.reduce((n, s) => n + s.host.sessionCount, 0), 0, 'no session left attached')
+  t.ok(servers.every((s) => s.db === undefined || s.db.status === 'closed'), 'every database closed')
+})
+
 test.onFinish(() => {
   fs.rmSync(root, { recursive: true, force: true })
 })

@@ -19,6 +19,7 @@ export class TestServer {
   opens = 0
   openSnapshots = 0
   openIterators = 0
+  private readonly serverPorts: MessagePortLike[] = []
 
   /** A connection to this server over a new MessageChannel; `ports` gets its two ends. */
   connect (ports?: { client?: MessagePortLike, server?: MessagePortLike }): RemoteConnection {
@@ -26,8 +27,14 @@ export class TestServer {
     const client = port1 as unknown as MessagePortLike
     const server = port2 as unknown as MessagePortLike
     if (ports !== undefined) Object.assign(ports, { client, server })
+    this.serverPorts.push(server)
     this.sessions.push(serve(portChannel(server) as ServerChannel, this.host))
     return new RemoteConnection(portChannel(client) as ClientChannel)
+  }
+
+  /** Closes the server's end of every channel: the clients see their connections end. */
+  disconnect (): void {
+    for (const port of this.serverPorts) port.close()
   }
 
   private async openDatabase (location: string, options: Record<string, unknown>): Promise<OwnedDatabase> {
