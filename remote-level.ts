@@ -165,9 +165,10 @@ export class RemoteLevel<K = string, V = string> extends AbstractLevel<Uint8Arra
     const connection = this.connect()
     const engineOptions = { ...this.engineOptions, ...pickEngineOptions(options), createIfMissing: options.createIfMissing, errorIfExists: options.errorIfExists }
     try {
-      const attached = await connection.request({ op: 'attach', version: PROTOCOL_VERSION, location: this.location, options: engineOptions }) as AttachResult
-      if (attached.version !== PROTOCOL_VERSION) {
-        throw new ModuleError(`The server speaks version ${attached.version} of the remote protocol, not ${PROTOCOL_VERSION}`, { code: 'LEVEL_NOT_SUPPORTED' })
+      // A server older than the remote protocol (a stale worker file) replies with no version.
+      const attached = await connection.request({ op: 'attach', version: PROTOCOL_VERSION, location: this.location, options: engineOptions }) as AttachResult | undefined
+      if (attached?.version !== PROTOCOL_VERSION) {
+        throw new ModuleError(`The server speaks version ${String(attached?.version ?? 'none')} of the remote protocol, not ${PROTOCOL_VERSION}`, { code: 'LEVEL_NOT_SUPPORTED' })
       }
     } catch (err) {
       this.release(connection)
