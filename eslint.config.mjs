@@ -4,6 +4,9 @@
 // `npm test` runs that first. The toolchain lives in tools/lint (see its package.json).
 import { js, stylistic, globals, tseslint } from 'lsm-level-lint'
 
+// The entries at the repository's root, as relative imports from the folders below it.
+const ENTRIES = ['index', 'browser', 'browser-worker', 'browser-in-worker'].flatMap((e) => ['../' + e, '../../' + e, '../../../' + e])
+
 export default tseslint.config(
   {
     // test/types/negative holds code that must not compile (test/types.test.ts).
@@ -67,14 +70,21 @@ export default tseslint.config(
     // (a host installs what it needs: lib/platform.ts); a type from node: is
     // allowed where the engine names what a host hands it.
     files: ['lib/**/*.ts'],
-    // Not yet in its layers' folders: the browser host.
-    ignores: ['lib/browser/**'],
     rules: {
       '@typescript-eslint/no-restricted-imports': ['error', {
         patterns: [
           { group: ['node:*'], allowTypeImports: true, message: 'The engine imports no node: module: a host provides the service (lib/platform.ts).' },
-          { group: ['**/adapters/**', '**/hosts/**', '**/index', '**/browser', '**/browser-in-worker'], message: 'The engine never imports an adapter, a host or an entry.' }
+          { group: ['**/adapters/**', '**/hosts/**', ...ENTRIES], message: 'The engine never imports an adapter, a host or an entry.' }
         ]
+      }]
+    }
+  },
+  {
+    // The adapters are built on the engine and the hosts; the entries on the adapters.
+    files: ['adapters/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [{ group: ENTRIES, message: 'An adapter never imports an entry.' }]
       }]
     }
   },
@@ -83,7 +93,7 @@ export default tseslint.config(
     files: ['hosts/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': ['error', {
-        patterns: [{ group: ['**/adapters/**', '**/index', '**/browser', '**/browser-in-worker', '!./index', '!../index'], message: 'A host never imports an adapter or an entry.' }]
+        patterns: [{ group: ['**/adapters/**', ...ENTRIES], message: 'A host never imports an adapter or an entry.' }]
       }]
     }
   },

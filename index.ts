@@ -1,6 +1,6 @@
 // lsm-level for Node: the abstract-level database of adapters/lsm-level.ts over node:fs,
 // with worker threads for flushes and compactions (hosts/node/platform.ts).
-// The browser entry is browser.ts.
+// The browser entry is adapters/browser-level.ts.
 import './hosts/node/platform'
 import { LsmLevel } from './adapters/lsm-level'
 

@@ -8,7 +8,7 @@
 // measurement at a time, so that it decides the interleaving; each call
 // resolves to the operations per second measured, with performance.now(),
 // where the database is used (the workloads: browser-workloads.ts).
-import { BrowserLevel as LsmBrowserLevel } from '../browser'
+import { BrowserLevel as LsmBrowserLevel } from '../adapters/browser-level'
 import { BrowserLevel as IdbBrowserLevel } from 'browser-level'
 import { dataSet, removeOpfsDirectory, type BenchConfig, type Db, type Engine, type Workload, Workloads } from './browser-workloads'
 import type { WorkerCall, WorkerReply, WorkerRequest } from './browser-worker'

@@ -1,6 +1,6 @@
 // Bundles the browser entries with esbuild into dist/browser/ (ES modules):
-//   lsm-level.js            browser.ts: the main thread's database
-//   lsm-level-worker.js     lib/browser/worker-main.ts: that database's worker
+//   lsm-level.js            browser.ts: the main thread's database (BrowserLevel)
+//   lsm-level-worker.js     browser-worker.ts: that database's worker
 //   lsm-level-in-worker.js  browser-in-worker.ts: the engine for code in a worker
 // `--tests` also bundles the page that test/browser.test.ts loads and the
 // worker that page starts for OpfsLevel into dist/browser-test/, and the page
@@ -35,7 +35,7 @@ const common = {
 }
 
 async function main () {
-  await esbuild.build({ ...common, entryPoints: { 'lsm-level': path.join(root, 'browser.ts'), 'lsm-level-worker': path.join(root, 'lib/browser/worker-main.ts'), 'lsm-level-in-worker': path.join(root, 'browser-in-worker.ts') }, outdir: path.join(root, 'dist/browser') })
+  await esbuild.build({ ...common, entryPoints: { 'lsm-level': path.join(root, 'browser.ts'), 'lsm-level-worker': path.join(root, 'browser-worker.ts'), 'lsm-level-in-worker': path.join(root, 'browser-in-worker.ts') }, outdir: path.join(root, 'dist/browser') })
   if (process.argv.includes('--tests')) {
     await esbuild.build({
       ...common,

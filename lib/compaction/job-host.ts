@@ -9,14 +9,15 @@
 //            { id, flush }    a memtable flush (FlushJob); its memtable copy is transferred
 //            { id, cancel }   abandon compaction `id` at its next slice
 //   reply    { id, result }   the TableWriterResult (keys arrive as Uint8Arrays)
-//            { id, error }    the error as plain data (ErrorData), its causes included
+//            { id, error }    the error as plain data (ErrorData, the error codec
+//                             shared with the remote database protocol)
 //            + returned       a flush's memtable copy, transferred back
 import type { MessagePort } from 'node:worker_threads'
 import type { FileSystem } from '../fs/fs'
 import { BlockCache } from '../sstable/cache'
 import { TableCache } from '../sstable/table-cache'
 import { SkipList } from '../memtable/skiplist'
-import { levelError, type LevelErrorCode } from '../errors'
+import { errorToData, type ErrorData } from '../error-codec'
 import { runCompactionJob, runFlushJob, reviveFlushJob, reviveJob, type CompactionJob, type FlushJob } from './job'
 import type { TableWriterResult } from './table-writer'
 
@@ -28,55 +29,6 @@ export interface JobReply {
   error?: ErrorData
   /** A flush's memtable copy, transferred back (see lib/memtable/skiplist.ts, "Handing over"); unused. */
   returned?: ArrayBuffer[]
-}
-
-/**
- * An error as plain data (a structured clone keeps only an Error's message and
- * stack): a LevelError's code and file, an errno error's code, syscall and
- * path, and the causes behind it.
- */
-export interface ErrorData {
-  code?: string
-  message: string
-  file?: string
-  syscall?: string
-  path?: string
-  stack?: string
-  cause?: ErrorData
-}
-
-/** Causes kept in an ErrorData, at most. */
-const MAX_CAUSES = 8
-
-export function errorToData (err: unknown, depth = 0): ErrorData {
-  const e = err as { code?: unknown, message?: unknown, file?: unknown, syscall?: unknown, path?: unknown, stack?: unknown, cause?: unknown } | undefined
-  const str = (v: unknown): string | undefined => typeof v === 'string' ? v : undefined
-  return {
-    code: str(e?.code),
-    message: String(e?.message ?? err),
-    file: str(e?.file),
-    syscall: str(e?.syscall),
-    path: str(e?.path),
-    stack: str(e?.stack),
-    cause: e?.cause !== undefined && depth < MAX_CAUSES ? errorToData(e.cause, depth + 1) : undefined
-  }
-}
-
-/** The error an ErrorData describes: a LevelError for LEVEL_* codes, else an Error shaped like node:fs's. */
-export function errorFromData (d: ErrorData): Error {
-  const cause = d.cause === undefined ? undefined : errorFromData(d.cause)
-  let err: Error
-  if (d.code?.startsWith('LEVEL_') === true) {
-    err = levelError(d.code as LevelErrorCode, d.message, cause, d.file)
-  } else {
-    const e = new Error(d.message, cause === undefined ? undefined : { cause }) as NodeJS.ErrnoException
-    if (d.code !== undefined) e.code = d.code
-    if (d.syscall !== undefined) e.syscall = d.syscall
-    if (d.path !== undefined) e.path = d.path
-    err = e
-  }
-  if (d.stack !== undefined) err.stack = d.stack
-  return err
 }
 
 /** Serves job requests arriving on `port`, over `fs`, until the port closes. */

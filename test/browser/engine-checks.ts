@@ -11,7 +11,7 @@
 //     than the OPFS pool makes them: the writes wait for the pool, none fails.
 // Seeded: the seed is printed, and ?seed=N replays a run.
 import test from 'tape'
-import { BrowserLevel, type BrowserLevelOptions } from '../../browser'
+import { BrowserLevel, type BrowserLevelOptions } from '../../adapters/browser-level'
 import { Random } from '../util/random'
 
 const TINY = {

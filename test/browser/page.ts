@@ -14,7 +14,7 @@
 // Results go to Node as TAP lines through window.lsmReport (a function the
 // test exposes), ending with '# done'.
 import test from 'tape'
-import { BrowserLevel } from '../../browser'
+import { BrowserLevel } from '../../adapters/browser-level'
 import { OpfsLevel } from '../../browser-in-worker'
 import { registerEngineChecks } from './engine-checks'
 

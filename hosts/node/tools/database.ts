@@ -2,7 +2,8 @@
 // opened as it is, never created, and its entries read as plain data.
 import type { FileSystem } from '../../../lib/fs/fs'
 import { nodeFileSystem } from '../node-fs'
-import { Engine } from '../index'
+import '../platform'
+import { Engine } from '../../../lib/engine'
 import { entryKey, entryValue, FOUND, type RangeOptions } from '../../../lib/iterators/db-iterator'
 
 /**

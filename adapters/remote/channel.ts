@@ -1,0 +1,129 @@
+// A channel: one two-way line between a remote database client and its server,
+// whatever carries the messages. The remote layer (the server's sessions and
+// the client's connection) speaks only to this interface; the adapters below
+// fit it onto a MessagePort (node:worker_threads' or the browser's), a Web
+// Worker seen from the page that started it, and the global scope of a
+// dedicated worker. Messages are structured-cloned; the buffers named in
+// `transfer` move to the other side instead.
+//
+// The types here are structural (no DOM or node typings): the same module runs
+// in Node and in browsers.
+
+export interface Channel<Out = unknown, In = unknown> {
+  /** Posts `message`; the buffers in `transfer` change owner. Dropped once the channel closed. */
+  send (message: Out, transfer?: ArrayBuffer[]): void
+  /**
+   * Sets the handlers (replacing any set before): `onMessage` for each message
+   * in arrival order, `onClose` once when the channel ends (the other side went
+   * away or failed: `reason` says how when known; or close() here).
+   */
+  receive (onMessage: (message: In) => void, onClose?: (reason?: Error) => void): void
+  /** Ends the channel here; the other side sees it closed if its transport tells it. */
+  close (): void
+}
+
+/** What a channel adapter uses of a MessagePort (node:worker_threads' and the browser's both have it). */
+export interface MessagePortLike {
+  postMessage (message: unknown, transfer?: ArrayBuffer[]): void
+  onmessage: ((event: { data: unknown }) => void) | null
+  addEventListener?: (type: 'close', listener: () => void) => void
+  close (): void
+}
+
+/** What a channel adapter uses of a Web Worker, from the side that started it. */
+export interface WorkerLike {
+  postMessage (message: unknown, transfer?: ArrayBuffer[]): void
+  onmessage: ((event: { data: unknown }) => void) | null
+  onerror: ((event: { message: string, preventDefault (): void }) => void) | null
+  terminate (): void
+}
+
+/** What a channel adapter uses of a dedicated worker's global scope. */
+export interface WorkerScopeLike {
+  postMessage (message: unknown, transfer?: ArrayBuffer[]): void
+  onmessage: ((event: { data: unknown }) => void) | null
+}
+
+/**
+ * The state every adapter shares: the handlers, and a close that runs once
+ * (whether this side closed or the other side went away).
+ */
+class Line<Out, In> implements Channel<Out, In> {
+  private onMessage: (message: In) => void = () => {}
+  private onClose: (reason?: Error) => void = () => {}
+  private closed = false
+
+  constructor (
+    private readonly post: (message: Out, transfer: ArrayBuffer[]) => void,
+    private readonly end: () => void
+  ) {}
+
+  send (message: Out, transfer: ArrayBuffer[] = []): void {
+    if (!this.closed) this.post(message, transfer)
+  }
+
+  receive (onMessage: (message: In) => void, onClose?: (reason?: Error) => void): void {
+    this.onMessage = onMessage
+    this.onClose = onClose ?? (() => {})
+  }
+
+  close (): void {
+    this.ended()
+  }
+
+  /** A message arrived. */
+  delivered (message: In): void {
+    if (!this.closed) this.onMessage(message)
+  }
+
+  /** The channel ended, here or on the other side. */
+  ended (reason?: Error): void {
+    if (this.closed) return
+    this.closed = true
+    this.end()
+    this.onClose(reason)
+  }
+}
+
+/**
+ * A channel over one end of a MessageChannel. Node tells a port that the
+ * other end closed (its 'close' event); browsers do not all do so, and a
+ * server there learns of a vanished client only if its transport says so.
+ */
+export function portChannel<Out = unknown, In = unknown> (port: MessagePortLike): Channel<Out, In> {
+  const line = new Line<Out, In>((m, t) => port.postMessage(m, t), () => {
+    port.onmessage = null
+    port.close()
+  })
+  port.onmessage = (event) => line.delivered(event.data as In)
+  port.addEventListener?.('close', () => line.ended())
+  return line
+}
+
+/** A channel to a Web Worker, from the side that started it; close() terminates the worker. */
+export function workerChannel<Out = unknown, In = unknown> (worker: WorkerLike): Channel<Out, In> {
+  const line = new Line<Out, In>((m, t) => worker.postMessage(m, t), () => {
+    worker.onmessage = null
+    worker.onerror = null
+    worker.terminate()
+  })
+  worker.onmessage = (event) => line.delivered(event.data as In)
+  worker.onerror = (event) => {
+    event.preventDefault()
+    line.ended(new Error(`The worker failed: ${event.message}`))
+  }
+  return line
+}
+
+/**
+ * A channel to the page (or worker) that started this dedicated worker, over
+ * the worker's global scope; close() stops listening (the worker itself ends
+ * when its starter terminates it).
+ */
+export function workerScopeChannel<Out = unknown, In = unknown> (scope: WorkerScopeLike): Channel<Out, In> {
+  const line = new Line<Out, In>((m, t) => scope.postMessage(m, t), () => {
+    scope.onmessage = null
+  })
+  scope.onmessage = (event) => line.delivered(event.data as In)
+  return line
+}

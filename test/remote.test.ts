@@ -1,0 +1,234 @@
+// The remote layer in Node: LsmLevel served by one SharedDatabaseHost to two
+// RemoteLevel clients, each on a MessageChannel of its own (test/util/
+// remote-server.ts). Both read and write one database; handles made under the
+// same client-local numbers stay apart; one client's close leaves the other's
+// database open; a client whose port closes leaves nothing held on the server;
+// a server's 'closed' push closes the client; a protocol version the server
+// does not speak, and options that differ from the open database's, are
+// refused clearly. test/compliance-remote.test.ts runs the abstract-level
+// suite through RemoteLevel; test/browser.test.ts, through BrowserLevel.
+import test from 'tape'
+import * as path from 'node:path'
+import { once } from 'node:events'
+import { RemoteLevel } from '../adapters/remote-level'
+import { PROTOCOL_VERSION } from '../adapters/remote/protocol'
+import type { MessagePortLike } from '../adapters/remote/channel'
+import { TestServer } from './util/remote-server'
+import { tempDir } from './util/temp'
+
+function client (server: TestServer, location: string, options: Record<string, unknown> = {}): RemoteLevel<string, string> {
+  return new RemoteLevel<string, string>(location, { ...options, connect: () => server.connect() })
+}
+
+function codes (err: unknown): string {
+  const e = err as { code?: string, cause?: { code?: string } }
+  return e.cause?.code === undefined ? String(e.code) : `${String(e.code)} / ${e.cause.code}`
+}
+
+/** Waits for the server's sessions to see what the clients did (a channel's close arrives as an event). */
+async function settled (): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve))
+}
+
+test('remote: two clients read and write one database', async (t) => {
+  const server = new TestServer()
+  const location = path.join(tempDir('lsm-remote-'), 'db')
+  const a = client(server, location)
+  const b = client(server, location)
+  await a.open()
+  await b.open()
+  t.is(server.opens, 1, 'the database opened once, for the first attach')
+  t.is(server.host.sessionCount, 2, 'two sessions attached')
+  await a.put('from-a', '1')
+  await b.batch([{ type: 'put', key: 'from-b', value: '2' }, { type: 'put', key: 'gone', value: 'x' }, { type: 'del', key: 'gone' }])
+  t.is(await b.get('from-a'), '1', "b reads a's write")
+  t.same(await a.getMany(['from-b', 'gone']), ['2', undefined], "a reads b's batch")
+  t.same(await a.iterator().all(), [['from-a', '1'], ['from-b', '2']], 'a iterates both writes')
+  await b.del('from-a')
+  t.is(await a.has('from-a'), false, "a sees b's delete")
+  await a.close()
+  await b.close()
+  t.is(server.db?.status, 'closed', 'the database closed when the last client detached')
+})
+
+test('remote: handles made under the same client-local numbers do not collide', async (t) => {
+  const server = new TestServer()
+  const location = path.join(tempDir('lsm-remote-'), 'db')
+  const a = client(server, location)
+  const b = client(server, location)
+  await a.open()
+  await b.open()
+  // Same history on both connections: attach, then the snapshot (request 2 on each).
+  await a.put('k', 'old')
+  const sa = a.snapshot()
+  await b.put('k', 'new')
+  const sb = b.snapshot()
+  const handles = [(sa as unknown as { handle: number }).handle, (sb as unknown as { handle: number }).handle]
+  t.is(handles[0], handles[1], `both snapshots have handle ${handles[0]} in their own session`)
+  await a.put('k', 'newest')
+  t.is(await a.get('k', { snapshot: sa }), 'old', "a's snapshot reads a's view")
+  t.is(await b.get('k', { snapshot: sb }), 'new', "b's snapshot reads b's view")
+  t.is(server.openSnapshots, 2, 'two snapshots open on the database')
+
+  await a.batch([{ type: 'put', key: 'a1', value: '1' }, { type: 'put', key: 'a2', value: '2' }, { type: 'put', key: 'b1', value: '3' }])
+  const ia = a.iterator({ gte: 'a', lt: 'b' })
+  const ib = b.iterator({ gte: 'b', lt: 'c' })
+  t.same(await ia.next(), ['a1', '1'], "a's iterator reads its range")
+  t.same(await ib.next(), ['b1', '3'], "b's iterator reads its range")
+  t.same(await ia.next(), ['a2', '2'], "a's iterator goes on in its range")
+  t.is(await ib.next(), undefined, "b's iterator ends in its range")
+  await ia.close()
+  await ib.close()
+  await sa.close()
+  t.is(server.openSnapshots, 1, "closing a's snapshot leaves b's")
+  t.is(await b.get('k', { snapshot: sb }), 'new', "b's snapshot still reads")
+  await sb.close()
+  await a.close()
+  await b.close()
+})
+
+test("remote: one client's close does not close the other's database", async (t) => {
+  const server = new TestServer()
+  const location = path.join(tempDir('lsm-remote-'), 'db')
+  const a = client(server, location)
+  const b = client(server, location)
+  await a.open()
+  await b.open()
+  const kept = b.snapshot()
+  await a.close()
+  t.is(server.host.sessionCount, 1, 'one session left')
+  t.is(server.db?.status, 'open', 'the database is still open')
+  await b.put('after', 'a closed')
+  t.is(await b.get('after'), 'a closed', 'b writes and reads')
+  t.is(server.openSnapshots, 1, "b's snapshot is held")
+  await a.open()
+  t.is(server.opens, 1, 'a attaches again to the same open database')
+  t.is(await a.get('after'), 'a closed', "a reads b's write")
+  await kept.close()
+  await b.close()
+  t.is(server.db?.status, 'open', "a keeps it open after b's close")
+  await a.close()
+  t.is(server.db?.status, 'closed', 'closed with the last client')
+})
+
+test('remote: a client whose port closes releases its snapshots and iterators', async (t) => {
+  const server = new TestServer()
+  const location = path.join(tempDir('lsm-remote-'), 'db')
+  const stays = client(server, location)
+  await stays.open()
+  const ports: { client?: MessagePortLike, server?: MessagePortLike } = {}
+  const goes = new RemoteLevel<string, string>(location, { connect: () => server.connect(ports) })
+  await goes.open()
+  await goes.batch([{ type: 'put', key: 'a', value: '1' }, { type: 'put', key: 'b', value: '2' }])
+  goes.snapshot()
+  goes.snapshot()
+  const it = goes.iterator()
+  t.same(await it.next(), ['a', '1'], 'the vanishing client reads through its iterator')
+  const session = server.sessions[1]
+  t.same(session.handles, { iterators: 1, snapshots: 2 }, 'its session holds 2 snapshots and an iterator')
+  t.is(server.openSnapshots, 2, 'the database has 2 snapshots open')
+  t.is(server.openIterators, 1, 'and 1 iterator')
+
+  // The client vanishes: its end of the channel closes, with no detach.
+  const closed = once(ports.server as unknown as NodeJS.EventEmitter, 'close')
+  ports.client!.close()
+  await closed
+  await settled()
+  t.is(session.attached, false, 'the session detached')
+  t.same(session.handles, { iterators: 0, snapshots: 0 }, 'its handles are gone')
+  t.is(server.openSnapshots, 0, 'the database has no snapshot open')
+  t.is(server.openIterators, 0, 'nor an iterator')
+  t.is(server.host.sessionCount, 1, 'one session left')
+  t.is(server.db?.status, 'open', 'the other client keeps the database open')
+  t.is(await stays.get('b'), '2', 'and reads')
+  await stays.close()
+  t.is(server.db?.status, 'closed', 'closed with the last client')
+  await goes.close().catch(() => {})
+})
+
+test('remote: a protocol version the server does not speak is refused clearly', async (t) => {
+  const server = new TestServer()
+  const connection = server.connect()
+  try {
+    await connection.request({ op: 'attach', version: PROTOCOL_VERSION + 1, location: path.join(tempDir('lsm-remote-'), 'db'), options: {} })
+    t.fail('attached')
+  } catch (err) {
+    t.is(codes(err), 'LEVEL_NOT_SUPPORTED', 'LEVEL_NOT_SUPPORTED')
+    t.match((err as Error).message, new RegExp(`version ${PROTOCOL_VERSION + 1} .*version ${PROTOCOL_VERSION}`), (err as Error).message)
+  }
+  t.is(server.opens, 0, 'no database opened')
+  t.is(server.host.sessionCount, 0, 'no session attached')
+  connection.close()
+})
+
+test('remote: options or a location other than the open database\'s are refused; errorIfExists once it is open', async (t) => {
+  const server = new TestServer()
+  const dir = tempDir('lsm-remote-')
+  const location = path.join(dir, 'db')
+  const a = client(server, location, { writeBufferSize: 64 * 1024 })
+  await a.open()
+  for (const [what, db, expected] of [
+    ['other engine options', client(server, location, { writeBufferSize: 128 * 1024 }), /other options/],
+    ['another location', client(server, path.join(dir, 'other'), { writeBufferSize: 64 * 1024 }), /not '/],
+    ['errorIfExists', client(server, location, { writeBufferSize: 64 * 1024, errorIfExists: true }), /exists/]
+  ] as const) {
+    try {
+      await db.open()
+      t.fail(`${what}: opened`)
+    } catch (err) {
+      t.is(codes(err), 'LEVEL_DATABASE_NOT_OPEN / LEVEL_INVALID_OPTION', `${what}: ${codes(err)}`)
+      t.match((err as { cause: Error }).cause.message, expected, (err as { cause: Error }).cause.message)
+    }
+  }
+  t.is(server.host.sessionCount, 1, 'only the first client attached')
+  await a.close()
+})
+
+test("remote: the server's 'closed' push closes the client; operations then fail", async (t) => {
+  const server = new TestServer()
+  const location = path.join(tempDir('lsm-remote-'), 'db')
+  const a = client(server, location)
+  const b = client(server, location)
+  await a.open()
+  await b.open()
+  const closedA = once(a, 'closed')
+  const closedB = once(b, 'closed')
+  await server.host.close(new Error('the host shuts down'))
+  await Promise.all([closedA, closedB])
+  t.is(a.status, 'closed', 'a closed')
+  t.is(b.status, 'closed', 'b closed')
+  t.is(server.db?.status, 'closed', 'the database closed')
+  try {
+    await a.get('k')
+    t.fail('read after close')
+  } catch (err) {
+    t.is(codes(err), 'LEVEL_DATABASE_NOT_OPEN', `a read fails: ${codes(err)}`)
+  }
+  await a.open()
+  t.is(server.opens, 2, 'a reopens: the host opens the database again')
+  await a.put('k', 'v')
+  t.is(await a.get('k'), 'v', 'and it reads and writes')
+  await a.close()
+})
+
+test('remote: errors come back with their code, message and cause', async (t) => {
+  const server = new TestServer()
+  const connection = server.connect()
+  await connection.request({ op: 'attach', version: PROTOCOL_VERSION, location: path.join(tempDir('lsm-remote-'), 'db'), options: {} })
+  try {
+    await connection.request({ op: 'get', key: new Uint8Array([1]), snapshot: 99 })
+    t.fail('read at an unknown snapshot')
+  } catch (err) {
+    t.is(codes(err), 'LEVEL_INVALID_OPTION', codes(err))
+    t.match((err as Error).message, /Unknown snapshot 99/, (err as Error).message)
+  }
+  try {
+    await connection.request({ op: 'call', method: 'close', args: [] })
+    t.fail('called close()')
+  } catch (err) {
+    t.is(codes(err), 'LEVEL_NOT_SUPPORTED', `close() is not callable: ${codes(err)}`)
+  }
+  await connection.request({ op: 'detach' })
+  t.is(server.db?.status, 'closed', 'detach closed the database')
+  connection.close()
+})
