@@ -14,6 +14,7 @@ import ModuleError = require('module-error')
 import type { RemoteConnection } from './remote/connection'
 import { PROTOCOL_VERSION, type AttachResult, type BatchOpMessage, type Push, type RangeMessage } from './remote/protocol'
 import { ENGINE_OPTION_NAMES, resolveOptions } from '../lib/options'
+import type { LsmStats } from '../lib/stats'
 
 export interface RemoteLevelOptions<K = string, V = string> {
   keyEncoding?: AbstractDatabaseOptions<K, V>['keyEncoding']
@@ -244,8 +245,14 @@ export class RemoteLevel<K = string, V = string> extends AbstractLevel<Uint8Arra
   }
 
   /** Compacts the keys in [start, end) (encoded keys; all when omitted). */
-  async compactRange (start?: Uint8Array, end?: Uint8Array): Promise<void> {
-    await this.callWhenOpen('compactRange', [start, end])
+  /**
+   * Compacts the tables overlapping [start, end) (either open), as
+   * LsmLevel#compactRange: the keys are encoded with the database's key
+   * encoding, or `options.keyEncoding`.
+   */
+  async compactRange (start?: K, end?: K, options?: { keyEncoding?: string }): Promise<void> {
+    const encode = this.keyEncoder(options)
+    await this.callWhenOpen('compactRange', [start === undefined ? undefined : encode(start), end === undefined ? undefined : encode(end)])
   }
 
   /** Writes the memtable to a table. */
@@ -253,14 +260,22 @@ export class RemoteLevel<K = string, V = string> extends AbstractLevel<Uint8Arra
     await this.callWhenOpen('flush', [])
   }
 
-  /** The engine's statistics (see LsmLevel#stats). */
-  async stats (): Promise<unknown> {
-    return await this.callWhenOpen('stats', [])
+  /** The engine's statistics (see LsmLevel#stats); asynchronous here, since they come from the server. */
+  async stats (): Promise<LsmStats> {
+    return await this.callWhenOpen('stats', []) as LsmStats
   }
 
-  /** Approximate bytes on disk for keys in [start, end) (encoded keys). */
-  async approximateSize (start: Uint8Array, end: Uint8Array): Promise<number> {
-    return await this.callWhenOpen('approximateSize', [start, end]) as number
+  /** Approximate bytes on disk for keys in [start, end), encoded as LsmLevel#approximateSize encodes them. */
+  async approximateSize (start: K, end: K, options?: { keyEncoding?: string }): Promise<number> {
+    const encode = this.keyEncoder(options)
+    return await this.callWhenOpen('approximateSize', [encode(start), encode(end)]) as number
+  }
+
+  /** The database's key encoding (or the one named), to the bytes the server takes. */
+  private keyEncoder (options?: { keyEncoding?: string }): (key: K) => Uint8Array {
+    // abstract-level resolves any encoding name it knows; its typings list the names as literals.
+    const enc = (options?.keyEncoding === undefined ? this.keyEncoding() : this.keyEncoding(options.keyEncoding as 'view')) as { encode (key: unknown): Uint8Array }
+    return (key) => enc.encode(key)
   }
 
   private async callWhenOpen (method: string, args: unknown[]): Promise<unknown> {

@@ -232,3 +232,30 @@ test('remote: errors come back with their code, message and cause', async (t) =>
   t.is(server.db?.status, 'closed', 'detach closed the database')
   connection.close()
 })
+
+test('remote: compactRange, approximateSize and stats take and give what LsmLevel does', async (t) => {
+  const server = new TestServer()
+  const location = path.join(tempDir('lsm-remote-'), 'db')
+  const a = client(server, location)
+  await a.open()
+  const ops = []
+  for (let i = 0; i < 2000; i++) ops.push({ type: 'put' as const, key: 'k' + String(i).padStart(5, '0'), value: 'v'.repeat(100) })
+  await a.batch(ops)
+  await a.flush()
+  // The keys are utf8 strings, encoded by the client as the database's own encoding would.
+  const served = server.db as unknown as { approximateSize (s: string, e: string): Promise<number> }
+  const local = await served.approximateSize('k00000', 'k01000')
+  const remote = await a.approximateSize('k00000', 'k01000')
+  t.ok(local > 0, `the served database counts ${local} bytes for half the keys`)
+  t.is(remote, local, 'approximateSize through the client encodes its keys as the database does')
+  const hex = (k: string): string => Buffer.from(k).toString('hex')
+  const h = client(server, location, { keyEncoding: 'hex' })
+  await h.open()
+  t.is(await h.approximateSize(hex('k00000'), hex('k01000')), local, "a client whose keyEncoding is 'hex' gives the same size for the same keys in hex")
+  await h.close()
+  await a.compactRange('k00000', 'k99999')
+  const stats = await a.stats()
+  t.ok(stats.levels.some((l) => l.level > 0 && l.files > 0), 'compactRange with string keys moved the table below level 0 (stats().levels)')
+  t.is(typeof stats.memtableBytes, 'number', 'stats() is typed and whole')
+  await a.close()
+})
