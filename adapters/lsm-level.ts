@@ -8,7 +8,8 @@ import { Engine, encodeBatch, type BatchOp, type LevelInfo, type RecoveryReport,
 import type { Snapshot } from '../lib/snapshots'
 import { nextTurn } from '../lib/util/turn'
 import { KIND_DELETE, KIND_VALUE } from '../lib/keys'
-import { resolveOptions, ENGINE_OPTION_NAMES, type EngineOptions } from '../lib/options'
+import { resolveOptions, type EngineOptions } from '../lib/options'
+import { pickEngineOptions, withoutEngineOptions } from './engine-options'
 import { invalidOption, levelError } from '../lib/errors'
 import { formatStats, type LsmStats } from '../lib/stats'
 import type { FileMeta } from '../lib/manifest/file-meta'
@@ -115,7 +116,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
       additionalMethods: { approximateSize: true, compactRange: true, getProperty: true, stats: true, levels: true, flush: true, checkpoint: true, changes: true, refresh: true },
       // Not a field of abstract-level's manifest (it has none for this): ours.
       readOnly: engineOptions.readOnly === true
-    } as LevelManifest, withoutEngineOptions(options) as AbstractDatabaseOptions<K, V>)
+    } as LevelManifest, withoutEngineOptions(options ?? {}) as AbstractDatabaseOptions<K, V>)
     this.location = location
     this.engineOptions = engineOptions
   }
@@ -391,25 +392,6 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     await (await import('../hosts/node/tools/repair.js')).destroy(location)
   }
 }
-
-/** The Level options alone: engine options stay with the engine (and out of hooks' view). */
-function withoutEngineOptions (options: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
-  if (!options) return options
-  const out: Record<string, unknown> = {}
-  for (const k of Object.keys(options)) if (!(ENGINE_OPTION_KEYS as string[]).includes(k)) out[k] = options[k]
-  return out
-}
-
-function pickEngineOptions (options: Record<string, unknown>): Partial<EngineOptions> {
-  const out: Record<string, unknown> = {}
-  for (const name of ENGINE_OPTION_KEYS) {
-    if (options[name] !== undefined) out[name] = options[name]
-  }
-  return out as Partial<EngineOptions>
-}
-
-// createIfMissing / errorIfExists come through open()'s options, normalized by abstract-level.
-const ENGINE_OPTION_KEYS = ENGINE_OPTION_NAMES.filter((n) => n !== 'createIfMissing' && n !== 'errorIfExists')
 
 /** Options of put(): abstract-level's plus `sync` (resolve only after an fdatasync covering the write). */
 export interface LsmPutOptions<K, V> extends AbstractPutOptions<K, V> {

@@ -13,7 +13,8 @@ import type { AbstractDatabaseOptions } from 'abstract-level'
 import ModuleError = require('module-error')
 import type { RemoteConnection } from './remote/connection'
 import { PROTOCOL_VERSION, type AttachResult, type BatchOpMessage, type Push, type RangeMessage } from './remote/protocol'
-import { ENGINE_OPTION_NAMES, resolveOptions } from '../lib/options'
+import { resolveOptions } from '../lib/options'
+import { pickEngineOptions, withoutEngineOptions } from './engine-options'
 import type { LsmStats } from '../lib/stats'
 
 export interface RemoteLevelOptions<K = string, V = string> {
@@ -282,19 +283,4 @@ export class RemoteLevel<K = string, V = string> extends AbstractLevel<Uint8Arra
     if (this.status === 'opening') await this.open({ passive: true } as object)
     return await this.server.request({ op: 'call', method, args })
   }
-}
-
-// createIfMissing and errorIfExists are abstract-level's: they reach _open() through it.
-const ENGINE_OPTION_KEYS: string[] = ENGINE_OPTION_NAMES.filter((n) => n !== 'createIfMissing' && n !== 'errorIfExists')
-
-function pickEngineOptions (options: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {}
-  for (const name of ENGINE_OPTION_KEYS) if (options[name] !== undefined) out[name] = options[name]
-  return out
-}
-
-function withoutEngineOptions (options: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {}
-  for (const [k, v] of Object.entries(options)) if (!ENGINE_OPTION_KEYS.includes(k)) out[k] = v
-  return out
 }
