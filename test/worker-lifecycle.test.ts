@@ -94,15 +94,15 @@ test('lsm-level inside an app\'s own worker thread leaves that thread\'s parentP
 })
 
 test('the worker threads compute CRC-32 with zlib, as the main thread does', async (t) => {
-  const lib = path.join(__dirname, '..', 'lib')
+  const root = path.join(__dirname, '..')
   // What a flush or compaction thread loads (JobThread.thread()), in a
   // thread that is not a job host so that it can answer.
   const source = `
     const { parentPort, workerData } = require('node:worker_threads')
-    require(workerData.lib + '/compaction/worker.js')
-    parentPort.postMessage(require(workerData.lib + '/util/crc.js').crcImplementation())
+    require(workerData.root + '/hosts/node/job-thread.js')
+    parentPort.postMessage(require(workerData.root + '/lib/util/crc.js').crcImplementation())
   `
-  const worker = new Worker(source, { eval: true, workerData: { lib } })
+  const worker = new Worker(source, { eval: true, workerData: { root } })
   try {
     const answer = await new Promise((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject) })
     t.is(answer, 'host', 'a worker thread checksums with zlib.crc32')
