@@ -1,8 +1,7 @@
-// The engine used directly in a dedicated Web Worker: LsmLevel (adapters/lsm-level.ts) on
-// the Origin Private File System, for apps whose data code runs in a worker.
-// No message hop per operation, and getSync() works (the sync access handles
-// read synchronously). The engine's worker for adapters/browser-level.ts (worker-main.ts) is
-// one of these.
+// The engine used directly in a dedicated Web Worker: LsmLevel on the Origin
+// Private File System, for apps whose data code runs in a worker. No message
+// hop per operation, and getSync() works (the sync access handles read
+// synchronously). The Web Worker that BrowserLevel starts serves one of these.
 //
 // Open and close bracket the engine's own with what a browser database needs:
 // the browser platform (installed once per worker, hosts/browser/platform.ts),
