@@ -157,18 +157,9 @@ class Cursor {
     return out
   }
 
+  /** Every remaining item: nextv() without a size. */
   async all (): Promise<Item[]> {
-    await this.checkSignal()
-    const out: Item[] = []
-    while (this.remaining > 0) {
-      const r = this.it.step(SKIP_BUDGET)
-      if (r === PAUSED) { await this.pause(); continue }
-      if (r !== FOUND) break
-      this.remaining--
-      out.push(this.item())
-      if ((out.length & LONG_READ_YIELD_MASK) === 0) await this.breathe()
-    }
-    return out
+    return await this.nextv(Infinity)
   }
 
   /**

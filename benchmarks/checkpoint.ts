@@ -16,38 +16,15 @@
 // Printed: median and max of each, what the checkpoints copied, the storm's
 // rate, the load average.
 import * as fs from 'node:fs'
-import { randomBytes } from 'node:crypto'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import { LsmLevel } from '../index'
+import { dirBytes, key, value } from './checkpoint-data'
 import { Random } from '../test/util/random'
 
 const CHECKPOINT_MB = Number(process.env.CHECKPOINT_MB ?? 165)
 const RUNS = Number(process.env.CHECKPOINT_RUNS ?? 9)
 const ENTRY_BYTES = 116
-/** Incompressible values: 100-byte slices of random bytes (compression is on by default). */
-const POOL = randomBytes(1024 * 1024)
-
-function value (i: number): Buffer {
-  const at = (i * 7919) % (POOL.length - 100)
-  return POOL.subarray(at, at + 100)
-}
-
-function key (i: number): Buffer {
-  const k = Buffer.alloc(16)
-  k.write(String(i).padStart(16, '0'))
-  return k
-}
-
-function dirBytes (dir: string): { bytes: number, tables: number } {
-  let bytes = 0
-  let tables = 0
-  for (const n of fs.readdirSync(dir)) {
-    bytes += fs.statSync(path.join(dir, n)).size
-    if (n.endsWith('.sst')) tables++
-  }
-  return { bytes, tables }
-}
 
 interface Timing { ms: number, longestTurnMs: number, made: Record<string, unknown> }
 

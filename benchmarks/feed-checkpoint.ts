@@ -14,36 +14,13 @@
 // puts), compactions finished; then three checkpoints into fresh directories,
 // each timed, with the database's bytes and files.
 import * as fs from 'node:fs'
-import { randomBytes } from 'node:crypto'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import { LsmLevel } from '../index'
+import { dirBytes, key, value } from './checkpoint-data'
 
 const FEED_BATCHES = Number(process.env.FEED_BATCHES ?? 20_000)
 const CHECKPOINT_MB = Number(process.env.CHECKPOINT_MB ?? 1024)
-/** Incompressible values: 100-byte slices of random bytes (compression is on by default). */
-const POOL = randomBytes(1024 * 1024)
-function value (i: number): Buffer {
-  const at = (i * 7919) % (POOL.length - 100)
-  return POOL.subarray(at, at + 100)
-}
-
-function key (i: number): Buffer {
-  const k = Buffer.alloc(16)
-  k.write(String(i).padStart(16, '0'))
-  return k
-}
-
-function dirBytes (dir: string): { bytes: number, files: number } {
-  let bytes = 0
-  let files = 0
-  for (const n of fs.readdirSync(dir)) {
-    bytes += fs.statSync(path.join(dir, n)).size
-    if (n.endsWith('.sst')) files++
-  }
-  return { bytes, files }
-}
-
 /** The same writes with no feed consumer: the baseline (ms). `batches` of 100 puts. */
 async function writeAlone (root: string, name: string, batches: number): Promise<number> {
   const db = new LsmLevel<Buffer, Buffer>(path.join(root, name), { keyEncoding: 'buffer', valueEncoding: 'buffer', retainLogBytes: 1024 * 1024 * 1024 })
@@ -109,7 +86,7 @@ async function checkpoint (root: string): Promise<void> {
     await db.batch(ops)
   }
   await db.engine.waitForIdle()
-  const { bytes, files } = dirBytes(location)
+  const { bytes, tables: files } = dirBytes(location)
   console.log(`checkpoint: ${n} keys, ${(bytes / 1048576).toFixed(0)} MiB in ${files} tables (filled in ${((Date.now() - t0) / 1000).toFixed(0)} s)`)
   for (let i = 0; i < 3; i++) {
     const target = path.join(root, `cp${i}`)
