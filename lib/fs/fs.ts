@@ -1,8 +1,8 @@
 // The one file-system interface for all engine I/O; hosts/node/node-fs.ts
 // implements it over node:fs, hosts/browser/opfs-fs.ts over the browser's OPFS.
 // Outside node-fs, only the command line (cli/, which lists and reads a
-// database directory to inspect it) and the compaction worker (its thread id,
-// from /proc) use node:fs. Crash and fault tests substitute an
+// database directory to inspect it) and the Node host's job threads (a
+// thread's id, from /proc) use node:fs. Crash and fault tests substitute an
 // in-memory implementation that can crash and inject faults (test/fs/).
 // Calls are synchronous (write(2), pread(2), fsync(2)) but for the `...Async`
 // variants (syncAsync; optionally closeAsync, syncDirAsync, removeAsync), which
