@@ -12,7 +12,8 @@ import { AbstractLevel, AbstractIterator, AbstractSnapshot } from 'abstract-leve
 import type { AbstractDatabaseOptions } from 'abstract-level'
 import ModuleError = require('module-error')
 import type { RemoteConnection } from './remote/connection'
-import { PROTOCOL_VERSION, type AttachResult, type BatchOpMessage, type Push, type RangeMessage } from './remote/protocol'
+import type { BatchOpMessage, ChangeBatchMessage, Push, RangeMessage } from './remote/protocol'
+import { RemoteDatabase, type RemoteCursor, type RemoteSnapshotHandle } from './remote/remote-database'
 import { resolveOptions } from '../lib/options'
 import { pickEngineOptions, withoutEngineOptions } from './engine-options'
 import type { LsmStats } from '../lib/stats'
@@ -35,25 +36,25 @@ interface RangeOptions extends RangeMessage {
   snapshot?: RemoteSnapshot
 }
 
-function rangeMessage (options: RangeOptions): RangeMessage {
-  return { gt: options.gt, gte: options.gte, lt: options.lt, lte: options.lte, reverse: options.reverse === true, limit: options.limit }
-}
-
 // abstract-level's typings omit the constructor's options ({ owner }).
 const SnapshotBase = AbstractSnapshot as unknown as new (options: object) => AbstractSnapshot
 
-/** A snapshot held by the server's session, named by the request that made it. */
+/** A snapshot held by the server's session. */
 class RemoteSnapshot extends SnapshotBase {
-  readonly handle: number
+  readonly remote: RemoteSnapshotHandle
 
-  constructor (options: object, private readonly connection: RemoteConnection) {
+  constructor (options: object, db: RemoteDatabase) {
     super(options)
-    this.handle = connection.post({ op: 'snapshot' })
+    this.remote = db.snapshot()
+  }
+
+  /** The handle's number in the server's session. */
+  get handle (): number {
+    return this.remote.handle
   }
 
   async _close (): Promise<void> {
-    // A connection that ended took its session's handles with it.
-    if (this.connection.healthy) await this.connection.request({ op: 'snapshotClose', snapshot: this.handle })
+    await this.remote.close()
   }
 }
 
@@ -65,20 +66,20 @@ const NEXT_BATCH = 64
 // abstract-level's typings of the iterator constructor lag its runtime (options).
 const IteratorBase = AbstractIterator as unknown as new (db: unknown, options: object) => AbstractIterator<RemoteLevel<unknown, unknown>, unknown, unknown>
 
-/** An iterator held by the server's session, named by the request that made it; next() reads ahead. */
+/** An iterator held by the server's session; next() reads ahead. */
 class RemoteIterator extends IteratorBase {
-  private readonly handle: number
+  private readonly cursor: RemoteCursor
   private buffered: Entry[] = []
   private ended = false
 
-  constructor (db: RemoteLevel<unknown, unknown>, options: RangeOptions & { keys?: boolean, values?: boolean }, private readonly connection: RemoteConnection) {
+  constructor (db: RemoteLevel<unknown, unknown>, options: RangeOptions & { keys?: boolean, values?: boolean }, remote: RemoteDatabase) {
     super(db, options)
-    this.handle = connection.post({ op: 'iterator', range: rangeMessage(options), keys: options.keys !== false, values: options.values !== false, snapshot: options.snapshot?.handle })
+    this.cursor = remote.iterator({ ...options, snapshot: options.snapshot?.remote })
   }
 
   async _next (): Promise<Entry | undefined> {
     if (this.buffered.length === 0 && !this.ended) {
-      this.buffered = await this.fetch(NEXT_BATCH)
+      this.buffered = await this.cursor.nextv(NEXT_BATCH)
       this.buffered.reverse()
       if (this.buffered.length === 0) this.ended = true
     }
@@ -88,24 +89,19 @@ class RemoteIterator extends IteratorBase {
   async _nextv (size: number): Promise<Entry[]> {
     if (this.buffered.length > 0) return this.buffered.splice(Math.max(0, this.buffered.length - size)).reverse()
     if (this.ended) return []
-    const out = await this.fetch(size)
+    const out = await this.cursor.nextv(size)
     if (out.length === 0) this.ended = true
     return out
-  }
-
-  private async fetch (size: number): Promise<Entry[]> {
-    return await this.connection.request({ op: 'nextv', iterator: this.handle, size }) as Entry[]
   }
 
   _seek (target: Uint8Array): void {
     this.buffered = []
     this.ended = false
-    this.connection.post({ op: 'seek', iterator: this.handle, target })
+    this.cursor.seek(target)
   }
 
   async _close (): Promise<void> {
-    // A connection that ended took its session's handles with it.
-    if (this.connection.healthy) await this.connection.request({ op: 'iteratorClose', iterator: this.handle })
+    await this.cursor.close()
   }
 }
 
@@ -124,6 +120,7 @@ function closeConnection (connection: RemoteConnection): void {
 export class RemoteLevel<K = string, V = string> extends AbstractLevel<Uint8Array, K, V> {
   readonly location: string
   private connection: RemoteConnection | undefined
+  private remote: RemoteDatabase | undefined
   private readonly connect: () => RemoteConnection
   private readonly release: (connection: RemoteConnection) => void
   private readonly engineOptions: Record<string, unknown>
@@ -147,7 +144,7 @@ export class RemoteLevel<K = string, V = string> extends AbstractLevel<Uint8Arra
       errorIfExists: true,
       permanence: true,
       deferredOpen: true,
-      additionalMethods: { approximateSize: true, compactRange: true, flush: true, stats: true }
+      additionalMethods: { approximateSize: true, compactRange: true, flush: true, stats: true, changes: true, currentSequence: true }
     } as LevelManifest, withoutEngineOptions(rest) as AbstractDatabaseOptions<K, V>)
     if (typeof connect !== 'function') {
       throw new ModuleError("Invalid option 'connect': must be a function that returns a RemoteConnection", { code: 'LEVEL_INVALID_OPTION' })
@@ -158,20 +155,16 @@ export class RemoteLevel<K = string, V = string> extends AbstractLevel<Uint8Arra
     this.engineOptions = engineOptions
   }
 
-  private get server (): RemoteConnection {
-    if (this.connection === undefined) throw new ModuleError('Database is not open', { code: 'LEVEL_DATABASE_NOT_OPEN' })
-    return this.connection
+  private get server (): RemoteDatabase {
+    if (this.remote === undefined) throw new ModuleError('Database is not open', { code: 'LEVEL_DATABASE_NOT_OPEN' })
+    return this.remote
   }
 
   async _open (options: Record<string, unknown> & { createIfMissing: boolean, errorIfExists: boolean }): Promise<void> {
     const connection = this.connect()
     const engineOptions = { ...this.engineOptions, ...pickEngineOptions(options), createIfMissing: options.createIfMissing, errorIfExists: options.errorIfExists }
     try {
-      // A server older than the remote protocol (a stale worker file) replies with no version.
-      const attached = await connection.request({ op: 'attach', version: PROTOCOL_VERSION, location: this.location, options: engineOptions }) as AttachResult | undefined
-      if (attached?.version !== PROTOCOL_VERSION) {
-        throw new ModuleError(`The server speaks version ${String(attached?.version ?? 'none')} of the remote protocol, not ${PROTOCOL_VERSION}`, { code: 'LEVEL_NOT_SUPPORTED' })
-      }
+      this.remote = await RemoteDatabase.attach(connection, this.location, engineOptions)
     } catch (err) {
       this.release(connection)
       throw err
@@ -182,11 +175,13 @@ export class RemoteLevel<K = string, V = string> extends AbstractLevel<Uint8Arra
 
   async _close (): Promise<void> {
     const connection = this.connection
+    const remote = this.remote
     this.connection = undefined
-    if (connection === undefined) return
+    this.remote = undefined
+    if (connection === undefined || remote === undefined) return
     connection.onPush = () => {}
     try {
-      await connection.request({ op: 'detach' })
+      await remote.detach()
     } finally {
       this.release(connection)
     }
@@ -200,41 +195,42 @@ export class RemoteLevel<K = string, V = string> extends AbstractLevel<Uint8Arra
   private pushed (connection: RemoteConnection, push: Push): void {
     if (push.push !== 'closed' || this.connection !== connection) return
     this.connection = undefined
+    this.remote = undefined
     this.release(connection)
     this.close().catch(() => {})
   }
 
   async _put (key: Uint8Array, value: Uint8Array, options: { sync?: boolean }): Promise<void> {
-    await this.server.request({ op: 'put', key, value, sync: options.sync === true })
+    await this.server.put(key, value, { sync: options.sync === true })
   }
 
   async _del (key: Uint8Array, options: { sync?: boolean }): Promise<void> {
-    await this.server.request({ op: 'del', key, sync: options.sync === true })
+    await this.server.del(key, { sync: options.sync === true })
   }
 
   async _batch (operations: BatchOpMessage[], options: { sync?: boolean }): Promise<void> {
     const ops = operations.map((op) => op.type === 'put' ? { type: op.type, key: op.key, value: op.value } : { type: op.type, key: op.key })
-    await this.server.request({ op: 'batch', ops, sync: options.sync === true })
+    await this.server.batch(ops, { sync: options.sync === true })
   }
 
   async _get (key: Uint8Array, options: { snapshot?: RemoteSnapshot }): Promise<Uint8Array | undefined> {
-    return await this.server.request({ op: 'get', key, snapshot: options.snapshot?.handle }) as Uint8Array | undefined
+    return await this.server.get(key, { snapshot: options.snapshot?.remote })
   }
 
   async _getMany (keys: Uint8Array[], options: { snapshot?: RemoteSnapshot }): Promise<Array<Uint8Array | undefined>> {
-    return await this.server.request({ op: 'getMany', keys, snapshot: options.snapshot?.handle }) as Array<Uint8Array | undefined>
+    return await this.server.getMany(keys, { snapshot: options.snapshot?.remote })
   }
 
   async _has (key: Uint8Array, options: { snapshot?: RemoteSnapshot }): Promise<boolean> {
-    return await this.server.request({ op: 'has', key, snapshot: options.snapshot?.handle }) as boolean
+    return await this.server.has(key, { snapshot: options.snapshot?.remote })
   }
 
   async _hasMany (keys: Uint8Array[], options: { snapshot?: RemoteSnapshot }): Promise<boolean[]> {
-    return await this.server.request({ op: 'hasMany', keys, snapshot: options.snapshot?.handle }) as boolean[]
+    return await this.server.hasMany(keys, { snapshot: options.snapshot?.remote })
   }
 
   async _clear (options: RangeOptions): Promise<void> {
-    await this.server.request({ op: 'clear', range: rangeMessage(options), snapshot: options.snapshot?.handle })
+    await this.server.clear({ ...options, snapshot: options.snapshot?.remote })
   }
 
   _iterator (options: RangeOptions & { keys?: boolean, values?: boolean }): RemoteIterator {
@@ -245,7 +241,6 @@ export class RemoteLevel<K = string, V = string> extends AbstractLevel<Uint8Arra
     return new RemoteSnapshot(options, this.server)
   }
 
-  /** Compacts the keys in [start, end) (encoded keys; all when omitted). */
   /**
    * Compacts the tables overlapping [start, end) (either open), as
    * LsmLevel#compactRange: the keys are encoded with the database's key
@@ -272,6 +267,22 @@ export class RemoteLevel<K = string, V = string> extends AbstractLevel<Uint8Arra
     return await this.callWhenOpen('approximateSize', [encode(start), encode(end)]) as number
   }
 
+  /**
+   * The committed batches after sequence number `since` (default: the
+   * server's current one), in commit order, then live ones, as
+   * LsmLevel#changes: keys and values as Uint8Arrays in their stored form.
+   */
+  async* changes (options: { since?: number } = {}): AsyncGenerator<ChangeBatchMessage, void, undefined> {
+    if (this.status === 'opening') await this.open({ passive: true } as object)
+    yield* this.server.changes(options)
+  }
+
+  /** The sequence number of the server's last committed write (asynchronous here: it comes from the server). */
+  async currentSequence (): Promise<number> {
+    if (this.status === 'opening') await this.open({ passive: true } as object)
+    return await this.server.currentSequence()
+  }
+
   /** The database's key encoding (or the one named), to the bytes the server takes. */
   private keyEncoder (options?: { keyEncoding?: string }): (key: K) => Uint8Array {
     // abstract-level resolves any encoding name it knows; its typings list the names as literals.
@@ -281,6 +292,6 @@ export class RemoteLevel<K = string, V = string> extends AbstractLevel<Uint8Arra
 
   private async callWhenOpen (method: string, args: unknown[]): Promise<unknown> {
     if (this.status === 'opening') await this.open({ passive: true } as object)
-    return await this.server.request({ op: 'call', method, args })
+    return await this.server.call(method, args)
   }
 }

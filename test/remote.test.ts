@@ -124,8 +124,11 @@ test('remote: a client whose port closes releases its snapshots and iterators', 
   goes.snapshot()
   const it = goes.iterator()
   t.same(await it.next(), ['a', '1'], 'the vanishing client reads through its iterator')
+  const feed = goes.changes()
+  const waiting = feed.next().catch((err: { code?: string }) => err)
+  await goes.currentSequence()
   const session = server.sessions[1]
-  t.same(session.handles, { iterators: 1, snapshots: 2 }, 'its session holds 2 snapshots and an iterator')
+  t.same(session.handles, { iterators: 1, snapshots: 2, feeds: 1 }, 'its session holds 2 snapshots, an iterator and a change feed')
   t.is(server.openSnapshots, 2, 'the database has 2 snapshots open')
   t.is(server.openIterators, 1, 'and 1 iterator')
 
@@ -135,7 +138,8 @@ test('remote: a client whose port closes releases its snapshots and iterators', 
   await closed
   await settled()
   t.is(session.attached, false, 'the session detached')
-  t.same(session.handles, { iterators: 0, snapshots: 0 }, 'its handles are gone')
+  t.same(session.handles, { iterators: 0, snapshots: 0, feeds: 0 }, 'its handles are gone')
+  t.is(((await waiting) as { code?: string }).code, 'LEVEL_DATABASE_NOT_OPEN', 'its waiting change feed failed')
   t.is(server.openSnapshots, 0, 'the database has no snapshot open')
   t.is(server.openIterators, 0, 'nor an iterator')
   t.is(server.host.sessionCount, 1, 'one session left')
@@ -144,6 +148,44 @@ test('remote: a client whose port closes releases its snapshots and iterators', 
   await stays.close()
   t.is(server.db?.status, 'closed', 'closed with the last client')
   await goes.close().catch(() => {})
+})
+
+test('remote: a client follows the writes of other clients through a change feed', async (t) => {
+  const server = new TestServer()
+  const location = path.join(tempDir('lsm-remote-'), 'db')
+  const writer = client(server, location)
+  const reader = client(server, location, { valueEncoding: 'utf8' })
+  await writer.open()
+  await reader.open()
+  await writer.put('before', '0')
+  const since = await reader.currentSequence()
+  t.is(since, 1, 'the current sequence number comes from the server')
+  const seen: string[] = []
+  const following = (async () => {
+    for await (const { seq, ops } of reader.changes()) {
+      for (const op of ops) seen.push(`${seq} ${op.type} ${new TextDecoder().decode(op.key)}${op.value === undefined ? '' : '=' + new TextDecoder().decode(op.value)}`)
+      if (seq >= 4) break
+    }
+  })()
+  await writer.put('a', '1')
+  await writer.batch([{ type: 'put', key: 'b', value: '2' }, { type: 'del', key: 'a' }])
+  await following
+  t.same(seen, ['2 put a=1', '4 put b=2', '4 del a'], "the live batches, in commit order, each with its last operation's sequence number")
+  await reader.currentSequence()
+  t.same(server.sessions[1].handles.feeds, 0, 'the feed closed when the loop stopped')
+  const history: number[] = []
+  for await (const { seq } of reader.changes({ since: 0 })) {
+    history.push(seq)
+    if (seq >= 4) break
+  }
+  t.same(history, [1, 2, 4], 'a feed since 0 replays the log first')
+  try {
+    for await (const batch of reader.changes({ since: 99 })) t.fail(`yielded ${batch.seq}`)
+  } catch (err) {
+    t.is(codes(err), 'LEVEL_INVALID_OPTION', `a since ahead of the database: ${(err as Error).message}`)
+  }
+  await writer.close()
+  await reader.close()
 })
 
 test('remote: a protocol version the server does not speak is refused clearly', async (t) => {

@@ -39,8 +39,17 @@ export class RemoteConnection {
   }
 
   request (message: RequestMessage): Promise<unknown> {
-    if (this.failure !== undefined) return Promise.reject(this.failure)
+    return this.named(message).reply
+  }
+
+  /** A request and its id, which names the handle it makes, if any (protocol.ts, Handles). */
+  named (message: RequestMessage): { id: number, reply: Promise<unknown> } {
     const id = this.nextId++
+    return { id, reply: this.enqueue(id, message) }
+  }
+
+  private enqueue (id: number, message: RequestMessage): Promise<unknown> {
+    if (this.failure !== undefined) return Promise.reject(this.failure)
     if (this.outbox.length === 0) queueMicrotask(() => this.send())
     this.outbox.push({ ...message, id } as Request)
     return new Promise((resolve, reject) => this.waiting.set(id, { resolve, reject }))
@@ -52,8 +61,8 @@ export class RemoteConnection {
    * the handle it makes, if any (protocol.ts, Handles).
    */
   post (message: RequestMessage): number {
-    const id = this.nextId
-    this.request(message).catch(() => {})
+    const { id, reply } = this.named(message)
+    reply.catch(() => {})
     return id
   }
 

@@ -3,7 +3,7 @@
 // abstract-level database with 'view' encodings (LsmLevel, OpfsLevel) is a
 // ServedDatabase as it is, and SharedDatabaseHost (shared-host.ts) is the host
 // that opens one database for many sessions.
-import type { BatchOpMessage } from './protocol'
+import type { BatchOpMessage, ChangeBatchMessage } from './protocol'
 
 /** An open snapshot of the served database. */
 export interface ServedSnapshot {
@@ -31,6 +31,10 @@ export interface ServedDatabase {
   clear (options: Record<string, unknown> & ReadOptions): Promise<void>
   iterator (options: Record<string, unknown> & ReadOptions): ServedIterator
   snapshot (): ServedSnapshot
+  /** The sequence number of the last committed write. */
+  readonly sequence: number
+  /** The committed batches after `since` (default: the current sequence number), then live ones. */
+  changes (options: { since?: number }): AsyncGenerator<ChangeBatchMessage, void, undefined>
 }
 
 /** What a host may tell a session. */

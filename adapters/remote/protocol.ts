@@ -10,7 +10,8 @@
 //                                           is the server's { version }
 //   { id, op: 'put' | 'get' | ... }         one operation of the session
 //   { id, op: 'detach' }                    the session lets go of the database
-//                                           (its iterators and snapshots closed)
+//                                           (its iterators, snapshots and change
+//                                           feeds closed)
 //                                           { id, result } | { id, error }
 //                                           { push: 'closed', error? } unasked
 //
@@ -19,7 +20,7 @@
 // reply came before it was sent. Attach and detach are the session's; whether
 // the database opens or closes with them is the server's host's business.
 //
-// Handles. An iterator or a snapshot belongs to the session that made it and is
+// Handles. An iterator, a snapshot or a change feed belongs to the session that made it and is
 // named by the id of the request that made it: the client can use it in the
 // same turn (a seek and a nextv right behind the iterator), and two sessions'
 // handles never meet. A session's handles are all closed when it detaches or
@@ -27,7 +28,13 @@
 //
 // Pushes are messages the server sends unasked, marked by `push` instead of
 // `id`: 'closed' says the database closed under the session (it is detached,
-// its handles gone); later pushes (a change feed) add members to Push.
+// its handles gone).
+//
+// Change feeds are pulled, like iterators: 'changes' opens a feed after a
+// sequence number (the database's current one when none is given; the reply
+// is the one it starts after), each 'changesNext' resolves to the next
+// committed batch (waiting for one when there is none yet), 'changesClose'
+// ends it. A slow client holds nothing back: nothing is read ahead for it.
 //
 // Keys and values travel as Uint8Arrays (the client's abstract-level encodes
 // and decodes them). Requests are structured-cloned (their buffers may be the
@@ -39,8 +46,15 @@ import type { ErrorData } from '../../lib/error-codec'
  * The protocol's version, sent with attach; a server refuses another.
  * 1: attach/detach, per-session handles named by request ids, pushes (this
  *    protocol's first version; it replaced the browser worker's open/close).
+ * 2: change feeds ('changes', 'changesNext', 'changesClose') and 'sequence'.
  */
-export const PROTOCOL_VERSION = 1
+export const PROTOCOL_VERSION = 2
+
+/** A committed batch of a change feed, keys and values as stored. */
+export interface ChangeBatchMessage {
+  seq: number
+  ops: Array<{ type: 'put' | 'del' | 'clear', key: Uint8Array, value?: Uint8Array, end?: Uint8Array }>
+}
 
 /** A range as abstract-level normalises it, keys encoded. */
 export interface RangeMessage {
@@ -72,6 +86,10 @@ export type Request =
   | { id: number, op: 'snapshot' }
   | { id: number, op: 'snapshotClose', snapshot: number }
   | { id: number, op: 'call', method: string, args: unknown[] }
+  | { id: number, op: 'sequence' }
+  | { id: number, op: 'changes', since?: number }
+  | { id: number, op: 'changesNext', feed: number }
+  | { id: number, op: 'changesClose', feed: number }
 
 /** What the attach reply carries. */
 export interface AttachResult {

@@ -9,7 +9,7 @@
 import type { Channel } from './channel'
 import { errorToData } from '../../lib/error-codec'
 import type { DatabaseHost, ServedDatabase, ServedIterator, ServedSnapshot, SessionEvents } from './host'
-import { PROTOCOL_VERSION, transferables, type AttachResult, type Push, type RangeMessage, type Request, type ServerMessage } from './protocol'
+import { PROTOCOL_VERSION, transferables, type AttachResult, type ChangeBatchMessage, type Push, type RangeMessage, type Request, type ServerMessage } from './protocol'
 import { levelError } from '../../lib/errors'
 
 export type ServerChannel = Channel<ServerMessage[], Request[]>
@@ -22,6 +22,7 @@ export class Session implements SessionEvents {
   private attaching: Promise<void> | undefined
   private readonly iterators = new Map<number, ServedIterator>()
   private readonly snapshots = new Map<number, ServedSnapshot>()
+  private readonly feeds = new Map<number, AsyncGenerator<ChangeBatchMessage, void, undefined>>()
   private outbox: ServerMessage[] = []
   private ended = false
 
@@ -35,8 +36,8 @@ export class Session implements SessionEvents {
   }
 
   /** Open iterators and snapshots of this session. */
-  get handles (): { iterators: number, snapshots: number } {
-    return { iterators: this.iterators.size, snapshots: this.snapshots.size }
+  get handles (): { iterators: number, snapshots: number, feeds: number } {
+    return { iterators: this.iterators.size, snapshots: this.snapshots.size, feeds: this.feeds.size }
   }
 
   /** The host closed the database under this session. */
@@ -46,6 +47,7 @@ export class Session implements SessionEvents {
     this.db = undefined
     this.iterators.clear()
     this.snapshots.clear()
+    this.endFeeds()
     this.push({ push: 'closed', error: reason === undefined ? undefined : errorToData(reason) })
   }
 
@@ -89,6 +91,10 @@ export class Session implements SessionEvents {
         return undefined
       case 'snapshotClose': return this.release(this.snapshots, req.snapshot)
       case 'call': return this.call(req.method, req.args)
+      case 'sequence': return this.database().sequence
+      case 'changes': return this.openFeed(req.id, req.since)
+      case 'changesNext': return this.nextChange(req.feed)
+      case 'changesClose': return this.closeFeed(req.feed)
       default: throw levelError('LEVEL_NOT_SUPPORTED', `Unknown request '${String((req as { op?: unknown }).op)}'`)
     }
   }
@@ -121,6 +127,7 @@ export class Session implements SessionEvents {
     const handles = [...this.iterators.values(), ...this.snapshots.values()]
     this.iterators.clear()
     this.snapshots.clear()
+    this.endFeeds()
     try {
       await Promise.allSettled(handles.map(async (h) => await h.close()))
     } finally {
@@ -163,6 +170,45 @@ export class Session implements SessionEvents {
     const handle = handles.get(id)
     handles.delete(id)
     await handle?.close()
+  }
+
+  /** Opens a change feed named `id`; resolves to the sequence number it starts after. */
+  private openFeed (id: number, since: number | undefined): number {
+    const db = this.database()
+    const start = since ?? db.sequence
+    this.name(this.feeds, id, db.changes({ since: start }))
+    return start
+  }
+
+  /** The feed's next batch, keys and values copied out of the log's buffer (a view would carry all of it). */
+  private async nextChange (id: number): Promise<ChangeBatchMessage | undefined> {
+    const feed = this.feeds.get(id)
+    if (feed === undefined) throw levelError('LEVEL_INVALID_OPTION', `Change feed ${id} is not open`)
+    const next = await feed.next()
+    if (next.done === true) {
+      this.feeds.delete(id)
+      return undefined
+    }
+    return {
+      seq: next.value.seq,
+      ops: next.value.ops.map((op) => {
+        const out: ChangeBatchMessage['ops'][number] = { type: op.type, key: new Uint8Array(op.key) }
+        if (op.value !== undefined) out.value = new Uint8Array(op.value)
+        if (op.end !== undefined) out.end = new Uint8Array(op.end)
+        return out
+      })
+    }
+  }
+
+  private closeFeed (id: number): void {
+    const feed = this.feeds.get(id)
+    this.feeds.delete(id)
+    // A feed waiting for a commit ends at the next one, or when the database closes.
+    feed?.return(undefined).catch(() => {})
+  }
+
+  private endFeeds (): void {
+    for (const id of [...this.feeds.keys()]) this.closeFeed(id)
   }
 
   private call (method: string, args: unknown[]): unknown {
