@@ -13,6 +13,13 @@ export type LevelErrorCode =
   | 'LEVEL_NOT_SUPPORTED'
   | 'LEVEL_CHANGES_NOT_RETAINED'
   | 'LEVEL_READ_ONLY'
+  // Many openers (one owner, the others its clients):
+  /** A write was in flight when the owner was lost: it may or may not have committed. */
+  | 'LEVEL_OUTCOME_UNKNOWN'
+  /** An iterator, snapshot or change feed opened before the owner changed, used after. */
+  | 'LEVEL_OWNER_CHANGED'
+  /** No owner answered within the bounded time (alive but hung, or unreachable). */
+  | 'LEVEL_OWNER_UNREACHABLE'
 
 export interface LevelError extends Error {
   code: LevelErrorCode
