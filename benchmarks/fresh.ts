@@ -13,7 +13,8 @@
 //   BENCH_RUNS=5 ...                           more runs (default 3)
 //   BENCH_SEED=7 ...                           other keys, values and orders (default 1)
 //   BENCH_BASELINE=DIR ...                     also run the lsm-level bundle in DIR (another build's dist/node) as "lsm-baseline"
-//   BENCH_CPU_PROF=DIR ...                     lsm-level's children run with --cpu-prof (DIR/workload-engine-run/, a file per thread)
+//   BENCH_CPU_PROF=DIR ...                     lsm-level's children run with --cpu-prof (DIR/workload-engine-run/, a file per
+//                                              thread), and main-timed.cpuprofile there covers the timed part alone
 //   BENCH_MARKDOWN=BENCHMARKS.md ...           also write the section "fresh" of that file
 //
 // Data as in run.ts (same seeds, same Random): 16-byte random keys, 100-byte
@@ -27,6 +28,7 @@
 // 30,000 puts (3.5 MB) only in its log; the memory rows fill 1,000,000 keys in
 // batches of 1,000 and sample the child's RSS during the fill and after 5 s idle.
 import * as fs from 'node:fs'
+import * as inspector from 'node:inspector'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import { Random } from '../test/util/random'
@@ -135,7 +137,7 @@ const WORKLOADS: Record<string, Workload> = {
     rows: { fillbatch: { what: 'batches of 1,000 puts; puts/s', unit: 'rate', target: 1.2 } },
     run: async ({ db }) => {
       const { keys, value } = dataSet()
-      const t0 = process.hrtime.bigint()
+      const t0 = await startClock()
       await fillInBatches(db, keys, value)
       return { fillbatch: N / seconds(t0) }
     }
@@ -145,7 +147,7 @@ const WORKLOADS: Record<string, Workload> = {
     rows: { fillrandom: { what: 'awaited put, random keys', unit: 'rate', target: 0.8, vs: 'memory-level' } },
     run: async ({ db }) => {
       const { keys, value } = dataSet()
-      const t0 = process.hrtime.bigint()
+      const t0 = await startClock()
       for (let i = 0; i < N; i++) await db.put(keys[i], value(i))
       return { fillrandom: N / seconds(t0) }
     }
@@ -157,7 +159,7 @@ const WORKLOADS: Record<string, Workload> = {
     run: async ({ db }) => {
       const { keys, value } = dataSet()
       let next = 0
-      const t0 = process.hrtime.bigint()
+      const t0 = await startClock()
       await Promise.all(Array.from({ length: SYNC_WRITERS }, async () => {
         while (next < SYNC_PUTS) { const i = next++; await db.put(keys[i], value(i), { sync: true }) }
       }))
@@ -169,7 +171,7 @@ const WORKLOADS: Record<string, Workload> = {
     rows: { readrandom: { what: 'awaited get, present keys', unit: 'rate', target: 1, vs: 'memory-level' } },
     run: async ({ db }) => {
       const { keys, order } = dataSet()
-      const t0 = process.hrtime.bigint()
+      const t0 = await startClock()
       for (let i = 0; i < N; i++) await db.get(keys[order[i]])
       return { readrandom: N / seconds(t0) }
     }
@@ -179,7 +181,7 @@ const WORKLOADS: Record<string, Workload> = {
     rows: { readrandomsync: { what: '`getSync`, present keys', unit: 'rate' } },
     run: async ({ db }) => {
       const { keys, order } = dataSet()
-      const t0 = process.hrtime.bigint()
+      const t0 = await startClock()
       for (let i = 0; i < N; i++) db.getSync(keys[order[i]])
       return { readrandomsync: N / seconds(t0) }
     }
@@ -190,7 +192,7 @@ const WORKLOADS: Record<string, Workload> = {
     run: async ({ db }) => {
       const { keys, order } = dataSet()
       let next = 0
-      const t0 = process.hrtime.bigint()
+      const t0 = await startClock()
       await Promise.all(Array.from({ length: 64 }, async () => {
         while (next < N) { const i = next++; await db.get(keys[order[i]]) }
       }))
@@ -202,7 +204,7 @@ const WORKLOADS: Record<string, Workload> = {
     rows: { readseq: { what: 'one full scan, `nextv(1000)`; entries/s', unit: 'rate', target: 2 } },
     run: async ({ db }) => {
       let n = 0
-      const t0 = process.hrtime.bigint()
+      const t0 = await startClock()
       const it = db.iterator()
       for (;;) { const batch = await it.nextv(1000); if (batch.length === 0) break; n += batch.length }
       await it.close()
@@ -216,7 +218,7 @@ const WORKLOADS: Record<string, Workload> = {
     rows: { seekrandom: { what: 'seek, then `nextv(100)`; ranges/s', unit: 'rate' } },
     run: async ({ db }) => {
       const { keys, order } = dataSet()
-      const t0 = process.hrtime.bigint()
+      const t0 = await startClock()
       for (let i = 0; i < SEEK_OPS; i++) {
         const it = db.iterator({ gte: keys[order[i]] })
         await it.nextv(100)
@@ -230,7 +232,7 @@ const WORKLOADS: Record<string, Workload> = {
     rows: { readwhilewriting: { what: 'awaited ops, 95% get / 5% put', unit: 'rate' } },
     run: async ({ db }) => {
       const { keys, value, order } = dataSet()
-      const t0 = process.hrtime.bigint()
+      const t0 = await startClock()
       for (let i = 0; i < N; i++) {
         if (i % 20 === 0) await db.put(keys[order[i]], value(i + 1))
         else await db.get(keys[order[i]])
@@ -244,7 +246,7 @@ const WORKLOADS: Record<string, Workload> = {
     rows: { jsonfill: { what: 'JSON documents (utf8), batches of 100; documents/s', unit: 'rate', target: 1.2 } },
     run: async ({ db }) => {
       const data = jsonDataSet()
-      const t0 = process.hrtime.bigint()
+      const t0 = await startClock()
       await fillJson(db, data)
       return { jsonfill: N / seconds(t0) }
     }
@@ -255,7 +257,7 @@ const WORKLOADS: Record<string, Workload> = {
     rows: { jsonreadrandom: { what: `JSON: awaited gets, ${int(JSON_GETS)} random documents`, unit: 'rate', target: 3 } },
     run: async ({ db }) => {
       const { ids, order } = jsonDataSet()
-      const t0 = process.hrtime.bigint()
+      const t0 = await startClock()
       for (let i = 0; i < JSON_GETS; i++) await db.get(ids[order[i]])
       return { jsonreadrandom: JSON_GETS / seconds(t0) }
     }
@@ -266,7 +268,7 @@ const WORKLOADS: Record<string, Workload> = {
     rows: { jsonreadseq: { what: 'JSON: one full scan, `for await` over `iterator()`, cold; entries/s', unit: 'rate', target: 1.5 } },
     run: async ({ db }) => {
       let n = 0
-      const t0 = process.hrtime.bigint()
+      const t0 = await startClock()
       for await (const entry of db.iterator()) if (entry[1].length > 0) n++
       const s = seconds(t0)
       if (n !== N) throw new Error(`jsonreadseq saw ${n} entries, expected ${N}`)
@@ -316,7 +318,39 @@ const WORKLOADS: Record<string, Workload> = {
   }
 }
 
-const seconds = (t0: bigint): number => millis(t0) / 1000
+/**
+ * Starts a workload's clock; with BENCH_CPU_PROF, also a CPU profile of this
+ * thread (the child's --cpu-prof profiles cover its whole life, data set
+ * included: this one covers only the timed part, written as main-timed.cpuprofile).
+ */
+async function startClock (): Promise<bigint> {
+  if (profileDir !== undefined) {
+    profiler = new inspector.Session()
+    profiler.connect()
+    await post('Profiler.enable')
+    await post('Profiler.start')
+  }
+  return process.hrtime.bigint()
+}
+
+/** Seconds since `t0`; ends the timed profile, if one runs. */
+function seconds (t0: bigint): number {
+  const s = millis(t0) / 1000
+  if (profiler !== undefined) {
+    const session = profiler
+    profiler = undefined
+    session.post('Profiler.stop', (err, result) => {
+      if (err === null) fs.writeFileSync(path.join(profileDir!, 'main-timed.cpuprofile'), JSON.stringify(result.profile))
+      session.disconnect()
+    })
+  }
+  return s
+}
+
+/** The directory of this child's timed profile (BENCH_CPU_PROF), set by measure(). */
+let profileDir: string | undefined
+let profiler: inspector.Session | undefined
+const post = (method: string): Promise<void> => new Promise((resolve, reject) => profiler!.post(method, (err) => err === null ? resolve() : reject(err)))
 
 /** The options a database is written with: utf8 for the JSON database; for the log, a write buffer that holds it. */
 function prepareOptions (start: Start): Record<string, unknown> {
@@ -325,7 +359,7 @@ function prepareOptions (start: Start): Record<string, unknown> {
   return {}
 }
 
-interface Spec { mode: 'prepare' | 'measure', engine: EngineName, start: Start, workload: string, dir: string }
+interface Spec { mode: 'prepare' | 'measure', engine: EngineName, start: Start, workload: string, dir: string, profileDir?: string }
 
 async function prepare (spec: Spec): Promise<void> {
   const engine = loadEngine(spec.engine)
@@ -348,10 +382,12 @@ async function prepare (spec: Spec): Promise<void> {
 }
 
 async function measure (spec: Spec): Promise<void> {
+  profileDir = spec.profileDir
+  if (profileDir !== undefined) fs.mkdirSync(profileDir, { recursive: true })
   const workload = WORKLOADS[spec.workload]
   const engine = loadEngine(spec.engine)
   const db = engine.make(spec.dir, workload.utf8 === true ? UTF8 : {})
-  const t0 = process.hrtime.bigint()
+  const t0 = await startClock()
   await db.open()
   const openMs = millis(t0)
   if (spec.engine === 'memory-level' && workload.start === 'random') {
@@ -433,8 +469,9 @@ async function parent (): Promise<void> {
         for (const e of rotated(enginesOf(w), run)) {
           const dir = path.join(root, `${e}-${w}-${run}`)
           if (start !== 'empty' && e !== 'memory-level') fs.cpSync(prepared.get(`${e}-${start}`)!, dir, { recursive: true })
-          const profile = CPU_PROF !== undefined && isLsm(e) ? ['--cpu-prof', '--cpu-prof-dir', path.join(CPU_PROF, `${w}-${e}-${run}`)] : []
-          const m = runChild<Measured>(script, { mode: 'measure', engine: e, start, workload: w, dir } satisfies Spec, profile)
+          const profileDir = CPU_PROF !== undefined && isLsm(e) ? path.join(CPU_PROF, `${w}-${e}-${run}`) : undefined
+          const profile = profileDir !== undefined ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []
+          const m = runChild<Measured>(script, { mode: 'measure', engine: e, start, workload: w, dir, profileDir } satisfies Spec, profile)
           fs.rmSync(dir, { recursive: true, force: true })
           if (!results.times.has(w)) results.times.set(w, new Map())
           push(results.times.get(w)!, e, { requireMs: m.requireMs, openMs: m.openMs })
