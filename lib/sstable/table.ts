@@ -133,6 +133,14 @@ export class Table {
     return this.useful
   }
 
+  /**
+   * Bytes this open table holds outside the block cache: its decoded index, its
+   * Bloom filter and the per-block offsets and sizes (stats().memory.tables).
+   */
+  get memoryBytes (): number {
+    return this.index.bytes.byteLength + this.index.contents.byteLength + (this.filter?.byteLength ?? 0) + 16 * this.blockOffsets.length
+  }
+
   /** Number of data blocks. */
   get dataBlockCount (): number {
     return this.blockOffsets.length
