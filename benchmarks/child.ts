@@ -10,7 +10,15 @@ import { spawnSync } from 'node:child_process'
 import * as path from 'node:path'
 
 export const ENGINES = ['lsm-level', 'classic-level', 'memory-level'] as const
-export type EngineName = typeof ENGINES[number]
+/**
+ * The engines, and 'lsm-baseline': another build of lsm-level, the bundle in the
+ * directory `BENCH_BASELINE` names (e.g. a copy of an older build's dist/node),
+ * run beside this one to measure a change.
+ */
+export type EngineName = typeof ENGINES[number] | 'lsm-baseline'
+
+/** lsm-level, this build or the baseline. */
+export const isLsm = (name: EngineName): boolean => name === 'lsm-level' || name === 'lsm-baseline'
 
 /** The flag that marks a child process; the JSON spec follows it. */
 const CHILD_FLAG = '--child'
@@ -49,12 +57,15 @@ export interface Loaded {
   requireMs: number
 }
 
-/** Requires the engine's package (lsm-level: this checkout's bundle, dist/node/lsm-level.js, what the package loads), timed. */
+/**
+ * Requires the engine's package (lsm-level: this checkout's bundle, dist/node/lsm-level.js, what the package loads;
+ * lsm-baseline: lsm-level.js in the directory BENCH_BASELINE names), timed.
+ */
 export function loadEngine (name: EngineName): Loaded {
   const t0 = process.hrtime.bigint()
   /* eslint-disable @typescript-eslint/no-require-imports */
-  const ctor = name === 'lsm-level'
-    ? require(path.join(__dirname, '..', 'node', 'lsm-level.js')).LsmLevel
+  const ctor = isLsm(name)
+    ? require(name === 'lsm-level' ? path.join(__dirname, '..', 'node', 'lsm-level.js') : path.resolve(process.env.BENCH_BASELINE!, 'lsm-level.js')).LsmLevel
     : name === 'classic-level' ? require('classic-level').ClassicLevel : require('memory-level').MemoryLevel
   /* eslint-enable @typescript-eslint/no-require-imports */
   const requireMs = millis(t0)
@@ -81,14 +92,14 @@ export function rotated<T> (items: readonly T[], run: number): T[] {
 
 /** lsm-level's background work done (flushes, compactions): others have none to wait for. */
 export async function settled (name: EngineName, db: any): Promise<void> {
-  if (name === 'lsm-level') await db.engine.waitForIdle()
+  if (isLsm(name)) await db.engine.waitForIdle()
 }
 
 /** A full compaction: classic-level wants both bounds, below and above every key of `keySize` bytes. */
 export async function compactAll (name: EngineName, db: any, keySize: number): Promise<void> {
   if (name === 'memory-level') return
   await settled(name, db)
-  if (name === 'lsm-level') await db.compactRange()
+  if (isLsm(name)) await db.compactRange()
   else await db.compactRange(Buffer.from([0]), Buffer.alloc(keySize + 1, 0xff))
   await settled(name, db)
 }

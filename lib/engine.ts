@@ -593,6 +593,7 @@ export class Engine {
         capacity: this.blockCache.capacityBytes
       },
       memtableBytes: this.memtableBytes(),
+      memory: this.memoryBytes(),
       rangeTombstones: this.rangeTombstoneCount(),
       pendingWrites: this.pipeline.queued,
       stallMs: this.pipeline.counters.stallMs + this.pipeline.currentStallMs,
@@ -642,6 +643,14 @@ export class Engine {
 
   memtableBytes (): number {
     return this.memtables.approximateBytes()
+  }
+
+  /** stats().memory: what the engine holds, by what bounds it. */
+  private memoryBytes (): LsmStats['memory'] {
+    const memtables = this.memtableBytes()
+    const blockCache = this.blockCache.usedBytes()
+    const tables = this.tableCache.memoryBytes
+    return { memtables, blockCache, tables, total: memtables + blockCache + tables }
   }
 
   /** Frozen memtables waiting for (or in) their flush. */

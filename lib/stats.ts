@@ -55,6 +55,15 @@ export interface LsmStats {
   /** Bytes in the active and frozen memtables. */
   memtableBytes: number
   /**
+   * Memory the engine holds, in bytes, by what bounds it (README, "Memory"):
+   * memtables (writeBufferSize, maxImmutableMemtables; as memtableBytes), the
+   * block cache (cacheSize; as blockCache.bytes), the open tables' indexes and
+   * Bloom filters (maxOpenFiles), and their total. Not counted: a flush's copy
+   * of a memtable on the flush thread, iterators' blocks and readahead, the job
+   * threads' heaps, and what the runtime has freed but not yet returned.
+   */
+  memory: { memtables: number, blockCache: number, tables: number, total: number }
+  /**
    * Range tombstones (written by clear()) in the memtables plus those in the
    * manifest that may still hide data; each is dropped once compactions have
    * removed everything older in its range.
@@ -96,6 +105,7 @@ export function formatStats (s: LsmStats): string {
     `bytes: user ${fmtBytes(s.bytes.user)}, wal ${fmtBytes(s.bytes.wal)}, flushed ${fmtBytes(s.bytes.flushed)}, compacted ${fmtBytes(s.bytes.compacted)}, tables ${fmtBytes(s.bytes.tables)}`,
     `bloom: ${s.bloom.useful} useful, ${s.bloom.falsePositives} false positives, ${s.bloom.checked} checked`,
     `block cache: ${s.blockCache.hits} hits, ${s.blockCache.misses} misses, ${fmtBytes(s.blockCache.bytes)} of ${fmtBytes(s.blockCache.capacity)}`,
+    `memory: memtables ${fmtBytes(s.memory.memtables)}, block cache ${fmtBytes(s.memory.blockCache)}, tables ${fmtBytes(s.memory.tables)}, total ${fmtBytes(s.memory.total)}`,
     `memtables ${fmtBytes(s.memtableBytes)}, range tombstones ${s.rangeTombstones}, stalls ${s.stallMs} ms (${s.slowdowns} slowdowns, ${s.pendingWrites} writes waiting), flushes ${s.flushes}, compactions ${s.compactions.done} (${s.compactions.split} split in two, +${s.compactions.trivialMoves} moves, ${s.compactions.running} running)`
   )
   const r = s.recovery

@@ -11,7 +11,7 @@ import { type Entry, compareEntries, diffAt, lowerBound, upperBound } from './ut
 const seed = seedFromEnv()
 const EMPTY = Buffer.alloc(0)
 
-/** Keys of mixed shapes: short ones over a tiny alphabet (shared prefixes, prefixes of each other, the empty key), 16 random bytes, and 'user%06d'. */
+/** Keys of mixed shapes: short ones over a tiny alphabet (shared prefixes, prefixes of each other, the empty key; up to 15 bytes, past the skiplist's 12 prefix bytes), 16 random bytes, and 'user%06d'. */
 function keyPool (rnd: Random, n: number): Buffer[] {
   const seen = new Set<string>()
   const pool: Buffer[] = []
@@ -19,7 +19,7 @@ function keyPool (rnd: Random, n: number): Buffer[] {
     let key: Buffer
     const shape = rnd.int(3)
     if (shape === 0) {
-      key = Buffer.allocUnsafe(rnd.int(11))
+      key = Buffer.allocUnsafe(rnd.int(16))
       for (let i = 0; i < key.length; i++) key[i] = rnd.pick([0, 1, 0x61, 0x62, 0xff])
     } else if (shape === 1) {
       key = rnd.bytes(16)

@@ -62,6 +62,32 @@ test('stats, properties and approximate sizes follow the tree', async (t) => {
   await db.close()
 })
 
+test('stats().memory: the memtables, the block cache and the open tables\' indexes and filters, each as bounded by its option', async (t) => {
+  const db = new LsmLevel(tempDir(), { writeBufferSize: 64 * 1024, cacheSize: 256 * 1024, compression: false })
+  await db.open()
+  const empty = db.stats().memory
+  t.same(empty, { memtables: 0, blockCache: 0, tables: 0, total: 0 }, 'an empty database holds nothing')
+  const N = 20_000
+  for (let i = 0; i < N; i += 500) {
+    await db.batch(Array.from({ length: 500 }, (_, j) => ({ type: 'put' as const, key: key(i + j), value: 'v'.repeat(50) })))
+  }
+  await db.engine.waitForIdle()
+  for (let i = 0; i < N; i += 7) await db.get(key(i)) // opens every table, fills the cache
+  const s = db.stats()
+  const m = s.memory
+  t.is(m.memtables, s.memtableBytes, 'memtables: as memtableBytes')
+  t.ok(m.memtables <= 64 * 1024 * 3, `memtables within (1 + maxImmutableMemtables) write buffers (${m.memtables})`)
+  t.is(m.blockCache, s.blockCache.bytes, 'block cache: its bytes')
+  t.ok(m.blockCache > 128 * 1024 && m.blockCache <= 256 * 1024, `block cache used and within cacheSize (${m.blockCache})`)
+  // 10 bits per key of Bloom filter, and an index entry per 4 KiB block, for every key in a table.
+  const inTables = N - s.memtableBytes / 60
+  t.ok(m.tables >= inTables * 10 / 8, `tables: at least the filters' bytes (${m.tables} for about ${Math.round(inTables)} keys)`)
+  t.ok(m.tables < inTables * 10, `tables: far below the data (${m.tables})`)
+  t.is(m.total, m.memtables + m.blockCache + m.tables, 'total: the sum')
+  t.ok(db.getProperty('lsm.stats').includes('memory: memtables'), 'lsm.stats prints it')
+  await db.close()
+})
+
 test('stats().pendingWrites counts the writes issued and not yet committed', async (t) => {
   const db = new LsmLevel(tempDir())
   await db.open()

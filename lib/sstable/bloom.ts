@@ -176,6 +176,11 @@ function bitArrayBytes (keys: number, bitsPerKey: number): number {
 
 /** A decoded filter block. */
 export class BloomFilter {
+  /** Bytes of the filter block (held in memory while its table is open). */
+  get byteLength (): number {
+    return this.data.length
+  }
+
   private readonly bits: number
   private readonly probes: number
 

@@ -189,6 +189,16 @@ export function readBlock (file: RandomAccessFile, name: string, h: BlockHandle,
     throw ioError(`Read of ${name} failed at offset ${h.offset}`, err, name)
   }
   if (n !== total) throw corruption(name, `truncated block at offset ${h.offset} (read ${n} of ${total} bytes)`)
+  return blockContents(name, h, buf, verify, take)
+}
+
+/**
+ * The contents of the block at `h` whose stored bytes and trailer, already
+ * read, are `buf[0, h.size + BLOCK_TRAILER_SIZE)`: readBlock() after its read.
+ * An uncompressed block's contents are a view of `buf`; a compressed block's
+ * go to memory from `take`.
+ */
+export function blockContents (name: string, h: BlockHandle, buf: Buffer, verify: boolean, take: TakeBuffer = freshBuffer): Buffer {
   const type = buf[h.size]
   if (type !== BLOCK_TYPE_UNCOMPRESSED && type !== BLOCK_TYPE_SNAPPY) throw corruption(name, `unknown block type ${type} at offset ${h.offset}`)
   if (verify) {

@@ -84,6 +84,13 @@ export class TableCache {
     for (const n of [...this.tables.keys()]) this.evict(n)
   }
 
+  /** Bytes the open tables hold outside the block cache (Table.memoryBytes). */
+  get memoryBytes (): number {
+    let n = 0
+    for (const t of this.tables.values()) n += t.memoryBytes
+    return n
+  }
+
   get bloomChecked (): number {
     let n = this.retiredBloomChecked
     for (const t of this.tables.values()) n += t.bloomChecked

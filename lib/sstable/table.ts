@@ -1,6 +1,7 @@
 // An open table file (layout in format.ts). Opening reads only the footer and
 // the index, filter and properties blocks, each with one positional read; data
-// blocks are read on demand, one block per read, through the shared BlockCache,
+// blocks are read on demand, one block per read (or, for an iterator walking
+// the blocks in order, from its readahead window: readahead.ts), through the shared BlockCache,
 // which holds them raw (decompressed on the miss that reads them, if they are
 // stored compressed): get() searches a raw block in place (raw-block.ts),
 // iterators decode the blocks they visit into columns of their own
@@ -21,7 +22,8 @@ import { decodeBlockInto, seekRawBlock } from './block-reader'
 import { type DecodedBlock, decodeBlock } from './decoded-block'
 import { type RawBlock, parseRawBlock, rawSeekOut } from './raw-block'
 import type { BlockCache, BlockSlots } from './cache'
-import { type BlockHandle, BLOCK_TRAILER_SIZE, FOOTER_SIZE, type TableProperties, decodeFooter, decodeHandle, decodeProperties, readBlock } from './format'
+import { type BlockHandle, BLOCK_TRAILER_SIZE, FOOTER_SIZE, type TableProperties, blockContents, decodeFooter, decodeHandle, decodeProperties, readBlock } from './format'
+import { Readahead } from './readahead'
 
 export interface GetResult {
   kind: number
@@ -131,6 +133,14 @@ export class Table {
     return this.useful
   }
 
+  /**
+   * Bytes this open table holds outside the block cache: its decoded index, its
+   * Bloom filter and the per-block offsets and sizes (stats().memory.tables).
+   */
+  get memoryBytes (): number {
+    return this.index.bytes.byteLength + this.index.contents.byteLength + (this.filter?.byteLength ?? 0) + 16 * this.blockOffsets.length
+  }
+
   /** Number of data blocks. */
   get dataBlockCount (): number {
     return this.blockOffsets.length
@@ -210,26 +220,44 @@ export class Table {
     return this.index
   }
 
-  /** @internal Data block `i` (0 <= i < dataBlockCount), raw, from the cache or the file. */
-  rawBlock (i: number): RawBlock {
+  /**
+   * @internal Data block `i` (0 <= i < dataBlockCount), raw, from the cache or
+   * the file (through `readahead`, an iterator's, if given).
+   */
+  rawBlock (i: number, readahead?: Readahead): RawBlock {
     assert(this.refs > 0, `Table ${this.name} used after close`)
     const cached = this.cache.get(this.slots, i)
     if (cached !== undefined) return cached
     const offset = this.blockOffsets[this.locate(i)]
     const size = this.blockSizes[i]
     const handle: BlockHandle = { offset, size }
-    const into = this.cache.takeBuffer(size + BLOCK_TRAILER_SIZE)
-    const contents = readBlock(this.file, this.name, handle, this.verifyChecksums, into, this.takeBuffer)
-    // A compressed block was only read into `into`: its contents are elsewhere.
-    if (contents.buffer !== into.buffer) this.cache.giveBack(into)
+    const stored = readahead?.stored(this.file, this.name, handle)
+    let contents: Buffer
+    if (stored !== undefined) {
+      contents = blockContents(this.name, handle, stored, this.verifyChecksums, this.takeBuffer)
+      // An uncompressed block is a view of the window, which the next read reuses: the cache gets a copy.
+      if (contents.buffer === stored.buffer) contents = this.copyOut(contents)
+    } else {
+      const into = this.cache.takeBuffer(size + BLOCK_TRAILER_SIZE)
+      contents = readBlock(this.file, this.name, handle, this.verifyChecksums, into, this.takeBuffer)
+      // A compressed block was only read into `into`: its contents are elsewhere.
+      if (contents.buffer !== into.buffer) this.cache.giveBack(into)
+    }
     const block = parseRawBlock(this.name, contents, this.formatVersion)
     this.cache.set(this.slots, i, block, block.charge)
     return block
   }
 
+  /** `bytes` copied to memory from the block cache's buffers. */
+  private copyOut (bytes: Buffer): Buffer {
+    const copy = this.takeBuffer(bytes.length).subarray(0, bytes.length)
+    copy.set(bytes)
+    return copy
+  }
+
   /** @internal Data block `i`, raw and pinned in the block cache until releaseBlock(). */
-  pinBlock (i: number): RawBlock {
-    const raw = this.rawBlock(i)
+  pinBlock (i: number, readahead?: Readahead): RawBlock {
+    const raw = this.rawBlock(i, readahead)
     this.cache.pin(raw)
     return raw
   }
@@ -264,6 +292,8 @@ class TableIterator implements InternalIterator {
   private readonly cols: BlockColumns = takeColumns()
   private pos = -1
   private closed = false
+  /** Reads ahead while the iterator walks the blocks in order (readahead.ts). */
+  readonly readahead = new Readahead()
 
   constructor (private readonly table: Table) {
     table.ref()
@@ -350,6 +380,7 @@ class TableIterator implements InternalIterator {
     if (this.closed) return
     this.closed = true
     this.unload()
+    this.readahead.reset()
     releaseColumns(this.cols)
     this.table.unref()
   }
@@ -360,7 +391,8 @@ class TableIterator implements InternalIterator {
     this.unload() // stays invalid if the read below throws
     this.blockIdx = i
     if (i < 0 || i >= this.table.dataBlockCount) return
-    const raw = this.table.pinBlock(i)
+    this.readahead.visit(i)
+    const raw = this.table.pinBlock(i, this.readahead)
     try {
       decodeBlockInto(this.table.name, raw.contents, this.table.formatVersion, this.cols)
     } catch (err) {
