@@ -125,7 +125,13 @@ export class ClientIterator extends IteratorBase {
     return out
   }
 
+  /** An iterator is its owner's: after a failover even what it read ahead is not served (one rule, whatever was buffered). */
+  private check (): void {
+    if (this.line === undefined || this.line.ended) throw this.line?.unreachable === true ? this.line.unreachableError() : this.link.ownerChanged()
+  }
+
   async _next (): Promise<Entry | undefined> {
+    this.check()
     if (this.buffered.length === 0 && !this.done) {
       this.buffered = (await this.fetch(NEXT_BATCH)).reverse()
       if (this.buffered.length === 0) this.done = true
@@ -134,6 +140,7 @@ export class ClientIterator extends IteratorBase {
   }
 
   async _nextv (size: number): Promise<Entry[]> {
+    this.check()
     if (this.buffered.length > 0) return this.buffered.splice(Math.max(0, this.buffered.length - size)).reverse()
     if (this.done) return []
     const out = await this.fetch(size)
