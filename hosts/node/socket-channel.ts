@@ -3,20 +3,18 @@
 // processes. Each message is one frame:
 //
 //   +----------------------+-------------------------------------------+
-//   | length: uint32 LE    | v8.serialize(message): `length` bytes     |
+//   | length: uint32 LE    | the message (frame-codec.ts): length bytes |
 //   +----------------------+-------------------------------------------+
 //
-// v8.serialize is the structured clone the MessagePort channels use, so the
-// remote protocol's messages (arrays of objects holding Uint8Arrays) cross
-// unchanged; it measured faster than JSON with base64 bytes for the protocol's
-// small messages (benchmarks/multi-process.ts, "codec"). Both sides batch:
-// the requests (or the replies and pushes) of one turn are one message, so one
-// frame and one write(2).
+// The remote protocol's messages (arrays of plain objects holding
+// Uint8Arrays) cross as they do over a MessagePort, buffers copied. Both
+// sides batch: the requests (or the replies and pushes) of one turn are one
+// message, so one frame and one write(2).
 //
 // The shape is the remote layer's Channel, written out here (a host imports
 // no adapter). `transfer` means nothing across processes: bytes are copied.
 import type { Socket } from 'node:net'
-import * as v8 from 'node:v8'
+import { decodeMessage, encodeMessage } from './frame-codec'
 
 /** Bytes of a frame's length prefix. */
 const HEADER_BYTES = 4
@@ -34,13 +32,12 @@ export interface SocketChannel<Out = unknown, In = unknown> {
   close (): void
 }
 
-/** One frame: `message` serialized behind its length. */
+/** One frame: `message` encoded behind its length. */
 export function encodeFrame (message: unknown): Buffer {
-  const body = v8.serialize(message)
-  if (body.length > MAX_FRAME_BYTES) throw new RangeError(`A message of ${body.length} bytes is larger than a frame may be (${MAX_FRAME_BYTES})`)
-  const frame = Buffer.allocUnsafe(HEADER_BYTES + body.length)
-  frame.writeUInt32LE(body.length, 0)
-  body.copy(frame, HEADER_BYTES)
+  const frame = encodeMessage(message, HEADER_BYTES)
+  const length = frame.length - HEADER_BYTES
+  if (length > MAX_FRAME_BYTES) throw new RangeError(`A message of ${length} bytes is larger than a frame may be (${MAX_FRAME_BYTES})`)
+  frame.writeUInt32LE(length, 0)
   return frame
 }
 
@@ -59,7 +56,7 @@ export class FrameReader {
       if (head > MAX_FRAME_BYTES) throw new RangeError(`A frame of ${head} bytes is larger than a frame may be (${MAX_FRAME_BYTES})`)
       if (this.buffered < HEADER_BYTES + head) break
       const frame = this.take(HEADER_BYTES + head)
-      out.push(v8.deserialize(frame.subarray(HEADER_BYTES)))
+      out.push(decodeMessage(frame.subarray(HEADER_BYTES)))
     }
     return out
   }
