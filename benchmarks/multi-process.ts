@@ -25,6 +25,8 @@ import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import * as v8 from 'node:v8'
+import * as net from 'node:net'
+import { fork } from 'node:child_process'
 import { decodeMessage, encodeMessage } from '../hosts/node/frame-codec'
 import { ClassicLevel } from 'classic-level'
 import { LsmLevel } from '../index'
@@ -37,7 +39,7 @@ const ROUNDS = Number(process.env.MP_ROUNDS ?? 20)
 const TP_ROUNDS = Number(process.env.MP_TP_ROUNDS ?? 4)
 const KEYS = 10_000
 const BUF = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const
-const root = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-bench-mp-'))
+const root = process.argv[2] === 'echo' ? '' : fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-bench-mp-'))
 
 function buffers (n: number, size: number, seed: number): Buffer[] {
   const rnd = new Random(seed)
@@ -157,6 +159,31 @@ async function throughput (): Promise<Map<string, Figures>> {
   return out
 }
 
+/**
+ * The floor: awaited round trips of one byte over a Unix socket to a bare
+ * echo server in another Node process (this script run with 'echo').
+ */
+async function socketFloor (): Promise<number> {
+  const address = path.join(root, 'echo.sock')
+  const child = fork(__filename, ['echo', address], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  await new Promise((resolve) => child.once('message', resolve))
+  const socket = net.createConnection(address)
+  await new Promise((resolve) => socket.once('connect', resolve))
+  let best = 0
+  for (let round = 0; round < TP_ROUNDS; round++) {
+    const t0 = performance.now()
+    for (let i = 0; i < OPS; i++) {
+      const echoed = new Promise((resolve) => socket.once('data', resolve))
+      socket.write('x')
+      await echoed
+    }
+    best = Math.max(best, perSecond(OPS, performance.now() - t0))
+  }
+  socket.destroy()
+  child.kill()
+  return best
+}
+
 /** One failover: ms from the owner's SIGKILL to the first get served on this process, and the log size replayed. */
 async function failover (round: number): Promise<[number, number]> {
   const dir = path.join(root, `failover-${round}`)
@@ -206,6 +233,8 @@ async function main (): Promise<void> {
     say(`| ${name} | ${int(f.put)} | ${int(f.get)} | ${int(f.get64)} | ${ratio(f.put / owner.put)} | ${ratio(f.get / owner.get)} | ${ratio(f.get64 / owner.get64)} | ${ratio(f.put / classic.put)} | ${ratio(f.get / classic.get)} |`)
   }
   say('')
+  say(`The floor: awaited one-byte round trips over a Unix socket to a bare echo server in another Node process: ${int(await socketFloor())}/s.`)
+  say('')
 
   const times: number[] = []
   let logBytes = 0
@@ -232,7 +261,11 @@ async function main (): Promise<void> {
   fs.rmSync(root, { recursive: true, force: true })
 }
 
-main().catch((err) => {
-  console.error(err)
-  process.exit(1)
-})
+if (process.argv[2] === 'echo') {
+  net.createServer((socket) => socket.on('data', (d) => socket.write(d))).listen(process.argv[3], () => process.send!('ready'))
+} else {
+  main().catch((err) => {
+    console.error(err)
+    process.exit(1)
+  })
+}
