@@ -10,6 +10,7 @@ import test from 'tape'
 import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
+import { spawnSync } from 'node:child_process'
 import { LsmLevel } from '../index'
 import { ownerSocketPath, OWNER_SOCKET } from '../hosts/node/owner-socket'
 import { tempDir } from './util/temp'
@@ -218,5 +219,28 @@ test('multiProcess: errorIfExists while another process has the database open', 
   const err = await db.open({ errorIfExists: true }).catch((e: Error) => e) as { code?: string, cause?: { message: string } }
   t.is(err?.code, 'LEVEL_DATABASE_NOT_OPEN')
   t.ok(/errorIfExists/.test(err?.cause?.message ?? ''), 'the cause says errorIfExists')
+  await owner.kill()
+})
+
+test('multiProcess: the CLI works against a database another process holds open, through its owner', async (t) => {
+  const dir = tempDir()
+  const owner = await Peer.open(dir)
+  await owner.request('put', { key: 'a', value: 'from owner' })
+  const bin = path.join(__dirname, '..', '..', 'bin', 'lsm-level.js')
+  const cli = (...args: string[]): { status: number | null, stdout: string, stderr: string } => {
+    const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' })
+    return { status: r.status, stdout: r.stdout, stderr: r.stderr }
+  }
+  const put = cli('put', dir, 'b', 'from the CLI')
+  t.is(put.status, 0, `put: exit 0 ${put.stderr}`)
+  t.is(await owner.request('get', { key: 'b' }), 'from the CLI', 'the owner has the CLI\'s write')
+  const get = cli('get', dir, 'a')
+  t.is(get.stdout, 'from owner\n', 'get reads through the owner')
+  const scan = cli('scan', dir)
+  t.is(scan.stdout, 'a\tfrom owner\nb\tfrom the CLI\n', 'scan')
+  const stats = cli('stats', dir, '--json')
+  t.is(stats.status, 0, 'stats: exit 0')
+  t.ok(Array.isArray(JSON.parse(stats.stdout).levels), 'stats from the owner')
+  t.is(await owner.request('role'), 'owner', 'the owner stayed the owner')
   await owner.kill()
 })
