@@ -1,4 +1,4 @@
-// Node torture of multiProcess opens: 4 processes (test/fixtures/mp-peer.js)
+// Node torture of multiProcess opens: 4 processes (test/fixtures/mp-peer.ts)
 // write to one database at once, each its own stream of keys; round after
 // round the owner among them is SIGKILLed at a random moment and a new
 // process joins. At the end every acknowledged write must be there, every

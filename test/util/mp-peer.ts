@@ -1,4 +1,4 @@
-// The parent's handle on a test/fixtures/mp-peer.js child: a process with one
+// The parent's handle on a test/fixtures/mp-peer.ts child: a process with one
 // multiProcess open of a database, driven over IPC.
 import { fork, type ChildProcess } from 'node:child_process'
 import * as path from 'node:path'
