@@ -251,7 +251,8 @@ test('multiProcess: a client\'s extensions go to the owner: changes(), flush, co
   const owner = await Peer.open(dir, { writeBufferSize: 64 * 1024 })
   const db = new LsmLevel<string, string>(dir, { multiProcess: true })
   await db.open()
-  const feed = db.changes()
+  // From a sequence number this client knows: without it, the feed starts at the owner's when its request arrives.
+  const feed = db.changes({ since: await db.currentSequence() })
   const first = feed.next()
   await owner.request('put', { key: 'live', value: 'from the owner' })
   const batch = (await first).value as { seq: number, ops: Array<{ type: string, key: Buffer, value?: Buffer }> }
