@@ -193,7 +193,7 @@ test('multiProcess: a hung owner (SIGSTOP): LEVEL_OWNER_UNREACHABLE in bounded t
     const ms = Date.now() - t0
     t.is(readErr, 'LEVEL_OWNER_UNREACHABLE', 'a read fails with LEVEL_OWNER_UNREACHABLE')
     t.is(writeErr, 'LEVEL_OUTCOME_UNKNOWN', 'a write in flight fails with LEVEL_OUTCOME_UNKNOWN (it may commit when the owner resumes)')
-    t.ok(ms < 2000, `within a bound (${ms} ms, ownerTimeoutMs 400)`)
+    t.ok(ms < 5000, `within a bound (${ms} ms, ownerTimeoutMs 400; the margin is for a loaded machine)`)
     const later = await db.get('a').catch((err: Error) => err)
     t.is((later as { code?: string }).code, 'LEVEL_OWNER_UNREACHABLE', 'a later operation too, while the owner is hung')
     t.ok((later as Error).message.includes(dir), 'the message names the database')
