@@ -9,7 +9,7 @@ import type { Engine } from '../../lib/engine'
 import type { Snapshot } from '../../lib/snapshots'
 import type { ChangeBatch } from '../../lib/change-feed'
 import type { EncodingName, Format } from '../bytes'
-import type { RemoteCursor, RemoteSnapshotHandle } from '../remote/remote-database'
+import type { RemoteCursor, RemoteDatabase, RemoteSnapshotHandle } from '../remote/remote-database'
 import type { RangeMessage } from '../remote/protocol'
 import { OwnerLink, OWNER } from './owner-link'
 import type { OwnerLine } from './owner-line'
@@ -256,7 +256,7 @@ export class MultiProcessClient {
 
   /** One of the owner's additional methods (OWNER_METHODS), retried on the next owner like a read unless `once`. */
   async call (method: string, args: unknown[], once = false): Promise<Result<unknown>> {
-    const run = async (r: import('../remote/remote-database').RemoteDatabase): Promise<unknown> => await r.call(method, args)
+    const run = async (r: RemoteDatabase): Promise<unknown> => await r.call(method, args)
     return here(once ? await this.link.write(run) : await this.link.read(run))
   }
 
@@ -292,7 +292,7 @@ export class MultiProcessClient {
   }
 
   /** A read at the caller's snapshot (bound to its line, not retried) or now (retried on the next owner). */
-  private async readAt<T> (snapshot: unknown, run: (r: import('../remote/remote-database').RemoteDatabase, snapshot?: RemoteSnapshotHandle) => Promise<T>): Promise<Result<T>> {
+  private async readAt<T> (snapshot: unknown, run: (r: RemoteDatabase, snapshot?: RemoteSnapshotHandle) => Promise<T>): Promise<Result<T>> {
     const s = snapshotOf(snapshot, this.link)
     if (s === undefined) return here(await this.link.read(async (r) => await run(r)))
     return await this.link.onLine(snapshotLine(s, this.link), async (r) => await run(r, s.handle))

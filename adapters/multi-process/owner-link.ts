@@ -68,8 +68,6 @@ export class OwnerLink {
   private createIfMissing = true
   /** The socket address (hosts/node/owner-socket.ts), known once the directory exists. */
   private address: string | undefined
-  /** Owners this open has had (1 after open; each failover adds one). */
-  owners = 0
 
   constructor (private readonly options: OwnerLinkOptions) {}
 
@@ -195,7 +193,6 @@ export class OwnerLink {
       return
     }
     this.state = s
-    this.owners++
     if (isOwned(s)) {
       this.options.onOwner(s.engine)
     } else {
