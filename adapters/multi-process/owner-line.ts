@@ -74,6 +74,9 @@ export class OwnerLine {
     if (this.pending++ > 0) return
     this.busySince = Date.now()
     this.socket.ref()
+    // The timer outlives a quiet moment (watch() stops it): awaited single
+    // operations, one after another, do not start and stop one each.
+    if (this.timer !== undefined) return
     const every = Math.max(5, Math.floor(this.timeoutMs / 6))
     this.timer = setInterval(() => this.watch(), every)
     this.timer.unref()
@@ -81,11 +84,14 @@ export class OwnerLine {
 
   private finish (): void {
     if (--this.pending > 0) return
-    this.stopWatching()
     if (!this.ended) this.socket.unref()
   }
 
   private watch (): void {
+    if (this.pending === 0) {
+      this.stopWatching()
+      return
+    }
     const quietMs = Date.now() - Math.max(this.heardAt, this.busySince)
     if (quietMs > this.timeoutMs) {
       this.unreachable = true
