@@ -57,16 +57,16 @@ export function abortError (cause?: unknown): Error {
 const LONG_READ_YIELD_MASK = 4095
 
 /** What a Cursor yields: [key, value] entries, keys or values. */
-const ENTRIES = 0
-const KEYS = 1
-const VALUES = 2
+export const ENTRIES = 0
+export const KEYS = 1
+export const VALUES = 2
 
 /**
  * The reading behind the three abstract-level iterators (entries, keys(),
  * values()): a DbIterator, the iterator's limit, signal and encodings, and the
  * event loop's turn budget.
  */
-class Cursor {
+export class Cursor {
   private readonly it: DbIterator
   private readonly keys: boolean
   private readonly values: boolean

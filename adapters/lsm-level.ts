@@ -11,10 +11,14 @@ import { KIND_DELETE, KIND_VALUE } from '../lib/keys'
 import { resolveOptions, type EngineOptions } from '../lib/options'
 import { pickEngineOptions, withoutEngineOptions } from './engine-options'
 import { invalidOption, levelError } from '../lib/errors'
-import { formatStats, type LsmStats } from '../lib/stats'
+import type { LsmStats } from '../lib/stats'
+import { engineProperty } from './engine-property'
 import type { FileMeta } from '../lib/manifest/file-meta'
 import { ownedOut, toView, type EncodingName, type Format } from './bytes'
 import { LsmIterator, LsmKeyIterator, LsmValueIterator, rangeFrom, type IteratorOptions, type RangeReadOptions } from './lsm-cursor'
+import type { MultiProcessClient, MultiProcessClientOptions } from './multi-process/client'
+import { RUN_HERE, notOnClient } from './multi-process/run-here'
+import { platform } from '../lib/platform'
 
 export type { EngineOptions, LevelInfo, RecoveryReport, FileMeta, LsmStats }
 
@@ -23,10 +27,48 @@ export interface LsmLevelOptions<K = string, V = string> extends Partial<EngineO
   keyEncoding?: AbstractDatabaseOptions<K, V>['keyEncoding']
   valueEncoding?: AbstractDatabaseOptions<K, V>['valueEncoding']
   passive?: boolean
+  /**
+   * Let other processes open the database too (Node): the first open owns it
+   * and serves the others over a socket; if it goes away, one of them takes
+   * over (README, "Many processes"). Default false.
+   */
+  multiProcess?: boolean
+  /** multiProcess: how long a client waits for an owner that does not answer before LEVEL_OWNER_UNREACHABLE (ms, default 5000). */
+  ownerTimeoutMs?: number
   [other: string]: unknown
 }
 
 const ENGINE = Symbol('engine')
+const CLIENT = Symbol('client')
+
+/** Makes the link of a multiProcess open; installed by the Node entry (adapters/multi-process/index.ts). */
+let multiProcessClient: ((options: MultiProcessClientOptions) => MultiProcessClient) | undefined
+
+/** Installs multiProcess support (the Node entry does). */
+export function installMultiProcess (make: (options: MultiProcessClientOptions) => MultiProcessClient): void {
+  multiProcessClient = make
+}
+
+const DEFAULT_OWNER_TIMEOUT_MS = 5000
+
+/** The multiProcess options, checked; undefined when the open is the process's alone. */
+function multiProcessOptions (options: Record<string, unknown>): { ownerTimeoutMs: number } | undefined {
+  const { multiProcess, ownerTimeoutMs } = options
+  if (multiProcess !== undefined && typeof multiProcess !== 'boolean') throw invalidOption('multiProcess', 'must be a boolean')
+  if (ownerTimeoutMs !== undefined && (typeof ownerTimeoutMs !== 'number' || !Number.isInteger(ownerTimeoutMs) || ownerTimeoutMs < 1)) {
+    throw invalidOption('ownerTimeoutMs', 'must be a positive integer (milliseconds)')
+  }
+  if (multiProcess !== true) return undefined
+  if (options.readOnly === true) throw invalidOption('multiProcess', 'a read-only open takes no lock and owns nothing: use readOnly or multiProcess, not both')
+  if (multiProcessClient === undefined) throw levelError('LEVEL_NOT_SUPPORTED', 'multiProcess is for Node (processes sharing a directory); in browsers, tabs share a database through BrowserLevel')
+  return { ownerTimeoutMs: (ownerTimeoutMs as number | undefined) ?? DEFAULT_OWNER_TIMEOUT_MS }
+}
+
+/** The Level options alone, without ours. */
+function levelOptions (options: Record<string, unknown>): Record<string, unknown> {
+  const { multiProcess, ownerTimeoutMs, ...rest } = withoutEngineOptions(options)
+  return rest
+}
 
 // abstract-level's typings lag its manifest (getSync, snapshots, signals, ...).
 type LevelManifest = ConstructorParameters<typeof AbstractLevel>[0]
@@ -91,7 +133,10 @@ class LsmSnapshot extends SnapshotBase {
 export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V> {
   readonly location: string
   private [ENGINE]: Engine | undefined
+  /** multiProcess: the link to the owner (set while open); the engine is set when this process is the owner. */
+  private [CLIENT]: MultiProcessClient | undefined
   private readonly engineOptions: Partial<EngineOptions>
+  private readonly multiProcess: { ownerTimeoutMs: number } | undefined
 
   constructor (location: string, options?: LsmLevelOptions<K, V>) {
     if (typeof location !== 'string' || location === '') {
@@ -100,10 +145,12 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     const engineOptions = pickEngineOptions(options ?? {})
     // Validate now, so bad options fail at construction with a clear message.
     resolveOptions(engineOptions)
+    const multiProcess = multiProcessOptions({ ...options, ...engineOptions })
     super({
       encodings: { buffer: true, view: true, utf8: true },
       has: true,
-      getSync: true,
+      // A multiProcess open has getSync() only while it owns the database: not a promise the manifest can make.
+      getSync: multiProcess === undefined,
       seek: true,
       implicitSnapshots: true,
       explicitSnapshots: true,
@@ -113,18 +160,36 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
       deferredOpen: true,
       snapshots: true,
       signals: { iterators: true },
-      additionalMethods: { approximateSize: true, compactRange: true, getProperty: true, stats: true, levels: true, flush: true, checkpoint: true, changes: true, refresh: true },
+      additionalMethods: { approximateSize: true, compactRange: true, getProperty: true, stats: true, levels: true, flush: true, checkpoint: true, changes: true, refresh: true, currentSequence: true, fetchStats: true, fetchProperty: true },
       // Not a field of abstract-level's manifest (it has none for this): ours.
       readOnly: engineOptions.readOnly === true
-    } as LevelManifest, withoutEngineOptions(options ?? {}) as AbstractDatabaseOptions<K, V>)
+    } as LevelManifest, levelOptions(options ?? {}) as AbstractDatabaseOptions<K, V>)
     this.location = location
     this.engineOptions = engineOptions
+    this.multiProcess = multiProcess
+  }
+
+  /**
+   * multiProcess: 'owner' when this process runs the engine (and serves the
+   * database's other processes), 'client' when another process does;
+   * undefined while no owner is known (opening, failing over) or without multiProcess.
+   */
+  get processRole (): 'owner' | 'client' | undefined {
+    return this[CLIENT]?.role
+  }
+
+  /** The link to the owner, when this open is a client now. */
+  private clientNow (): MultiProcessClient | undefined {
+    return this[ENGINE] === undefined ? this[CLIENT] : undefined
   }
 
   /** The engine, for extensions and tests. Throws if the database is not open. */
   get engine (): Engine {
     const e = this[ENGINE]
-    if (!e) throw new ModuleError('Database is not open', { code: 'LEVEL_DATABASE_NOT_OPEN' })
+    if (!e) {
+      if (this[CLIENT] !== undefined) throw notOnClient('The engine', 'the Level API (its operations go to the owner)')
+      throw new ModuleError('Database is not open', { code: 'LEVEL_DATABASE_NOT_OPEN' })
+    }
     return e
   }
 
@@ -132,22 +197,63 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     const merged = { ...this.engineOptions, ...pickEngineOptions(options) }
     merged.createIfMissing = options.createIfMissing
     merged.errorIfExists = options.errorIfExists
+    if (this.multiProcess !== undefined) {
+      await this.openShared(merged)
+      return
+    }
     this[ENGINE] = await Engine.open(this.location, merged)
+  }
+
+  /** multiProcess: owns the database (engine set), or becomes a client of the process that does. */
+  private async openShared (options: Partial<EngineOptions>): Promise<void> {
+    const { createIfMissing, errorIfExists, ...engineOptions } = options
+    const client = multiProcessClient!({
+      location: this.location,
+      engineOptions,
+      ownerTimeoutMs: this.multiProcess!.ownerTimeoutMs,
+      onOwner: (engine) => { this[ENGINE] = engine }
+    })
+    try {
+      await client.open({ createIfMissing: createIfMissing !== false, errorIfExists: errorIfExists === true })
+    } catch (err) {
+      this[ENGINE] = undefined
+      throw err
+    }
+    this[CLIENT] = client
   }
 
   async _close (): Promise<void> {
     const e = this[ENGINE]
+    const client = this[CLIENT]
     this[ENGINE] = undefined
-    if (e) await e.close()
+    this[CLIENT] = undefined
+    // A multiProcess owner's engine is its link's to close (after it stops serving).
+    if (client !== undefined) await client.close()
+    else if (e) await e.close()
   }
 
   // Not async: the engine's promise is returned as is (one promise less per write).
   _put (key: Format, value: Format, options: WriteOptions): Promise<void> {
-    return this[ENGINE]!.write(encodeOne(KIND_VALUE, key, value), options.sync === true)
+    const engine = this[ENGINE]
+    if (engine === undefined) return this.onOwner((c) => c.put(key, value, options.sync === true), () => this._put(key, value, options))
+    return engine.write(encodeOne(KIND_VALUE, key, value), options.sync === true)
   }
 
   _del (key: Format, options: WriteOptions): Promise<void> {
-    return this[ENGINE]!.write(encodeOne(KIND_DELETE, key, undefined), options.sync === true)
+    const engine = this[ENGINE]
+    if (engine === undefined) return this.onOwner((c) => c.del(key, options.sync === true), () => this._del(key, options))
+    return engine.write(encodeOne(KIND_DELETE, key, undefined), options.sync === true)
+  }
+
+  /**
+   * multiProcess, as a client: `remote` sends the operation to the owner; if
+   * this process has become the owner meanwhile, `here` runs it on the engine.
+   */
+  private async onOwner<T> (remote: (client: MultiProcessClient) => Promise<T | typeof RUN_HERE>, here: () => T | Promise<T>): Promise<T> {
+    const client = this[CLIENT]
+    if (client === undefined) throw new ModuleError('Database is not open', { code: 'LEVEL_DATABASE_NOT_OPEN' })
+    const result = await remote(client)
+    return result === RUN_HERE ? await here() : result
   }
 
   /**
@@ -156,6 +262,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    * payload, which the memtable then reads them from (lib/wal/batch.ts).
    */
   _batch (operations: LevelBatchOp[], options: WriteOptions): Promise<void> {
+    if (this[ENGINE] === undefined) return this.onOwner((c) => c.batch(operations, options.sync === true), () => this._batch(operations, options))
     const ops = new Array<BatchOp>(operations.length)
     for (let i = 0; i < operations.length; i++) {
       const op = operations[i]
@@ -167,6 +274,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
   }
 
   _getSync (key: Format, options: ReadOptions): Format | undefined {
+    if (this[ENGINE] === undefined) throw notOnClient('getSync()', 'await db.get()')
     const value = this[ENGINE]!.get(toView(key), options.snapshot?.inner)
     return value === undefined ? undefined : ownedOut(value, options.valueEncoding)
   }
@@ -195,7 +303,8 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    * the async function's promise); a promise when the read waits for the next turn.
    */
   _get (key: Format, options: ReadOptions): Format | undefined | Promise<Format | undefined> {
-    const engine = this[ENGINE]!
+    const engine = this[ENGINE]
+    if (engine === undefined) return this.onOwner((c) => c.get(key, options), () => this._get(key, options))
     if (engine.turn.exhausted()) return this.getLater(engine, key, options)
     const value = engine.get(toView(key), options.snapshot?.inner)
     return value === undefined ? undefined : ownedOut(value, options.valueEncoding)
@@ -213,7 +322,8 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
   }
 
   async _getMany (keys: Format[], options: ReadOptions): Promise<Array<Format | undefined>> {
-    const engine = this[ENGINE]!
+    const engine = this[ENGINE]
+    if (engine === undefined) return await this.onOwner((c) => c.getMany(keys, options), async () => await this._getMany(keys, options))
     return await this.atReadPoint(engine, options, (at) => {
       const out = new Array(keys.length)
       for (let i = 0; i < keys.length; i++) {
@@ -225,33 +335,43 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
   }
 
   async _has (key: Format, options: ReadOptions): Promise<boolean> {
-    const engine = this[ENGINE]!
+    const engine = this[ENGINE]
+    if (engine === undefined) return await this.onOwner((c) => c.has(key, options), async () => await this._has(key, options))
     return await this.atReadPoint(engine, options, (at) => engine.get(toView(key), at) !== undefined)
   }
 
   async _hasMany (keys: Format[], options: ReadOptions): Promise<boolean[]> {
-    const engine = this[ENGINE]!
+    const engine = this[ENGINE]
+    if (engine === undefined) return await this.onOwner((c) => c.hasMany(keys, options), async () => await this._hasMany(keys, options))
     return await this.atReadPoint(engine, options, (at) => keys.map((k) => engine.get(toView(k), at) !== undefined))
   }
 
   _iterator (options: IteratorOptions): LsmIterator<this, K, V> {
+    const client = this.clientNow()
+    if (client !== undefined) return client.iterator(this, options as never) as unknown as LsmIterator<this, K, V>
     return new LsmIterator<this, K, V>(this, options, this[ENGINE]!)
   }
 
   _keys (options: IteratorOptions): LsmKeyIterator<this, K, V> {
+    // A client's keys() and values() are abstract-level's, over its _iterator().
+    if (this.clientNow() !== undefined) return (AbstractLevel.prototype as unknown as { _keys (o: unknown): never })._keys.call(this, options)
     return new LsmKeyIterator<this, K, V>(this, options, this[ENGINE]!)
   }
 
   _values (options: IteratorOptions): LsmValueIterator<this, K, V> {
+    if (this.clientNow() !== undefined) return (AbstractLevel.prototype as unknown as { _values (o: unknown): never })._values.call(this, options)
     return new LsmValueIterator<this, K, V>(this, options, this[ENGINE]!)
   }
 
   _snapshot (options: object): LsmSnapshot {
+    const client = this.clientNow()
+    if (client !== undefined) return client.snapshot(options) as unknown as LsmSnapshot
     return new LsmSnapshot(options, this[ENGINE]!)
   }
 
   /** See Engine.clear: one range tombstone, or point deletes when limited or at a snapshot. */
   async _clear (options: RangeReadOptions & { limit: number }): Promise<void> {
+    if (this[ENGINE] === undefined) return await this.onOwner((c) => c.clear(options as never), async () => await this._clear(options))
     const limit = options.limit >= 0 ? options.limit : Infinity
     await this[ENGINE]!.clear(rangeFrom(options), limit, options.snapshot?.inner)
   }
@@ -260,17 +380,25 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
 
   /** Files and bytes per LSM level. */
   levels (): LevelInfo[] {
+    if (this.clientNow() !== undefined) throw notOnClient('levels()', '(await db.fetchStats()).levels')
     return this.engine.levels()
   }
 
   /** Flushes the memtable and compacts every table overlapping [start, end] down the tree. */
   async compactRange (start?: K | Format, end?: K | Format): Promise<void> {
     const enc = (k: K | Format | undefined): Buffer | undefined => k === undefined || k === null ? undefined : toView(this.keyEncoding().encode(k as K))
+    if (this.status === 'opening') await this.open({ passive: true })
+    if (this.clientNow() !== undefined) {
+      const args = [enc(start), enc(end)]
+      return await this.onOwner((c) => c.call('compactRange', args) as Promise<void>, async () => await this.compactRange(start, end))
+    }
     await this.engine.compactRange(enc(start), enc(end))
   }
 
   /** Writes the memtable to a level-0 table and waits for it. */
   async flush (): Promise<void> {
+    if (this.status === 'opening') await this.open({ passive: true })
+    if (this.clientNow() !== undefined) return await this.onOwner((c) => c.call('flush', []) as Promise<void>, async () => await this.flush())
     await this.engine.flushMemTable()
   }
 
@@ -284,11 +412,24 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
   async checkpoint (dir: string): Promise<CheckpointResult> {
     if (typeof dir !== 'string' || dir === '') throw invalidOption('dir', 'checkpoint directory must be a non-empty string')
     if (this.status === 'opening') await this.open({ passive: true })
+    if (this.clientNow() !== undefined) {
+      // The owner writes it: the path is this process's, made absolute; a checkpoint is not retried on the next owner.
+      const absolute = platform().resolvePath(dir)
+      return await this.onOwner((c) => c.call('checkpoint', [absolute], true) as Promise<CheckpointResult>, async () => await this.checkpoint(dir))
+    }
     return await this.engine.checkpoint(dir)
   }
 
   /** The sequence number of the last committed write (each operation of a batch takes one). */
   get sequence (): number {
+    if (this.clientNow() !== undefined) throw notOnClient('sequence', 'await db.currentSequence()')
+    return this.engine.lastSequence
+  }
+
+  /** The sequence number of the last committed write; asks the owner when another process owns the database (multiProcess). */
+  async currentSequence (): Promise<number> {
+    if (this.status === 'opening') await this.open({ passive: true })
+    if (this.clientNow() !== undefined) return await this.onOwner((c) => c.currentSequence(), async () => await this.currentSequence())
     return this.engine.lastSequence
   }
 
@@ -306,6 +447,15 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    */
   async* changes (options: { since?: number } = {}): AsyncGenerator<ChangeBatch, void, undefined> {
     if (this.status === 'opening') await this.open({ passive: true })
+    const client = this.clientNow()
+    if (client !== undefined) {
+      for await (const batch of client.changes(options.since)) {
+        if (batch === RUN_HERE) break
+        yield batch
+      }
+      // Ended, or this process became the owner before the feed started: it starts here.
+      if (this.clientNow() !== undefined) return
+    }
     const engine = this.engine
     yield* engine.changes(options.since ?? engine.lastSequence)
   }
@@ -318,12 +468,28 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    */
   async refresh (): Promise<boolean> {
     if (this.status === 'opening') await this.open()
+    if (this[CLIENT] !== undefined) throw levelError('LEVEL_NOT_SUPPORTED', 'refresh() is for read-only opens (option readOnly); a multiProcess open reads the owner\'s latest state')
     return await this.engine.refresh()
   }
 
   /** Structured statistics: levels, amplification, byte counters, Bloom and cache counters (see lib/stats.ts). */
   stats (): LsmStats {
+    if (this.clientNow() !== undefined) throw notOnClient('stats()', 'await db.fetchStats()')
     return this.engine.stats()
+  }
+
+  /** stats(), from the owner when another process owns the database (multiProcess). */
+  async fetchStats (): Promise<LsmStats> {
+    if (this.status === 'opening') await this.open({ passive: true })
+    if (this.clientNow() !== undefined) return await this.onOwner((c) => c.call('stats', []) as Promise<LsmStats>, async () => await this.fetchStats())
+    return this.engine.stats()
+  }
+
+  /** getProperty(), from the owner when another process owns the database (multiProcess). */
+  async fetchProperty (name: string): Promise<string> {
+    if (this.status === 'opening') await this.open({ passive: true })
+    if (this.clientNow() !== undefined) return await this.onOwner((c) => c.call('getProperty', [name]) as Promise<string>, async () => await this.fetchProperty(name))
+    return this.getProperty(name)
   }
 
   /**
@@ -332,27 +498,8 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    * (each also under the 'leveldb.' prefix).
    */
   getProperty (name: string): string {
-    if (typeof name !== 'string') throw invalidOption('name', 'property name must be a string')
-    const engine = this.engine
-    const m = /^(?:lsm|leveldb)\.(.+)$/.exec(name)
-    const prop = m ? m[1] : ''
-    const files = /^num-files-at-level(\d+)$/.exec(prop)
-    if (files) {
-      const level = Number(files[1])
-      const levels = engine.levels()
-      if (level >= levels.length) throw levelError('LEVEL_NOT_SUPPORTED', `No level ${level}: levels are 0-${levels.length - 1}`)
-      return String(levels[level].files)
-    }
-    if (prop === 'stats') return formatStats(engine.stats())
-    if (prop === 'approximate-memory-usage') {
-      const st = engine.stats()
-      return String(st.memtableBytes + st.blockCache.bytes)
-    }
-    if (prop === 'sstables') {
-      return engine.tables().map((files, level) => `--- level ${level} ---\n` + files.map((f) =>
-        ` ${f.number}:${f.size}[${f.smallest.userKey.toString('hex')} .. ${f.largest.userKey.toString('hex')}]\n`).join('')).join('')
-    }
-    throw levelError('LEVEL_NOT_SUPPORTED', `Unknown property: ${name}`)
+    if (this.clientNow() !== undefined) throw notOnClient('getProperty()', 'await db.fetchProperty(name)')
+    return engineProperty(this.engine, name)
   }
 
   /** Approximate bytes on disk used by keys in [start, end). */
@@ -360,6 +507,10 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     if (this.status === 'opening') await this.open({ passive: true })
     // abstract-level resolves any encoding name it knows; its typings list the names as literals.
     const enc = (options?.keyEncoding === undefined ? this.keyEncoding() : this.keyEncoding(options.keyEncoding as 'utf8')) as { encode (key: unknown): Format }
+    if (this.clientNow() !== undefined) {
+      const args = [toView(enc.encode(start)), toView(enc.encode(end))]
+      return await this.onOwner((c) => c.call('approximateSize', args) as Promise<number>, async () => await this.approximateSize(start, end, options))
+    }
     return this.engine.approximateSize(toView(enc.encode(start)), toView(enc.encode(end)))
   }
 

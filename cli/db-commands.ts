@@ -1,20 +1,18 @@
 // The commands that open the database: stats, get, put, del, scan, checkpoint, compact,
-// and repair (which rebuilds it unopened). Keys and values are utf8.
+// and repair (which rebuilds it unopened). Keys and values are utf8. They open
+// it as a multiProcess opener (open.ts, withLevel): through its owner when
+// another process holds it that way.
 import * as nodeFs from 'node:fs'
-import { KIND_DELETE, KIND_VALUE } from '../lib/keys'
-import { encodeBatch } from '../lib/wal/batch'
-import type { RangeOptions } from '../lib/iterators/db-iterator'
 import { repair } from '../hosts/node/tools/repair'
 import { formatStats } from '../lib/stats'
-import { scan } from '../hosts/node/tools/database'
 import { CliError, checkFlags, needArgs, type Parsed } from './args'
-import { openFailure, withDb } from './open'
+import { openFailure, withLevel } from './open'
 import { Out, Progress } from './terminal'
 
 export async function cmdStats (p: Parsed): Promise<number> {
   checkFlags(p, 'stats', ['json'])
   const [dir] = needArgs(p, 'stats', ['dir'])
-  const stats = await withDb(dir, async (db) => db.stats())
+  const stats = await withLevel(dir, async (db) => await db.fetchStats())
   if (p.flags.has('json')) {
     process.stdout.write(JSON.stringify(stats, null, 2) + '\n')
   } else {
@@ -26,7 +24,7 @@ export async function cmdStats (p: Parsed): Promise<number> {
 export async function cmdGet (p: Parsed): Promise<number> {
   checkFlags(p, 'get', [])
   const [dir, key] = needArgs(p, 'get', ['dir', 'key'])
-  const value = await withDb(dir, async (db) => db.get(Buffer.from(key, 'utf8')))
+  const value = await withLevel(dir, async (db) => await db.get(Buffer.from(key, 'utf8')))
   if (value === undefined) {
     process.stderr.write(`key not found: ${key}\n`)
     return 1
@@ -38,8 +36,8 @@ export async function cmdGet (p: Parsed): Promise<number> {
 export async function cmdPut (p: Parsed): Promise<number> {
   checkFlags(p, 'put', [])
   const [dir, key, value] = needArgs(p, 'put', ['dir', 'key', 'value'])
-  await withDb(dir, async (db) => {
-    await db.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from(key, 'utf8'), value: Buffer.from(value, 'utf8') }]), false)
+  await withLevel(dir, async (db) => {
+    await db.put(Buffer.from(key, 'utf8'), Buffer.from(value, 'utf8'))
   })
   return 0
 }
@@ -47,8 +45,8 @@ export async function cmdPut (p: Parsed): Promise<number> {
 export async function cmdDel (p: Parsed): Promise<number> {
   checkFlags(p, 'del', [])
   const [dir, key] = needArgs(p, 'del', ['dir', 'key'])
-  await withDb(dir, async (db) => {
-    await db.write(encodeBatch([{ kind: KIND_DELETE, key: Buffer.from(key, 'utf8') }]), false)
+  await withLevel(dir, async (db) => {
+    await db.del(Buffer.from(key, 'utf8'))
   })
   return 0
 }
@@ -56,7 +54,7 @@ export async function cmdDel (p: Parsed): Promise<number> {
 export async function cmdScan (p: Parsed): Promise<number> {
   checkFlags(p, 'scan', ['gte', 'gt', 'lte', 'lt', 'reverse', 'limit'])
   const [dir] = needArgs(p, 'scan', ['dir'])
-  const range: RangeOptions = { reverse: p.flags.has('reverse') }
+  const range: { gte?: Buffer, gt?: Buffer, lte?: Buffer, lt?: Buffer, reverse: boolean } = { reverse: p.flags.has('reverse') }
   for (const k of ['gte', 'gt', 'lte', 'lt'] as const) {
     const v = p.flags.get(k)
     if (typeof v === 'string') range[k] = Buffer.from(v, 'utf8')
@@ -68,8 +66,15 @@ export async function cmdScan (p: Parsed): Promise<number> {
     if (!Number.isInteger(limit) || limit < 0) throw new CliError(`--limit must be a non-negative integer, got '${limitFlag}'`, 2)
   }
   const out = new Out()
-  await withDb(dir, async (db) => {
-    for (const [key, value] of scan(db, range, limit)) await out.line(`${key.toString('utf8')}\t${value.toString('utf8')}`)
+  await withLevel(dir, async (db) => {
+    const it = db.iterator({ ...range, limit: limit === Infinity ? -1 : limit })
+    try {
+      for (let entries = await it.nextv(1000); entries.length > 0; entries = await it.nextv(1000)) {
+        for (const [key, value] of entries) await out.line(`${key.toString('utf8')}\t${value.toString('utf8')}`)
+      }
+    } finally {
+      await it.close()
+    }
   })
   await out.flush()
   return 0
@@ -79,7 +84,7 @@ export async function cmdCheckpoint (p: Parsed): Promise<number> {
   checkFlags(p, 'checkpoint', [])
   const [dir, target] = needArgs(p, 'checkpoint', ['dir', 'target'])
   const t0 = Date.now()
-  const made = await withDb(dir, async (db) => await db.checkpoint(target))
+  const made = await withLevel(dir, async (db) => await db.checkpoint(target))
   process.stdout.write(`checkpoint ${target} at sequence ${made.sequence} in ${Date.now() - t0} ms: ` +
     `${made.linked} tables linked, ${made.copied} copied, ${made.logBytes} bytes of unflushed writes from ${made.logs} logs\n`)
   return 0
@@ -91,11 +96,11 @@ export async function cmdCompact (p: Parsed): Promise<number> {
   const progress = new Progress()
   const t0 = Date.now()
   try {
-    await withDb(dir, async (db) => {
+    await withLevel(dir, async (db) => {
       progress.elapsed('compacting')
       await db.compactRange()
       progress.done()
-      const levels = db.stats().levels
+      const levels = (await db.fetchStats()).levels
       process.stdout.write(`compacted in ${((Date.now() - t0) / 1000).toFixed(1)}s\n`)
       process.stdout.write(levels.filter((l) => l.files > 0).map((l) => `  level ${l.level}: ${l.files} files, ${l.bytes} bytes`).join('\n') + '\n')
     })

@@ -30,9 +30,9 @@ Commands:
   verify <dir>                  check every checksum of every file (read-only,
                                 takes no lock); exit 1 if anything is damaged
   checkpoint <dir> <target>     write an openable copy of the database into
-                                <target> (tables hard-linked); the database
-                                must not be open in another process (from a
-                                running program: db.checkpoint(target))
+                                <target> (tables hard-linked); written by the
+                                process that has it open with multiProcess,
+                                if any
   compact <dir>                 compact the whole key range
   repair <dir>                  rebuild a damaged database and print the report
   import <source> <dir> [--json]

@@ -3,9 +3,8 @@
 // before anything in it is touched.
 import * as nodeFs from 'node:fs'
 import * as path from 'node:path'
-import type { Engine } from '../hosts/node/index'
+import { LsmLevel } from '../index'
 import { CURRENT } from '../lib/filenames'
-import { openExisting } from '../hosts/node/tools/database'
 import { CliError } from './args'
 
 /** Refuses `dir` unless it is a directory holding a database (CURRENT). */
@@ -37,6 +36,9 @@ function findCode (err: unknown, code: string): Error | undefined {
  */
 export function openFailure (dir: string, err: unknown, context?: string): CliError {
   if (findCode(err, 'LEVEL_LOCKED') !== undefined) return new CliError(`database is locked by another process: ${dir}`)
+  if (findCode(err, 'LEVEL_OWNER_UNREACHABLE') !== undefined) {
+    return new CliError(`database is locked by another process, which does not answer: it did not open the database with multiProcess, or it is hung: ${dir}`)
+  }
   const corrupt = findCode(err, 'LEVEL_CORRUPTION')
   if (corrupt !== undefined) return new CliError(`corruption: ${corrupt.message} (try: lsm-level repair ${dir})`)
   const inner = findCode(err, 'LEVEL_INVALID_OPTION')
@@ -52,12 +54,21 @@ export function openFailure (dir: string, err: unknown, context?: string): CliEr
   return new CliError(parts.length > 0 ? parts.join(': ') : String(err))
 }
 
-/** Opens the database in `dir`, runs `fn` on it and closes it, whatever `fn` does. */
-export async function withDb<T> (dir: string, fn: (db: Engine) => Promise<T>): Promise<T> {
+/** How long a command waits for the process that holds the database to answer (it may not serve others at all). */
+const OWNER_TIMEOUT_MS = 2000
+
+/**
+ * Opens the database in `dir` as a multiProcess opener (keys and values as
+ * Buffers), runs `fn` on it and closes it, whatever `fn` does: when another
+ * process has it open with multiProcess, the command goes through that
+ * process; otherwise this one owns it for the command's duration (and serves
+ * any other multiProcess opener meanwhile).
+ */
+export async function withLevel<T> (dir: string, fn: (db: LsmLevel<Buffer, Buffer>) => Promise<T>): Promise<T> {
   requireDatabase(dir)
-  let db: Engine
+  const db = new LsmLevel<Buffer, Buffer>(dir, { multiProcess: true, ownerTimeoutMs: OWNER_TIMEOUT_MS, keyEncoding: 'buffer', valueEncoding: 'buffer' })
   try {
-    db = await openExisting(dir)
+    await db.open({ createIfMissing: false })
   } catch (err) {
     throw openFailure(dir, err, 'Database failed to open')
   }

@@ -49,6 +49,7 @@ import * as path from 'node:path'
 import { fileSize, type FileSystem } from '../../../lib/fs/fs'
 import { nodeFileSystem } from '../node-fs'
 import { acquireLock } from '../lock'
+import { OWNER_SOCKET } from '../owner-socket'
 import { CURRENT, join, logName, parseFileName, tableName } from '../../../lib/filenames'
 import { isLevelError, levelError } from '../../../lib/errors'
 import { compareInternal } from '../../../lib/keys'
@@ -397,6 +398,8 @@ export async function destroy (location: string, fs: FileSystem = nodeFileSystem
     const names = fs.list(dir).sort((a, b) => (a === CURRENT ? -1 : b === CURRENT ? 1 : 0))
     for (const name of names) {
       const p = parseFileName(name)
+      // A multiProcess owner's socket, left by one that died (we hold the LOCK: nobody listens there).
+      if (name === OWNER_SOCKET) fs.remove(join(dir, name))
       if (p === undefined || p.type === 'lock') continue
       fs.remove(join(dir, name))
     }

@@ -1,0 +1,298 @@
+// multiProcess opens across real processes (test/fixtures/mp-peer.ts children
+// and this process): two processes reading and writing; a client that
+// vanishes releases what it held on the owner; failover when the owner is
+// SIGKILLed, with the contract of README "Many processes" (acknowledged
+// writes kept, writes in flight LEVEL_OUTCOME_UNKNOWN or committed, plain
+// reads retried, handles LEVEL_OWNER_CHANGED, reads never older than seen);
+// a graceful close hands over; a hung owner (SIGSTOP) fails operations with
+// LEVEL_OWNER_UNREACHABLE in bounded time, and they work again once it runs.
+import test from 'tape'
+import * as fs from 'node:fs'
+import * as os from 'node:os'
+import * as path from 'node:path'
+import { spawnSync } from 'node:child_process'
+import { LsmLevel } from '../index'
+import { ownerSocketPath, OWNER_SOCKET } from '../hosts/node/owner-socket'
+import { tempDir } from './util/temp'
+import { Peer } from './util/mp-peer'
+
+function delay (ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+async function codeOf (p: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await p
+    return undefined
+  } catch (err) {
+    return (err as { code?: string }).code ?? String(err)
+  }
+}
+
+test('multiProcess: the second process is a client; both read and write; the socket sits beside the database', async (t) => {
+  const dir = tempDir()
+  const owner = await Peer.open(dir)
+  t.is(owner.role, 'owner', 'the first opener owns the database')
+  t.is(ownerSocketPath(dir), path.join(fs.realpathSync(dir), OWNER_SOCKET), 'a short path: the socket is beside the database')
+  t.ok(fs.existsSync(path.join(dir, OWNER_SOCKET)), 'the owner listens there')
+  const db = new LsmLevel<string, string>(dir, { multiProcess: true })
+  await db.open()
+  t.is(db.processRole, 'client', 'this process is a client')
+  await owner.request('put', { key: 'a', value: 'from owner' })
+  await db.put('b', 'from client')
+  t.is(await db.get('a'), 'from owner', 'the client reads the owner\'s write')
+  t.is(await owner.request('get', { key: 'b' }), 'from client', 'the owner reads the client\'s write')
+  t.same(await db.iterator().all(), [['a', 'from owner'], ['b', 'from client']], 'iterators go through the owner')
+  t.is(await codeOf(Promise.resolve().then(() => db.getSync('a'))), 'LEVEL_NOT_SUPPORTED', 'getSync() on a client: LEVEL_NOT_SUPPORTED')
+  t.throws(() => db.stats(), /fetchStats/, 'stats() on a client names fetchStats()')
+  t.ok((await db.fetchStats()).levels.length > 0, 'fetchStats() asks the owner')
+  t.throws(() => db.sequence, /currentSequence/, 'sequence on a client names currentSequence()')
+  t.is(await db.currentSequence(), 2, 'currentSequence() asks the owner')
+  await db.close()
+  await owner.request('close')
+  t.notOk(fs.existsSync(path.join(dir, OWNER_SOCKET)), 'the owner removed its socket on close')
+  await owner.kill()
+})
+
+test('multiProcess: a database path too long for a socket address: the socket goes to the temp directory', (t) => {
+  const deep = path.join(tempDir(), 'x'.repeat(120))
+  fs.mkdirSync(deep)
+  const address = ownerSocketPath(deep)
+  t.ok(address.startsWith(os.tmpdir()), address)
+  t.ok(Buffer.byteLength(address) <= 107, 'fits sun_path')
+  t.is(ownerSocketPath(deep + '/'), address, 'the same for another spelling of the directory')
+  t.end()
+})
+
+test('multiProcess: a client that vanishes releases its iterators, snapshots and session on the owner', async (t) => {
+  const dir = tempDir()
+  const db = new LsmLevel<string, string>(dir, { multiProcess: true })
+  await db.open()
+  t.is(db.processRole, 'owner', 'this process owns the database')
+  await db.batch([{ type: 'put', key: 'a', value: '1' }, { type: 'put', key: 'b', value: '2' }])
+  const client = await Peer.open(dir)
+  t.is(client.role, 'client')
+  await client.request('hold')
+  const engine = db.engine as any
+  const server = (db as any)[Object.getOwnPropertySymbols(db).find((s) => s.description === 'client')!].link.server
+  t.is(server.sessionCount, 1, 'one session')
+  t.is(engine.snapshots.size, 1, 'the client\'s snapshot is held on the owner')
+  await client.kill()
+  for (let i = 0; i < 100 && (server.sessionCount > 0 || engine.snapshots.size > 0); i++) await delay(10)
+  t.is(server.sessionCount, 0, 'the session ended with its socket')
+  t.is(engine.snapshots.size, 0, 'its snapshot was released')
+  await db.close()
+})
+
+test('multiProcess: failover after SIGKILL of the owner, with the contract', async (t) => {
+  const dir = tempDir()
+  const owner = await Peer.open(dir)
+  const db = new LsmLevel<string, string>(dir, { multiProcess: true })
+  await db.open()
+  t.is(db.processRole, 'client')
+  await db.batch(Array.from({ length: 100 }, (_, i) => ({ type: 'put' as const, key: 'k' + String(i).padStart(3, '0'), value: 'v' + i })))
+  await owner.request('put', { key: 'seen', value: 'by the client' })
+  t.is(await db.get('seen'), 'by the client', 'the client saw the owner\'s write')
+  const it = db.iterator()
+  t.ok(await it.next(), 'an iterator opened before the failover')
+  const snapshot = db.snapshot()
+  const feed = db.changes()
+  // Pending at the kill (it fails then), or resolved by a write before it.
+  const feedFirst = codeOf(feed.next())
+
+  // Writes and reads in flight when the owner dies.
+  const writes: Array<{ key: string, outcome: Promise<string | undefined> }> = []
+  const reads: Array<Promise<string | undefined>> = []
+  let writing = true
+  let n = 0
+  const writer = (async () => {
+    while (writing) {
+      const batch = Array.from({ length: 16 }, () => {
+        const key = 'w' + String(n++).padStart(6, '0')
+        const outcome = codeOf(db.put(key, 'v' + key))
+        writes.push({ key, outcome })
+        reads.push(codeOf(db.get('k050')))
+        return outcome
+      })
+      await Promise.all(batch)
+    }
+  })()
+  await delay(50)
+  await owner.kill('SIGKILL')
+  const t0 = Date.now()
+  await delay(30)
+  writing = false
+  await writer
+
+  const codes = await Promise.all(writes.map((w) => w.outcome))
+  const unknown = codes.filter((c) => c === 'LEVEL_OUTCOME_UNKNOWN').length
+  const other = codes.filter((c) => c !== undefined && c !== 'LEVEL_OUTCOME_UNKNOWN')
+  t.comment(`${writes.length} writes around the kill: ${codes.filter((c) => c === undefined).length} acknowledged, ${unknown} LEVEL_OUTCOME_UNKNOWN`)
+  t.same(other, [], 'a write fails with LEVEL_OUTCOME_UNKNOWN or not at all')
+  t.same((await Promise.all(reads)).filter((c) => c !== undefined), [], 'plain reads in flight were retried on the new owner')
+  t.is(await db.get('k000'), 'v0', 'the first operation after the failover works')
+  t.comment(`failover: ${Date.now() - t0} ms from the kill to a served read`)
+  t.is(db.processRole, 'owner', 'the only client took over')
+
+  const acked = writes.filter((_, i) => codes[i] === undefined).map((w) => w.key)
+  const got = await db.getMany(acked)
+  t.ok(got.every((v, i) => v === 'v' + acked[i]), `all ${acked.length} acknowledged writes are there`)
+  t.is(await db.get('seen'), 'by the client', 'a read never sees a state older than one seen (the dead owner\'s own write)')
+  t.is(await codeOf(it.next()), 'LEVEL_OWNER_CHANGED', 'an iterator from before: LEVEL_OWNER_CHANGED')
+  t.is(await codeOf(db.get('k000', { snapshot })), 'LEVEL_OWNER_CHANGED', 'a snapshot from before: LEVEL_OWNER_CHANGED')
+  const feedCode = (await feedFirst) ?? await codeOf(feed.next())
+  t.is(feedCode, 'LEVEL_OWNER_CHANGED', 'a change feed from before: LEVEL_OWNER_CHANGED')
+  await it.close()
+  await snapshot.close()
+  await db.close()
+})
+
+test('multiProcess: two clients, the owner SIGKILLed: one takes over, the other reconnects to it', async (t) => {
+  const dir = tempDir()
+  const owner = await Peer.open(dir)
+  const other = await Peer.open(dir)
+  const db = new LsmLevel<string, string>(dir, { multiProcess: true })
+  await db.open()
+  await db.put('x', '1')
+  await owner.kill('SIGKILL')
+  await db.put('y', '2')
+  t.is(await other.request('get', { key: 'y' }), '2', 'the other client reads through the new owner')
+  const roles = [db.processRole, await other.request('role')].sort()
+  t.same(roles, ['client', 'owner'], 'one owner, one client')
+  await other.request('close')
+  await other.kill()
+  await db.close()
+})
+
+test('multiProcess: a graceful close of the owner hands over', async (t) => {
+  const dir = tempDir()
+  const owner = await Peer.open(dir)
+  const db = new LsmLevel<string, string>(dir, { multiProcess: true })
+  await db.open()
+  await db.put('a', '1')
+  await owner.request('close')
+  t.is(await db.get('a'), '1', 'reads go on')
+  t.is(db.processRole, 'owner', 'the client took over')
+  await owner.kill()
+  await db.close()
+})
+
+test('multiProcess: a hung owner (SIGSTOP): LEVEL_OWNER_UNREACHABLE in bounded time, then service again', async (t) => {
+  const dir = tempDir()
+  const owner = await Peer.open(dir)
+  const db = new LsmLevel<string, string>(dir, { multiProcess: true, ownerTimeoutMs: 400 })
+  await db.open()
+  await db.put('a', '1')
+  owner.signal('SIGSTOP')
+  try {
+    const t0 = Date.now()
+    const read = db.get('a')
+    const write = db.put('b', '2')
+    const readErr = await codeOf(read)
+    const writeErr = await codeOf(write)
+    const ms = Date.now() - t0
+    t.is(readErr, 'LEVEL_OWNER_UNREACHABLE', 'a read fails with LEVEL_OWNER_UNREACHABLE')
+    t.is(writeErr, 'LEVEL_OUTCOME_UNKNOWN', 'a write in flight fails with LEVEL_OUTCOME_UNKNOWN (it may commit when the owner resumes)')
+    t.ok(ms < 5000, `within a bound (${ms} ms, ownerTimeoutMs 400; the margin is for a loaded machine)`)
+    const later = await db.get('a').catch((err: Error) => err)
+    t.is((later as { code?: string }).code, 'LEVEL_OWNER_UNREACHABLE', 'a later operation too, while the owner is hung')
+    t.ok((later as Error).message.includes(dir), 'the message names the database')
+  } finally {
+    owner.signal('SIGCONT')
+  }
+  t.is(await db.get('a'), '1', 'once the owner runs again, operations work')
+  t.is(db.processRole, 'client')
+  await db.close()
+  await owner.kill()
+})
+
+test('multiProcess: options', (t) => {
+  t.throws(() => new LsmLevel(tempDir(), { multiProcess: true, readOnly: true }), /readOnly or multiProcess/, 'not with readOnly')
+  t.throws(() => new LsmLevel(tempDir(), { multiProcess: 'yes' as unknown as boolean }), /multiProcess/, 'a boolean')
+  t.throws(() => new LsmLevel(tempDir(), { multiProcess: true, ownerTimeoutMs: 0 }), /ownerTimeoutMs/, 'a positive timeout')
+  t.end()
+})
+
+test('multiProcess: errorIfExists while another process has the database open', async (t) => {
+  const dir = tempDir()
+  const owner = await Peer.open(dir)
+  const db = new LsmLevel(dir, { multiProcess: true })
+  const err = await db.open({ errorIfExists: true }).catch((e: Error) => e) as { code?: string, cause?: { message: string } }
+  t.is(err?.code, 'LEVEL_DATABASE_NOT_OPEN')
+  t.ok(/errorIfExists/.test(err?.cause?.message ?? ''), 'the cause says errorIfExists')
+  await owner.kill()
+})
+
+test('multiProcess: the CLI works against a database another process holds open, through its owner', async (t) => {
+  const dir = tempDir()
+  const owner = await Peer.open(dir)
+  await owner.request('put', { key: 'a', value: 'from owner' })
+  const bin = path.join(__dirname, '..', '..', 'bin', 'lsm-level.js')
+  const cli = (...args: string[]): { status: number | null, stdout: string, stderr: string } => {
+    const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' })
+    return { status: r.status, stdout: r.stdout, stderr: r.stderr }
+  }
+  const put = cli('put', dir, 'b', 'from the CLI')
+  t.is(put.status, 0, `put: exit 0 ${put.stderr}`)
+  t.is(await owner.request('get', { key: 'b' }), 'from the CLI', 'the owner has the CLI\'s write')
+  const get = cli('get', dir, 'a')
+  t.is(get.stdout, 'from owner\n', 'get reads through the owner')
+  const scan = cli('scan', dir)
+  t.is(scan.stdout, 'a\tfrom owner\nb\tfrom the CLI\n', 'scan')
+  const stats = cli('stats', dir, '--json')
+  t.is(stats.status, 0, 'stats: exit 0')
+  t.ok(Array.isArray(JSON.parse(stats.stdout).levels), 'stats from the owner')
+  t.is(await owner.request('role'), 'owner', 'the owner stayed the owner')
+  await owner.kill()
+})
+
+test('multiProcess: a client\'s extensions go to the owner: changes(), flush, compactRange, approximateSize, checkpoint, fetchProperty', async (t) => {
+  const dir = tempDir()
+  const owner = await Peer.open(dir, { writeBufferSize: 64 * 1024 })
+  const db = new LsmLevel<string, string>(dir, { multiProcess: true })
+  await db.open()
+  // From a sequence number this client knows: without it, the feed starts at the owner's when its request arrives.
+  const feed = db.changes({ since: await db.currentSequence() })
+  const first = feed.next()
+  await owner.request('put', { key: 'live', value: 'from the owner' })
+  const batch = (await first).value as { seq: number, ops: Array<{ type: string, key: Buffer, value?: Buffer }> }
+  t.same(batch.ops.map((op) => [op.type, op.key.toString(), op.value?.toString()]), [['put', 'live', 'from the owner']], 'the client\'s change feed follows the owner\'s writes, keys and values as Buffers')
+  t.ok(Buffer.isBuffer(batch.ops[0].key), 'Buffers, as on the owner')
+  await feed.return(undefined)
+  await db.batch(Array.from({ length: 2000 }, (_, i) => ({ type: 'put' as const, key: 'k' + String(i).padStart(5, '0'), value: 'x'.repeat(100) })))
+  await db.flush()
+  await db.compactRange()
+  t.ok(await db.approximateSize('k', 'l') > 0, 'approximateSize() from the owner\'s tables')
+  t.match(await db.fetchProperty('lsm.stats'), /level/i, 'fetchProperty()')
+  const target = path.join(tempDir(), 'copy')
+  const made = await db.checkpoint(target)
+  t.ok(made.sequence >= 2001, 'checkpoint() written by the owner')
+  const copy = new LsmLevel<string, string>(target)
+  await copy.open()
+  t.is(await copy.get('k01999'), 'x'.repeat(100), 'the checkpoint opens and holds the data')
+  await copy.close()
+  t.is(await codeOf(db.refresh()), 'LEVEL_NOT_SUPPORTED', 'refresh() is for readOnly opens')
+  await db.close()
+  await owner.kill()
+})
+
+test('multiProcess: a killed owner\'s socket file is stale: the next owner replaces it, destroy() removes it', async (t) => {
+  const dir = tempDir()
+  const owner = await Peer.open(dir)
+  await owner.request('put', { key: 'a', value: '1' })
+  await owner.kill('SIGKILL')
+  t.ok(fs.existsSync(path.join(dir, OWNER_SOCKET)), 'the dead owner left its socket file')
+  const db = new LsmLevel<string, string>(dir, { multiProcess: true })
+  await db.open()
+  t.is(db.processRole, 'owner', 'the next opener owns the database (the LOCK taken over)')
+  t.is(await db.get('a'), '1', 'with the dead owner\'s write')
+  const client = new LsmLevel<string, string>(dir, { multiProcess: true })
+  await client.open()
+  t.is(await client.get('a'), '1', 'and serves on the same address')
+  await client.close()
+  await db.close()
+  const again = await Peer.open(dir)
+  await again.kill('SIGKILL')
+  await LsmLevel.destroy(dir)
+  t.notOk(fs.existsSync(dir), 'destroy() removed the stale socket file and the directory')
+})

@@ -1,0 +1,90 @@
+// The socket channel of multiProcess opens (hosts/node/socket-channel.ts) and
+// its frame encoding (hosts/node/frame-codec.ts): the protocol's values round
+// trip; a frame split anywhere across reads is reassembled; bytes that are not
+// frames (a length over the bound, an unknown tag, trailing bytes) are refused;
+// a large message and many small ones cross a real Unix socket in order.
+import test from 'tape'
+import * as net from 'node:net'
+import * as path from 'node:path'
+import { decodeMessage, encodeMessage } from '../hosts/node/frame-codec'
+import { encodeFrame, FrameReader, MAX_FRAME_BYTES, socketChannel } from '../hosts/node/socket-channel'
+import { Random, seedFromEnv } from './util/random'
+import { tempDir } from './util/temp'
+
+const seed = seedFromEnv()
+
+const samples: unknown[] = [
+  undefined, null, true, false, 0, -1, 2 ** 31 - 1, -(2 ** 31), 2 ** 31, 1.5, -0, NaN, Infinity,
+  '', 'utf8: é ✓ 𝄞', 'x'.repeat(70_000),
+  Buffer.from([0, 1, 255]), new Uint8Array(0), new Uint8Array(new ArrayBuffer(16), 4, 8).fill(7),
+  [], [1, [2, [3]]], { a: 1, b: undefined, c: { d: [Buffer.from('k'), 'v'] } },
+  [{ id: 1, op: 'get', key: Buffer.from('key'), snapshot: undefined }],
+  [{ id: 2, error: { code: 'LEVEL_NOT_FOUND', message: 'm', cause: { message: 'c' } } }],
+  new Date(0), new Map([[1, 2]])
+]
+
+test('frame codec: the protocol\'s values round trip', (t) => {
+  for (const v of samples) {
+    const back = decodeMessage(encodeMessage(v, 0))
+    if (typeof v === 'number' && Number.isNaN(v)) t.ok(Number.isNaN(back), 'NaN')
+    else if (v instanceof Uint8Array) t.same(Buffer.from(back as Uint8Array), Buffer.from(v), `bytes ${v.byteLength}`)
+    else t.same(back, v, JSON.stringify(v)?.slice(0, 60) ?? String(v))
+  }
+  t.ok(Object.is(decodeMessage(encodeMessage(-0, 0)), -0), '-0 kept')
+  const nested = decodeMessage(encodeMessage({ b: undefined }, 0)) as object
+  t.ok('b' in nested, 'an undefined property is kept, as structured clone keeps it')
+  t.end()
+})
+
+test('frame codec: bytes that are not a message are refused', (t) => {
+  t.throws(() => decodeMessage(Buffer.from([99])), /unknown tag 99/, 'an unknown tag')
+  t.throws(() => decodeMessage(Buffer.concat([encodeMessage(1, 0), Buffer.from([0])])), /after the message/, 'trailing bytes')
+  t.throws(() => decodeMessage(encodeMessage('a long string', 0).subarray(0, 6)), RangeError, 'a truncated message')
+  t.end()
+})
+
+test('frame reader: frames split anywhere are reassembled in order; an oversized length is refused', (t) => {
+  const rnd = new Random(seed)
+  const messages = Array.from({ length: 50 }, (_, i) => [{ id: i, result: Buffer.alloc(rnd.int(3000), i) }])
+  const stream = Buffer.concat(messages.map(encodeFrame))
+  const reader = new FrameReader()
+  const out: unknown[] = []
+  for (let at = 0; at < stream.length;) {
+    const n = 1 + rnd.int(700)
+    out.push(...reader.push(stream.subarray(at, at + n)))
+    at += n
+  }
+  t.is(out.length, messages.length, 'every message')
+  t.ok(out.every((m, i) => (m as Array<{ id: number }>)[0].id === i), 'in order')
+  t.ok(out.every((m, i) => Buffer.compare((m as Array<{ result: Buffer }>)[0].result, messages[i][0].result) === 0), 'intact')
+  const bad = Buffer.alloc(4)
+  bad.writeUInt32LE(MAX_FRAME_BYTES + 1)
+  t.throws(() => new FrameReader().push(bad), /larger than a frame may be/, 'a length over the bound')
+  t.end()
+})
+
+test('socket channel: a 5 MB message and 2,000 small ones cross a Unix socket in order; close ends the other side', async (t) => {
+  const address = path.join(tempDir(), 's.sock')
+  const received: unknown[] = []
+  let serverClosed: () => void = () => {}
+  const closed = new Promise<void>((resolve) => { serverClosed = resolve })
+  const server = net.createServer((socket) => {
+    const channel = socketChannel(socket)
+    channel.receive((m) => received.push(m), () => serverClosed())
+  })
+  await new Promise<void>((resolve) => server.listen(address, resolve))
+  const socket = net.createConnection(address)
+  await new Promise((resolve) => socket.once('connect', resolve))
+  const client = socketChannel(socket)
+  const big = Buffer.alloc(5 * 1024 * 1024, 3)
+  client.send([{ id: 0, result: big }])
+  for (let i = 1; i <= 2000; i++) client.send([{ id: i, op: 'get', key: Buffer.from(String(i)) }])
+  for (let waited = 0; received.length < 2001 && waited < 20_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.is(received.length, 2001, 'every message arrived')
+  t.ok(received.every((m, i) => (m as Array<{ id: number }>)[0].id === i), 'in order')
+  t.is(Buffer.compare((received[0] as Array<{ result: Buffer }>)[0].result, big), 0, 'the large one intact')
+  client.close()
+  await closed
+  t.pass('the server\'s side saw the channel end')
+  server.close()
+})
