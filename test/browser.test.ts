@@ -175,6 +175,30 @@ if (missing !== undefined) {
     for (const line of checks) t.ok(line.startsWith('ok '), line)
   })
 
+  test('browser: a full storage quota (20 MB) is LEVEL_STORAGE_FULL; nothing acknowledged is lost; the database opens again once the quota is raised', async (t) => {
+    const context = await browser.newContext()
+    const reporting = await reportingPage(context)
+    const cdp = await context.newCDPSession(reporting.page)
+    const quota = 20 * 1000 * 1000
+    await cdp.send('Storage.overrideQuotaForOrigin', { origin: base, quotaSize: quota })
+    const location = `full-${Date.now()}`
+    const filled = await reporting.run(`${base}/test.html?run=in-worker&what=full&location=${location}`)
+    const checks = filled.filter((l) => /^(not )?ok /.test(l))
+    t.is(checks.length, 3, 'three checks reported by the worker')
+    for (const line of checks) t.ok(line.startsWith('ok '), line)
+    const acked = filled.find((l) => l.startsWith('# acked '))
+    t.comment(`under a ${quota / 1e6} MB quota: ${String(acked)}`)
+    const mib = Number(/([\d.]+) MiB/.exec(acked ?? '')?.[1] ?? 0)
+    t.ok(mib * 1048576 >= quota / 2, `the database held at least half the quota in data (${mib} MiB of ${(quota / 1048576).toFixed(2)} MiB)`)
+    await cdp.send('Storage.overrideQuotaForOrigin', { origin: base, quotaSize: 10 * quota })
+    const n = Number(/^# acked (\d+)/.exec(acked ?? '')?.[1] ?? 0)
+    const reopened = await reporting.run(`${base}/test.html?run=in-worker&what=full-reopen&location=${location}&acked=${n}`)
+    const after = reopened.filter((l) => /^(not )?ok /.test(l))
+    t.is(after.length, 2, 'two checks reported after the quota was raised (a new page load)')
+    for (const line of after) t.ok(line.startsWith('ok '), line)
+    await context.close()
+  })
+
   test('browser: close', async (t) => {
     await browser.close()
     await new Promise((resolve) => server.close(resolve))

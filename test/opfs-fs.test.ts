@@ -307,3 +307,77 @@ test('opfs fs: a failure to grow the pool rejects the creates that wait; an unmo
     t.is((err as { code?: string }).code, 'EBADF', `a create waiting across an unmount fails: ${String(err)}`)
   }
 })
+
+/** The codes along an error's cause chain, e.g. 'LEVEL_STORAGE_FULL <- ENOSPC'. */
+function codeChain (err: unknown): string {
+  const codes: string[] = []
+  for (let e = err as { code?: string, name?: string, cause?: unknown } | undefined; e !== undefined && codes.length < 8; e = e.cause as typeof e) codes.push(e.code ?? e.name ?? '?')
+  return codes.join(' <- ')
+}
+
+// With a small write buffer the quota runs out in a flush or compaction
+// (mostly) or on a new log; with a write buffer larger than the quota, on the
+// log's append.
+const FULL_CASES = [
+  { full: 'short', writeBufferSize: 16 * 1024, failsIn: 'flushes' },
+  { full: 'bogus', writeBufferSize: 16 * 1024, failsIn: 'flushes' },
+  { full: 'short', writeBufferSize: 1024 * 1024, failsIn: 'the log' },
+  { full: 'bogus', writeBufferSize: 1024 * 1024, failsIn: 'the log' }
+] as const
+
+for (const { full, writeBufferSize, failsIn } of FULL_CASES) {
+  test(`opfs fs: a full quota (${full === 'short' ? 'short writes, as in Firefox' : 'a bogus count from write(), as in Chrome'}, in ${failsIn}) is LEVEL_STORAGE_FULL; writes stop, nothing acknowledged is lost, and the database opens again once space is freed`, async (t) => {
+    const rnd = new Random(seed + 7)
+    const root = new FakeDirectory()
+    let fs = await mounted(root)
+    const options = { writeBufferSize, targetFileSize: 16 * 1024, compactionWorker: false }
+    let db = await Engine.open(DIR, options, fs)
+    root.quota.full = full
+    root.quota.bytes = root.quota.usedBytes + 300 * 1024
+    const model = new Map<string, string>()
+    let failure: unknown
+    for (let i = 0; failure === undefined && i < 100000; i++) {
+      const key = `k${String(rnd.int(5000)).padStart(5, '0')}`
+      const value = rnd.bytes(150).toString('hex')
+      try {
+        await put(db, key, value, i % 10 === 0)
+        model.set(key, value)
+      } catch (err) {
+        failure = err
+      }
+    }
+    t.is(codeChain(failure).split(' <- ')[0], 'LEVEL_STORAGE_FULL', `a write fails once the quota is full: ${codeChain(failure)} (${String((failure as Error | undefined)?.message)})`)
+    t.ok(codeChain(failure).endsWith('ENOSPC'), 'caused by ENOSPC from the pool file system')
+    if (failsIn === 'the log') t.ok(String((failure as Error | undefined)?.message).includes('log'), 'in the log')
+    t.ok(model.size > 300, `${model.size} keys written before`)
+    const after = await put(db, 'after', 'x').then(() => undefined, (err: unknown) => err)
+    t.is((after as { code?: string } | undefined)?.code, 'LEVEL_STORAGE_FULL', 'a later write is refused with LEVEL_STORAGE_FULL')
+    let wrong = 0
+    for (const [key, value] of model) if (get(db, key) !== value) wrong++
+    t.is(wrong, 0, `every acknowledged write reads back (${model.size} keys)`)
+    await db.close().catch(() => {})
+    fs.unmount(DIR)
+
+    // Still full: the open fails with LEVEL_STORAGE_FULL or succeeds; either way nothing is lost.
+    fs = await mounted(root)
+    const opened = await Engine.open(DIR, options, fs).then((e) => e, (err: unknown) => err)
+    if (opened instanceof Engine) {
+      t.pass('while still full, the database opens')
+      await opened.close().catch(() => {})
+    } else {
+      t.is((opened as { code?: string }).code, 'LEVEL_STORAGE_FULL', `while still full, the open fails with LEVEL_STORAGE_FULL (${codeChain(opened)})`)
+    }
+    fs.unmount(DIR)
+
+    root.quota.bytes = Infinity
+    fs = await mounted(root)
+    db = await Engine.open(DIR, options, fs)
+    wrong = 0
+    for (const [key, value] of model) if (get(db, key) !== value) wrong++
+    t.is(wrong, 0, `once space is freed, it opens with every acknowledged write (${model.size} keys)`)
+    await put(db, 'after', 'x')
+    t.is(get(db, 'after'), 'x', 'and takes writes again')
+    await db.close()
+    fs.unmount(DIR)
+  })
+}

@@ -70,7 +70,7 @@
 // in them. Paths outside a mounted directory fail with ENOENT.
 import type { FileSystem, RandomAccessFile, WritableFile } from '../../lib/fs/fs'
 import { crc32Js } from '../../lib/util/crc32-table'
-import { levelError } from '../../lib/errors'
+import { ioError, levelError } from '../../lib/errors'
 
 /** Version of the pool file header drawn above. Bump only with a migration path. */
 export const FORMAT_VERSION = 1
@@ -169,6 +169,21 @@ function errnoError (code: string, message: string): Error {
   return Object.assign(new Error(`${code}: ${message}`), { code })
 }
 
+/**
+ * Writes all of `bytes` at `at`, or throws ENOSPC. A sync access handle's
+ * write() does not throw when the origin's quota is full: Chrome 150 returns
+ * a bogus count (0xFFFFFFF8) after writing what fit, Firefox 153 a short
+ * count. Either is a full quota, which the engine reports as
+ * LEVEL_STORAGE_FULL (lib/errors.ts: ioError).
+ */
+function writeAll (handle: SyncAccessHandle, bytes: Uint8Array, at: number): void {
+  const n = handle.write(bytes, { at })
+  if (n !== bytes.length) {
+    const what = n > bytes.length ? `a bogus count, ${n}, from write() of ${bytes.length} bytes` : `a short write, ${n} of ${bytes.length} bytes`
+    throw errnoError('ENOSPC', `the storage quota is full (${what})`)
+  }
+}
+
 /** The files of one mounted directory. */
 class Pool {
   readonly byName = new Map<string, PoolFile>()
@@ -191,8 +206,7 @@ class Pool {
   writeHeader (file: PoolFile, name: string): void {
     const generation = ++this.generation
     const bytes = encodeHeader({ generation, name })
-    const n = file.handle.write(bytes, { at: 0 })
-    if (n !== bytes.length) throw errnoError('EIO', `short header write (${n} of ${bytes.length} bytes)`)
+    writeAll(file.handle, bytes, 0)
     if (file.name !== '' && this.byName.get(file.name) === file) this.byName.delete(file.name)
     file.name = name
     file.generation = generation
@@ -206,7 +220,7 @@ class Pool {
     if (this.free.length < this.target) this.grow()
     if (file === undefined) {
       const why = this.growthError === undefined ? 'more are being created; wait for them with roomToCreate' : `creating more failed: ${String(this.growthError)}`
-      throw levelError('LEVEL_IO_ERROR', `No free file in the OPFS pool (${this.byName.size} in use; ${why})`, this.growthError)
+      throw ioError(`No free file in the OPFS pool (${this.byName.size} in use; ${why})`, this.growthError)
     }
     // A file freed since the last syncDir: its free header is made durable
     // before it carries a new name, or a crash could bring back the old name
@@ -311,7 +325,12 @@ class Pool {
       return false
     }
     // A new file holds no valid header, which mount() takes for free.
-    handle.truncate(HEADER_BYTES)
+    try {
+      handle.truncate(HEADER_BYTES)
+    } catch (err) {
+      handle.close()
+      throw err
+    }
     this.free.push(new PoolFile(handle))
     return true
   }
@@ -458,9 +477,8 @@ class OpfsWritableFile implements WritableFile {
   constructor (private readonly file: PoolFile) {}
 
   append (data: Uint8Array): void {
-    const n = this.file.handle.write(data, { at: HEADER_BYTES + this.length })
-    if (n !== data.length) throw errnoError('EIO', `short write (${n} of ${data.length} bytes)`)
-    this.length += n
+    writeAll(this.file.handle, data, HEADER_BYTES + this.length)
+    this.length += data.length
   }
 
   sync (): void {
@@ -549,7 +567,12 @@ export class OpfsFileSystem implements FileSystem {
       file.handle.truncate(HEADER_BYTES)
     } else {
       file = pool.take()
-      pool.writeHeader(file, name)
+      try {
+        pool.writeHeader(file, name)
+      } catch (err) {
+        pool.free.push(file)
+        throw err
+      }
     }
     return new OpfsWritableFile(file)
   }

@@ -6,8 +6,9 @@
 //   ?run=persist-read&location=...        checks it, loaded in a new page
 //   ?run=two-tabs&location=...&hold=1     opens and keeps it open (or not)
 //   ?run=engine&seed=N                    the engine checks of engine-checks.ts
-//   ?run=in-worker&what=compliance|checks OpfsLevel in a dedicated worker
-//                                         (worker-runner.ts), its lines relayed
+//   ?run=in-worker&what=compliance|checks|full|...  OpfsLevel in a dedicated
+//                                         worker (worker-runner.ts, which gets
+//                                         the other parameters), its lines relayed
 //   ?run=in-worker-lock&location=...      OpfsLevel refused on this page; a
 //                                         BrowserLevel here refused while the
 //                                         worker's OpfsLevel holds the location
@@ -113,9 +114,12 @@ function runEngineChecks (seed: number): void {
   registerEngineChecks(worker, seed, `engine-${Date.now()}`)
 }
 
-/** Runs worker-runner.ts's `what` in a dedicated worker; its lines (and '# done') go to Node. */
+/** Runs worker-runner.ts's `what` in a dedicated worker (with this page's other parameters); its lines (and '# done') go to Node. */
 function inWorker (what: string): void {
-  const w = new TestWorker(`/browser-test/worker.js?run=${what}`, { type: 'module' })
+  const query = new URLSearchParams(params)
+  query.set('run', what)
+  query.delete('what')
+  const w = new TestWorker(`/browser-test/worker.js?${query.toString()}`, { type: 'module' })
   w.onmessage = (event) => report(event.data)
   w.onerror = (event) => {
     report(`not ok - worker error: ${event.message}`)

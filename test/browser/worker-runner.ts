@@ -8,6 +8,12 @@
 //                            a failed open
 //   ?run=hold&location=...   opens the database and holds it until the page
 //                            posts 'close' (the page then tries its own)
+//   ?run=full&location=...   writes until the storage quota (which the test
+//                            made small) is full: LEVEL_STORAGE_FULL, writes
+//                            refused, every acknowledged write readable;
+//                            '# acked <n>' says how many batches were
+//   ?run=full-reopen&location=...&acked=<n>   after the quota was raised:
+//                            the database opens with those n batches
 // TAP lines (and '# opened', '# closed') go to the page with postMessage, which
 // hands them to Node; '# done' ends a run.
 import { OpfsLevel } from '../../browser-in-worker'
@@ -131,12 +137,88 @@ async function hold (location: string): Promise<void> {
   }
 }
 
+/** Batches of FULL_BATCH keys with values of FULL_VALUE_BYTES bytes that do not compress (so that they fill the quota as they are). */
+const FULL_BATCH = 50
+const FULL_VALUE_BYTES = 1000
+
+function fullKey (i: number): string {
+  return `k${String(i).padStart(8, '0')}`
+}
+
+/** Value `i`: bytes of a xorshift stream seeded by i, as hex (incompressible: 4 bits of entropy a character). */
+function fullValue (i: number): string {
+  let x = (i * 2654435761) >>> 0 || 1
+  let out = ''
+  while (out.length < FULL_VALUE_BYTES) {
+    x ^= x << 13
+    x ^= x >>> 17
+    x ^= x << 5
+    out += (x >>> 0).toString(16).padStart(8, '0')
+  }
+  return out.slice(0, FULL_VALUE_BYTES)
+}
+
+function codeChain (err: unknown): string {
+  const codes: string[] = []
+  for (let e = err as { code?: string, name?: string, cause?: unknown } | undefined; e !== undefined && codes.length < 8; e = e.cause as typeof e) codes.push(e.code ?? e.name ?? '?')
+  return codes.join(' <- ')
+}
+
+function check (n: number, ok: boolean, what: string): void {
+  report(`${ok ? 'ok' : 'not ok'} ${n} ${what}`)
+}
+
+async function fill (location: string): Promise<void> {
+  const db = new OpfsLevel(location)
+  await db.open()
+  let acked = 0
+  let failure: unknown
+  for (; failure === undefined && acked < 100000; acked++) {
+    const ops = Array.from({ length: FULL_BATCH }, (_, j) => ({ type: 'put' as const, key: fullKey(acked * FULL_BATCH + j), value: fullValue(acked * FULL_BATCH + j) }))
+    try {
+      await db.batch(ops)
+    } catch (err) {
+      failure = err
+      acked--
+    }
+  }
+  const mib = (acked * FULL_BATCH * (FULL_VALUE_BYTES + 9) / 1048576).toFixed(2)
+  report(`# acked ${acked} (${acked * FULL_BATCH} keys, ${mib} MiB of keys and values)`)
+  check(1, codeChain(failure).startsWith('LEVEL_STORAGE_FULL'), `a write fails with LEVEL_STORAGE_FULL once the quota is full: ${codeChain(failure)}: ${String((failure as Error | undefined)?.message)}`)
+  const after = await db.put('after', 'x').then(() => undefined, (err: unknown) => err)
+  check(2, codeChain(after).startsWith('LEVEL_STORAGE_FULL'), `a later write is refused: ${codeChain(after)}`)
+  let wrong = 0
+  for (let i = 0; i < acked * FULL_BATCH; i++) if (await db.get(fullKey(i)) !== fullValue(i)) wrong++
+  check(3, wrong === 0, `every acknowledged write reads back (${acked * FULL_BATCH} keys, ${wrong} wrong)`)
+  await db.close().catch(() => {})
+  report('# done')
+}
+
+async function fullReopen (location: string, acked: number): Promise<void> {
+  const db = new OpfsLevel(location)
+  await db.open()
+  let wrong = 0
+  for (let i = 0; i < acked * FULL_BATCH; i++) if (await db.get(fullKey(i)) !== fullValue(i)) wrong++
+  check(1, wrong === 0, `with the quota raised, the database opens with every acknowledged write (${acked * FULL_BATCH} keys, ${wrong} wrong)`)
+  await db.put('after', 'x')
+  check(2, await db.get('after') === 'x', 'and takes writes again')
+  await db.close()
+  report('# done')
+}
+
 const run = params.get('run')
 if (run === 'compliance') runCompliance()
 else if (run === 'checks') runChecks()
 else if (run === 'hold') {
   hold(params.get('location') ?? 'db').catch((err: Error) => {
     report(`not ok - open: ${err.message}`)
+    report('# done')
+  })
+} else if (run === 'full' || run === 'full-reopen') {
+  const location = params.get('location') ?? 'full'
+  const done = run === 'full' ? fill(location) : fullReopen(location, Number(params.get('acked')))
+  done.catch((err: Error) => {
+    report(`not ok - ${run}: ${codeChain(err)}: ${err.message}`)
     report('# done')
   })
 } else {

@@ -6,7 +6,10 @@
 // torn header). A second sync access handle on a file fails with
 // NoModificationAllowedError, as in browsers (another tab holds the database).
 // Creating a sync access handle can be made slow (as in Firefox, where a burst
-// of flushes outran the pool's growth) or made to fail (a full quota).
+// of flushes outran the pool's growth) or made to fail (a full quota). A quota
+// on the bytes of all files makes writes past it come up short, as in Firefox,
+// or return a bogus count, as in Chrome (0xFFFFFFF8, after writing what fit),
+// and makes truncate() past it throw QuotaExceededError.
 import type { DirectoryHandle, FileHandle, SyncAccessHandle } from '../../hosts/browser/opfs-fs'
 import type { Random } from '../util/random'
 
@@ -69,9 +72,27 @@ export interface HandleCreation {
   maxInFlight: number
 }
 
+/** The quota, shared by every file below a root: `usedBytes` counts the current bytes of every file. */
+export interface Quota {
+  bytes: number
+  usedBytes: number
+  /** What a write past the quota returns: the bytes it wrote ('short') or Chrome's 0xFFFFFFF8 ('bogus'). */
+  full: 'short' | 'bogus'
+}
+
+/** Chrome 150's return value from write() when the quota is full. */
+export const BOGUS_WRITE_COUNT = 0xFFFFFFF8
+
 class FakeSyncAccessHandle implements SyncAccessHandle {
   private closed = false
-  constructor (private readonly file: FakeFile, private readonly counters: Counters) {}
+  constructor (private readonly file: FakeFile, private readonly counters: Counters, private readonly quota: Quota) {}
+
+  /** Applies `op`, counting the bytes it adds or frees against the quota. */
+  private apply (op: Op): void {
+    const before = this.file.current.length
+    this.file.apply(op)
+    this.quota.usedBytes += this.file.current.length - before
+  }
 
   private check (): void {
     if (this.closed) throw Object.assign(new Error('handle closed'), { name: 'InvalidStateError' })
@@ -87,13 +108,19 @@ class FakeSyncAccessHandle implements SyncAccessHandle {
 
   write (buffer: Uint8Array, options: { at: number }): number {
     this.check()
-    this.file.apply({ write: Uint8Array.from(buffer), at: options.at })
-    return buffer.length
+    const room = this.quota.bytes - this.quota.usedBytes
+    const fits = Math.max(0, Math.min(buffer.length, this.file.current.length + room - options.at))
+    if (fits > 0) this.apply({ write: Uint8Array.from(buffer.subarray(0, fits)), at: options.at })
+    if (fits < buffer.length && this.quota.full === 'bogus') return BOGUS_WRITE_COUNT
+    return fits
   }
 
   truncate (size: number): void {
     this.check()
-    this.file.apply({ truncate: size })
+    if (size - this.file.current.length > this.quota.bytes - this.quota.usedBytes) {
+      throw Object.assign(new Error('the quota is full'), { name: 'QuotaExceededError' })
+    }
+    this.apply({ truncate: size })
   }
 
   getSize (): number {
@@ -122,6 +149,8 @@ export class FakeDirectory implements DirectoryHandle {
   counters: Counters = { flushes: 0, opsLeft: Infinity }
   /** Shared by every directory below: slow or failing handle creation. */
   handleCreation: HandleCreation = { delayMs: 0, inFlight: 0, maxInFlight: 0 }
+  /** Shared by every directory below: no limit unless `bytes` is set. */
+  quota: Quota = { bytes: Infinity, usedBytes: 0, full: 'short' }
 
   async getDirectoryHandle (name: string, options?: { create?: boolean }): Promise<DirectoryHandle> {
     let dir = this.dirs.get(name)
@@ -130,6 +159,7 @@ export class FakeDirectory implements DirectoryHandle {
       dir = new FakeDirectory()
       dir.counters = this.counters
       dir.handleCreation = this.handleCreation
+      dir.quota = this.quota
       this.dirs.set(name, dir)
     }
     return dir
@@ -145,6 +175,7 @@ export class FakeDirectory implements DirectoryHandle {
     const f = file
     const counters = this.counters
     const creation = this.handleCreation
+    const quota = this.quota
     return {
       async createSyncAccessHandle () {
         if (creation.delayMs > 0 || creation.failure !== undefined) {
@@ -158,12 +189,13 @@ export class FakeDirectory implements DirectoryHandle {
         }
         if (f.open) throw Object.assign(new Error('file is open elsewhere'), { name: 'NoModificationAllowedError' })
         f.open = true
-        return new FakeSyncAccessHandle(f, counters)
+        return new FakeSyncAccessHandle(f, counters, quota)
       }
     }
   }
 
   async removeEntry (name: string): Promise<void> {
+    this.quota.usedBytes -= this.files.get(name)?.current.length ?? 0
     this.files.delete(name)
     this.dirs.delete(name)
   }
@@ -175,11 +207,17 @@ export class FakeDirectory implements DirectoryHandle {
   /** The tree a browser crash leaves (directory entries are durable at once, as OPFS creates them). */
   crash (rnd: Random): FakeDirectory {
     const out = new FakeDirectory()
-    for (const [name, file] of this.files) out.files.set(name, file.crashed(rnd))
+    for (const [name, file] of this.files) {
+      const crashed = file.crashed(rnd)
+      out.files.set(name, crashed)
+      out.quota.usedBytes += crashed.current.length
+    }
     for (const [name, dir] of this.dirs) {
       const child = dir.crash(rnd)
+      out.quota.usedBytes += child.quota.usedBytes
       child.counters = out.counters
       child.handleCreation = out.handleCreation
+      child.quota = out.quota
       out.dirs.set(name, child)
     }
     return out
