@@ -175,6 +175,16 @@ if (missing !== undefined) {
     for (const line of checks) t.ok(line.startsWith('ok '), line)
   })
 
+  test('browser: a database of many tables keeps at most maxOpenHandles (16 here) sync access handles open, and reads every key, before and after a reopen', async (t) => {
+    const context = await browser.newContext()
+    const { run } = await reportingPage(context)
+    const lines = await run(`${base}/test.html?run=in-worker&what=many-tables&bound=16`)
+    await context.close()
+    const checks = lines.filter((l) => /^(not )?ok /.test(l))
+    t.is(checks.length, 5, 'five checks reported by the worker')
+    for (const line of checks) t.ok(line.startsWith('ok '), line)
+  })
+
   test('browser: a full storage quota (20 MB) is LEVEL_STORAGE_FULL; nothing acknowledged is lost; the database opens again once the quota is raised', async (t) => {
     const context = await browser.newContext()
     const reporting = await reportingPage(context)

@@ -6,7 +6,7 @@ import { OpfsFileSystem, HEADER_BYTES } from '../hosts/browser/opfs-fs'
 import { createWhenRoom } from '../lib/fs/fs'
 import { Engine, encodeBatch } from '../hosts/node/index'
 import { KIND_VALUE } from '../lib/keys'
-import { FakeDirectory, CRASHED } from './fs/fake-opfs'
+import { FakeDirectory, CRASHED, readFakeSnapshot, snapshotReads } from './fs/fake-opfs'
 import { Random, seedFromEnv } from './util/random'
 
 const seed = seedFromEnv()
@@ -21,9 +21,13 @@ function get (db: Engine, key: string): string | undefined {
 const DIR = '/db'
 
 /** A file system with DIR mounted and its reserve of free files created. */
-async function mounted (root: FakeDirectory): Promise<OpfsFileSystem> {
-  const fs = new OpfsFileSystem(root)
-  await fs.mount(DIR)
+async function mounted (root: FakeDirectory, maxOpenHandles?: number): Promise<OpfsFileSystem> {
+  return await mountedWith(root, maxOpenHandles)
+}
+
+async function mountedWith (root: FakeDirectory, maxOpenHandles?: number): Promise<OpfsFileSystem> {
+  const fs = new OpfsFileSystem(root, readFakeSnapshot)
+  await fs.mount(DIR, { maxOpenHandles })
   await fs.settled()
   return fs
 }
@@ -68,14 +72,14 @@ test('opfs fs: files, names, rename, remove, and a remount', async (t) => {
 test('opfs fs: a second opener of the same directory gets LEVEL_LOCKED', async (t) => {
   const root = new FakeDirectory()
   const first = await mounted(root)
-  const second = new OpfsFileSystem(root)
+  const second = new OpfsFileSystem(root, readFakeSnapshot)
   try {
     await second.mount(DIR)
     t.fail('the second mount succeeded')
   } catch (err) {
     t.is((err as { code?: string }).code, 'LEVEL_LOCKED', 'LEVEL_LOCKED while the first holds the files')
   }
-  const third = new OpfsFileSystem(root)
+  const third = new OpfsFileSystem(root, readFakeSnapshot)
   await third.mount(DIR, { skipBusyFiles: true })
   t.is(third.list(DIR).length, 0, 'skipBusyFiles: mounts without the busy files')
   third.unmount(DIR)
@@ -174,47 +178,51 @@ test('opfs fs: a torn header frees the file; the older of two claimants is freed
   t.ok(again.list(DIR).length === 0, 'no names remain')
 })
 
-test('opfs fs: the engine on OPFS keeps its data across a close and a crash', async (t) => {
-  const rnd = new Random(seed + 1)
-  const root = new FakeDirectory()
-  let fs = await mounted(root)
-  const options = { writeBufferSize: 4096, compactionWorker: false }
-  let db = await Engine.open(DIR, options, fs)
-  const model = new Map<string, string>()
-  for (let i = 0; i < 3000; i++) {
-    const key = `k${rnd.int(1000)}`
-    const value = `v${i}`
-    model.set(key, value)
-    await put(db, key, value)
-  }
-  await db.close()
-  fs.unmount(DIR)
-  fs = await mounted(root)
-  db = await Engine.open(DIR, options, fs)
-  let wrong = 0
-  for (const [key, value] of model) if (get(db, key) !== value) wrong++
-  t.is(wrong, 0, `${model.size} keys read back after a reopen`)
-  // Synced writes, then a crash at a random point of the writes that follow.
-  for (let i = 0; i < 200; i++) {
-    const key = `s${i}`
-    model.set(key, 'synced')
-    await put(db, key, 'synced', true)
-  }
-  root.counters.opsLeft = rnd.int(500)
-  try {
-    for (let i = 0; i < 2000; i++) await put(db, `u${i}`, 'x'.repeat(100))
-  } catch {}
-  const image = root.crash(rnd)
-  // The crashed engine lets go of the directory lock (its process would be gone).
-  root.counters.opsLeft = Infinity
-  try { await db.close() } catch {}
-  fs = await mounted(image)
-  db = await Engine.open(DIR, options, fs)
-  wrong = 0
-  for (const [key, value] of model) if (get(db, key) !== value) wrong++
-  t.is(wrong, 0, `${model.size} keys (200 written with sync) read back after a crash`)
-  await db.close()
-})
+for (const bound of [undefined, 16]) {
+  test(`opfs fs: the engine on OPFS keeps its data across a close and a crash${bound === undefined ? '' : ` (at most ${bound} handles open)`}`, async (t) => {
+    const rnd = new Random(seed + 1)
+    const root = new FakeDirectory()
+    const mounted = async (root: FakeDirectory): Promise<OpfsFileSystem> => await mountedWith(root, bound)
+    let fs = await mounted(root)
+    const options = { writeBufferSize: 4096, compactionWorker: false }
+    let db = await Engine.open(DIR, options, fs)
+    const model = new Map<string, string>()
+    for (let i = 0; i < 3000; i++) {
+      const key = `k${rnd.int(1000)}`
+      const value = `v${i}`
+      model.set(key, value)
+      await put(db, key, value)
+    }
+    await db.close()
+    fs.unmount(DIR)
+    fs = await mounted(root)
+    db = await Engine.open(DIR, options, fs)
+    let wrong = 0
+    for (const [key, value] of model) if (get(db, key) !== value) wrong++
+    t.is(wrong, 0, `${model.size} keys read back after a reopen`)
+    // Synced writes, then a crash at a random point of the writes that follow.
+    for (let i = 0; i < 200; i++) {
+      const key = `s${i}`
+      model.set(key, 'synced')
+      await put(db, key, 'synced', true)
+    }
+    root.counters.opsLeft = rnd.int(500)
+    try {
+      for (let i = 0; i < 2000; i++) await put(db, `u${i}`, 'x'.repeat(100))
+    } catch {}
+    const image = root.crash(rnd)
+    // The crashed engine lets go of the directory lock (its process would be gone).
+    root.counters.opsLeft = Infinity
+    try { await db.close() } catch {}
+    fs = await mounted(image)
+    db = await Engine.open(DIR, options, fs)
+    wrong = 0
+    for (const [key, value] of model) if (get(db, key) !== value) wrong++
+    t.is(wrong, 0, `${model.size} keys (200 written with sync) read back after a crash`)
+    if (bound !== undefined) t.ok(fs.handleCounts(DIR).maxOpen <= bound, `at most ${bound} handles were open at once (${fs.handleCounts(DIR).maxOpen})`)
+    await db.close()
+  })
+}
 
 test('opfs fs: a burst of flushes on a freshly mounted pool whose growth is slow waits for files, never fails', async (t) => {
   // As in Firefox: a new database, a tiny write buffer, and writes in a burst
@@ -222,7 +230,7 @@ test('opfs fs: a burst of flushes on a freshly mounted pool whose growth is slow
   // output) faster than new pool files' sync access handles come.
   const root = new FakeDirectory()
   root.handleCreation.delayMs = 25
-  const fs = new OpfsFileSystem(root)
+  const fs = new OpfsFileSystem(root, readFakeSnapshot)
   await fs.mount(DIR)
   const db = await Engine.open(DIR, { writeBufferSize: 512, targetFileSize: 512, maxBytesForLevelBase: 2048, level0CompactionTrigger: 2, compactionWorker: false }, fs)
   const N = 2000
@@ -257,7 +265,7 @@ async function writeWhenRoom (fs: OpfsFileSystem, path: string, text: string): P
 test('opfs fs: creates that wait for room never fail on a slow pool; it grows in parallel, to a bounded reserve', async (t) => {
   const root = new FakeDirectory()
   root.handleCreation.delayMs = 20
-  const fs = new OpfsFileSystem(root)
+  const fs = new OpfsFileSystem(root, readFakeSnapshot)
   await fs.mount(DIR)
   t.ok(fs.roomToCreate(DIR, 1) === undefined, 'room for a file right after the mount')
   // Three creators at once, as a flush, a compaction and a log rotation can be.
@@ -381,3 +389,56 @@ for (const { full, writeBufferSize, failsIn } of FULL_CASES) {
     fs.unmount(DIR)
   })
 }
+
+test('opfs fs: a database of many tables keeps at most maxOpenHandles sync access handles open; tables whose handle closed are read through snapshots; a remount opens them within the bound', async (t) => {
+  const rnd = new Random(seed + 11)
+  const root = new FakeDirectory()
+  const BOUND = 16
+  let fs = new OpfsFileSystem(root, readFakeSnapshot)
+  await fs.mount(DIR, { maxOpenHandles: BOUND })
+  const options = { writeBufferSize: 4096, targetFileSize: 2048, maxBytesForLevelBase: 8192, level0CompactionTrigger: 4, compactionWorker: false }
+  let db = await Engine.open(DIR, options, fs)
+  const model = new Map<string, string>()
+  for (let i = 0; i < 6000; i++) {
+    const key = `k${String(rnd.int(3000)).padStart(5, '0')}`
+    const value = `v${i} ${rnd.bytes(20).toString('hex')}`
+    model.set(key, value)
+    await put(db, key, value)
+  }
+  await db.flushMemTable()
+  await db.waitForIdle()
+  const tables = fs.list(DIR).filter((n) => n.endsWith('.sst')).length
+  t.ok(tables > 3 * BOUND, `${tables} tables, more than three times the bound of ${BOUND} handles`)
+  const before = snapshotReads.count
+  let wrong = 0
+  for (const [key, value] of model) if (get(db, key) !== value) wrong++
+  t.is(wrong, 0, `${model.size} keys read back`)
+  t.ok(snapshotReads.count > before, `reads of tables whose handle was closed went through snapshots (${snapshotReads.count - before})`)
+  let counts = fs.handleCounts(DIR)
+  t.ok(counts.maxOpen <= BOUND, `at most ${BOUND} handles were open at once (${counts.maxOpen}; ${counts.open} now)`)
+  t.is(root.dirs.get('db')!.openFiles(), counts.open, 'the pool counts the handles the fake has open')
+  await db.close()
+  fs.unmount(DIR)
+  await new Promise((resolve) => setTimeout(resolve, 10))
+  t.is(root.dirs.get('db')!.openFiles(), 0, 'an unmount closes them all (those being opened as they come)')
+
+  fs = new OpfsFileSystem(root, readFakeSnapshot)
+  await fs.mount(DIR, { maxOpenHandles: BOUND })
+  db = await Engine.open(DIR, options, fs)
+  wrong = 0
+  for (const [key, value] of model) if (get(db, key) !== value) wrong++
+  t.is(wrong, 0, `after a remount: ${model.size} keys read back`)
+  for (let i = 0; i < 2000; i++) {
+    const key = `k${String(rnd.int(3000)).padStart(5, '0')}`
+    model.set(key, `w${i}`)
+    await put(db, key, `w${i}`)
+  }
+  await db.compactRange()
+  wrong = 0
+  for (const [key, value] of model) if (get(db, key) !== value) wrong++
+  t.is(wrong, 0, 'writes and a full compaction after it: every key reads back')
+  counts = fs.handleCounts(DIR)
+  t.ok(counts.maxOpen <= BOUND, `at most ${BOUND} handles were open at once, mount included (${counts.maxOpen})`)
+  await db.close()
+  fs.unmount(DIR)
+})

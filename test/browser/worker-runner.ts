@@ -14,9 +14,13 @@
 //                            '# acked <n>' says how many batches were
 //   ?run=full-reopen&location=...&acked=<n>   after the quota was raised:
 //                            the database opens with those n batches
+//   ?run=many-tables&bound=<n>  a database of many more tables than n, with at
+//                            most n sync access handles open: every key reads
+//                            back, before and after a reopen
 // TAP lines (and '# opened', '# closed') go to the page with postMessage, which
 // hands them to Node; '# done' ends a run.
 import { OpfsLevel } from '../../browser-in-worker'
+import { installBrowserPlatform, resolveLocation } from '../../hosts/browser/platform'
 import test from 'tape'
 
 // The suite ships no typings.
@@ -206,6 +210,46 @@ async function fullReopen (location: string, acked: number): Promise<void> {
   report('# done')
 }
 
+async function manyTables (bound: number): Promise<void> {
+  const location = `many-tables-${Date.now()}`
+  const options = { ...TINY, maxOpenHandles: bound }
+  const fs = await installBrowserPlatform()
+  let db = new OpfsLevel(location, options)
+  await db.open()
+  const model = new Map<string, string>()
+  let x = 12345
+  for (let i = 0; i < 8000; i++) {
+    x ^= x << 13
+    x ^= x >>> 17
+    x ^= x << 5
+    x >>>= 0
+    const key = `k${String(x % 4000).padStart(5, '0')}`
+    model.set(key, `v${i} ${x.toString(36).repeat(4)}`)
+    await db.put(key, model.get(key)!)
+  }
+  await db.flush()
+  const tables = db.levels().reduce((n, l) => n + l.files, 0)
+  check(1, tables > 3 * bound, `${tables} tables, more than three times the bound of ${bound} handles`)
+  const readAll = async (): Promise<number> => {
+    let wrong = 0
+    for (const [key, value] of model) if (await db.get(key) !== value || db.getSync(key) !== value) wrong++
+    return wrong
+  }
+  check(2, await readAll() === 0, `${model.size} keys read back (get and getSync)`)
+  const counts = fs.handleCounts(resolveLocation(location))
+  check(3, counts.maxOpen <= bound, `at most ${bound} handles were open at once (${counts.maxOpen}; ${counts.open} now)`)
+  await db.close()
+  db = new OpfsLevel(location, options)
+  const t0 = performance.now()
+  await db.open()
+  const openMs = performance.now() - t0
+  check(4, await readAll() === 0, `after a reopen (${openMs.toFixed(0)} ms), ${model.size} keys read back`)
+  const after = fs.handleCounts(resolveLocation(location))
+  check(5, after.maxOpen <= bound, `at most ${bound} handles open at once, the mount included (${after.maxOpen})`)
+  await db.close()
+  report('# done')
+}
+
 const run = params.get('run')
 if (run === 'compliance') runCompliance()
 else if (run === 'checks') runChecks()
@@ -219,6 +263,11 @@ else if (run === 'hold') {
   const done = run === 'full' ? fill(location) : fullReopen(location, Number(params.get('acked')))
   done.catch((err: Error) => {
     report(`not ok - ${run}: ${codeChain(err)}: ${err.message}`)
+    report('# done')
+  })
+} else if (run === 'many-tables') {
+  manyTables(Number(params.get('bound') ?? 16)).catch((err: Error) => {
+    report(`not ok - many-tables: ${codeChain(err)}: ${err.stack ?? err.message}`)
     report('# done')
   })
 } else {

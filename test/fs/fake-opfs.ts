@@ -10,7 +10,7 @@
 // on the bytes of all files makes writes past it come up short, as in Firefox,
 // or return a bogus count, as in Chrome (0xFFFFFFF8, after writing what fit),
 // and makes truncate() past it throw QuotaExceededError.
-import type { DirectoryHandle, FileHandle, SyncAccessHandle } from '../../hosts/browser/opfs-fs'
+import type { DirectoryHandle, FileHandle, FileSnapshot, SyncAccessHandle } from '../../hosts/browser/opfs-fs'
 import type { Random } from '../util/random'
 
 type Op = { write: Uint8Array, at: number } | { truncate: number }
@@ -34,10 +34,13 @@ class FakeFile {
   current: Uint8Array = new Uint8Array(0)
   pending: Op[] = []
   open = false
+  /** Writes and truncations so far: a snapshot taken before one is stale. */
+  changes = 0
 
   apply (op: Op): void {
     this.current = applyOp(this.current, op)
     this.pending.push(op)
+    this.changes++
   }
 
   /** This file after a crash: the durable bytes and a random choice of the pending operations, in order. */
@@ -54,6 +57,38 @@ class FakeFile {
     file.current = bytes
     return file
   }
+}
+
+/**
+ * A File from getFile(): the contents then. Reading it after the file
+ * changed throws NotReadableError (as a browser may), so that a stale
+ * snapshot cannot be read unnoticed.
+ */
+export class FakeSnapshot implements FileSnapshot {
+  private readonly changes: number
+  private readonly bytes: Uint8Array
+  constructor (private readonly file: FakeFile) {
+    this.changes = file.changes
+    this.bytes = file.current.slice()
+  }
+
+  get size (): number {
+    return this.bytes.length
+  }
+
+  slice (start: number, end: number): Uint8Array {
+    if (this.file.changes !== this.changes) throw Object.assign(new Error('the file changed since getFile()'), { name: 'NotReadableError' })
+    return this.bytes.subarray(start, end)
+  }
+}
+
+/** Snapshot reads made so far (reads of files whose handle was closed). */
+export const snapshotReads = { count: 0 }
+
+/** The OpfsFileSystem's snapshot reader for the fake (FileReaderSync's part). */
+export function readFakeSnapshot (snapshot: FileSnapshot, start: number, end: number): Uint8Array {
+  snapshotReads.count++
+  return (snapshot as FakeSnapshot).slice(start, end).slice()
 }
 
 /** Flushes so far, and how many more writes, truncations and flushes may run before the fake crashes. */
@@ -177,6 +212,9 @@ export class FakeDirectory implements DirectoryHandle {
     const creation = this.handleCreation
     const quota = this.quota
     return {
+      async getFile () {
+        return new FakeSnapshot(f)
+      },
       async createSyncAccessHandle () {
         if (creation.delayMs > 0 || creation.failure !== undefined) {
           creation.maxInFlight = Math.max(creation.maxInFlight, ++creation.inFlight)
@@ -192,6 +230,13 @@ export class FakeDirectory implements DirectoryHandle {
         return new FakeSyncAccessHandle(f, counters, quota)
       }
     }
+  }
+
+  /** Files in this directory with a sync access handle open. */
+  openFiles (): number {
+    let n = 0
+    for (const file of this.files.values()) if (file.open) n++
+    return n
   }
 
   async removeEntry (name: string): Promise<void> {
