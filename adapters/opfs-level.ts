@@ -11,7 +11,7 @@
 import '../hosts/browser/globals'
 import { LsmLevel, type LsmLevelOptions } from './lsm-level'
 import { installBrowserPlatform, resolveLocation } from '../hosts/browser/platform'
-import { acquireTabLock, tabLocksAvailable } from '../hosts/browser/tab-lock'
+import { acquireTabLock } from '../hosts/browser/tab-lock'
 import { invalidOption, levelError } from '../lib/errors'
 import { MAX_OPEN_HANDLES } from '../hosts/browser/opfs-fs'
 
@@ -60,8 +60,7 @@ export class OpfsLevel<K = string, V = string> extends LsmLevel<K, V> {
     const dir = resolveLocation(this.location)
     const release = await acquireTabLock(dir)
     try {
-      // The Web Lock is ours: a pool file whose handle is busy is a leftover of this worker's own growth.
-      await fs.mount(dir, { skipBusyFiles: tabLocksAvailable(), maxOpenHandles: this.maxOpenHandles })
+      await fs.mount(dir, { maxOpenHandles: this.maxOpenHandles })
       try {
         await super._open(options)
       } catch (err) {

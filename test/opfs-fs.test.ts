@@ -69,23 +69,40 @@ test('opfs fs: files, names, rename, remove, and a remount', async (t) => {
   t.is(again.readSmallFile(`${DIR}/b`).toString(), 'alpha', 'contents survive a remount')
 })
 
-test('opfs fs: a second opener of the same directory gets LEVEL_LOCKED', async (t) => {
+test('opfs fs: a second opener of the same directory retries for busyWaitMs, then gets LEVEL_LOCKED saying why', async (t) => {
   const root = new FakeDirectory()
   const first = await mounted(root)
+  writeFile(first, `${DIR}/data`, 'kept')
   const second = new OpfsFileSystem(root, readFakeSnapshot)
-  try {
-    await second.mount(DIR)
-    t.fail('the second mount succeeded')
-  } catch (err) {
-    t.is((err as { code?: string }).code, 'LEVEL_LOCKED', 'LEVEL_LOCKED while the first holds the files')
-  }
-  const third = new OpfsFileSystem(root, readFakeSnapshot)
-  await third.mount(DIR, { skipBusyFiles: true })
-  t.is(third.list(DIR).length, 0, 'skipBusyFiles: mounts without the busy files')
-  third.unmount(DIR)
+  const t0 = Date.now()
+  const err = await second.mount(DIR, { busyWaitMs: 300 }).then(() => undefined, (e: unknown) => e as { code?: string, message?: string })
+  const ms = Date.now() - t0
+  t.is(err?.code, 'LEVEL_LOCKED', `LEVEL_LOCKED while the first holds the files: ${String(err?.message)}`)
+  t.ok(ms >= 300 && ms < 2000, `after retrying for the wait asked (${ms} ms)`)
+  t.ok(/held by another context/.test(String(err?.message)) && /waited \d+ ms/.test(String(err?.message)), 'the message says the files are held elsewhere and how long it waited')
   first.unmount(DIR)
   await second.mount(DIR)
-  t.pass('mounts once the first has unmounted')
+  t.is(second.readSmallFile(`${DIR}/data`).toString(), 'kept', 'mounts once the first has unmounted, with its files')
+  second.unmount(DIR)
+})
+
+test('opfs fs: a context that died holding its handles: a mount waits until the browser closes them, and opens with every file', async (t) => {
+  const root = new FakeDirectory()
+  const dead = await mounted(root)
+  for (let i = 0; i < 20; i++) await writeWhenRoom(dead, `${DIR}/f${i}`, `file ${i}`)
+  dead.syncDir(DIR)
+  // The context is gone, but its handles stay open for 400 ms more.
+  setTimeout(() => dead.unmount(DIR), 400)
+  const fs = new OpfsFileSystem(root, readFakeSnapshot)
+  const t0 = Date.now()
+  await fs.mount(DIR, { busyWaitMs: 5000 })
+  const ms = Date.now() - t0
+  t.ok(ms >= 400, `the mount waited for the handles (${ms} ms)`)
+  t.is(fs.list(DIR).length, 20, 'and sees every file: none was skipped')
+  let wrong = 0
+  for (let i = 0; i < 20; i++) if (fs.readSmallFile(`${DIR}/f${i}`).toString() !== `file ${i}`) wrong++
+  t.is(wrong, 0, 'every file reads back')
+  fs.unmount(DIR)
 })
 
 test('opfs fs: a removed file still being read is not reused until its reader closes', async (t) => {

@@ -102,6 +102,8 @@ const MOUNT_FREE_FILES = 6
 export const MAX_OPEN_HANDLES = 64
 /** The smallest bound mount() accepts: room for the free files and the files being written. */
 const MIN_OPEN_HANDLES = 16
+/** How long mount() retries a pool file whose handle another context holds before LEVEL_LOCKED. */
+export const BUSY_WAIT_MS = 5000
 /** Handles reopened at once for reads. */
 const REOPENS_AT_ONCE = 4
 /** How long growth waits for a handle slot when every open handle is in use. */
@@ -271,7 +273,7 @@ class Pool {
   /** Handle openings in progress (each settles after closing its handle if the pool closed meanwhile). */
   readonly opening = new Set<Promise<unknown>>()
 
-  constructor (readonly dir: DirectoryHandle, readonly maxOpenHandles: number, readonly readSnapshot: SnapshotReader) {
+  constructor (readonly dir: DirectoryHandle, readonly maxOpenHandles: number, readonly readSnapshot: SnapshotReader, readonly abandoned: Set<string>) {
     this.maxFree = Math.min(MAX_FREE_FILES, Math.floor(maxOpenHandles / 2))
     this.target = Math.max(MOUNT_FREE_FILES, Math.min(RESERVE_FILES, Math.floor(maxOpenHandles / 4)))
   }
@@ -604,7 +606,12 @@ class Pool {
       throw err
     })
     if (handle === undefined) {
-      opening.then((late) => late.close(), () => {})
+      // Passed over: a later mount here skips it while it is busy (openWhenFree).
+      this.abandoned.add(name)
+      opening.then((late) => {
+        late.close()
+        this.abandoned.delete(name)
+      }, () => {})
       this.openHandles--
       return false
     }
@@ -649,15 +656,10 @@ class Pool {
 }
 
 export interface MountOptions {
-  /**
-   * Pool files whose sync access handle is held elsewhere are left out rather
-   * than failing the mount with LEVEL_LOCKED: for a caller that owns the
-   * directory otherwise (a Web Lock), to whom a busy file can only be a new
-   * pool file of its own whose handle creation never settled (see Pool#close).
-   */
-  skipBusyFiles?: boolean
   /** The most sync access handles open at once (default MAX_OPEN_HANDLES; at least 16). */
   maxOpenHandles?: number
+  /** How long a pool file whose handle is held elsewhere is retried before the mount fails with LEVEL_LOCKED (default BUSY_WAIT_MS). */
+  busyWaitMs?: number
 }
 
 function isBusy (err: unknown): boolean {
@@ -681,8 +683,8 @@ async function within<T> (promise: Promise<T>, ms: number): Promise<T | undefine
  * are immutable and read through the block cache), keeping a snapshot of
  * each for reads; then settles conflicts and waits for a few free files.
  */
-async function openPool (dir: DirectoryHandle, options: MountOptions, readSnapshot: SnapshotReader): Promise<Pool> {
-  const pool = new Pool(dir, Math.max(MIN_OPEN_HANDLES, options.maxOpenHandles ?? MAX_OPEN_HANDLES), readSnapshot)
+async function openPool (dir: DirectoryHandle, options: MountOptions, readSnapshot: SnapshotReader, abandoned: Set<string>): Promise<Pool> {
+  const pool = new Pool(dir, Math.max(MIN_OPEN_HANDLES, options.maxOpenHandles ?? MAX_OPEN_HANDLES), readSnapshot, abandoned)
   const header = new Uint8Array(HEADER_BYTES)
   const losers: PoolFile[] = []
   try {
@@ -692,14 +694,13 @@ async function openPool (dir: DirectoryHandle, options: MountOptions, readSnapsh
       if (Number.isInteger(n) && n >= pool.count) pool.count = n + 1
       const fileHandle = await dir.getFileHandle(entry)
       if (!pool.takeSlot()) throw errnoError('EIO', 'no sync access handle slot free at mount')
-      let handle: SyncAccessHandle
+      let handle: SyncAccessHandle | undefined
       try {
-        handle = await fileHandle.createSyncAccessHandle()
-      } catch (err) {
-        pool.openHandles--
-        if (skipBusy(options) && isBusy(err)) continue
-        throw err
+        handle = await openWhenFree(fileHandle, entry, abandoned, options.busyWaitMs ?? BUSY_WAIT_MS)
+      } finally {
+        if (handle === undefined) pool.openHandles--
       }
+      if (handle === undefined) continue
       const file = new PoolFile(fileHandle, handle)
       pool.all.add(file)
       header.fill(0)
@@ -734,7 +735,7 @@ async function openPool (dir: DirectoryHandle, options: MountOptions, readSnapsh
     }
   } catch (err) {
     pool.close()
-    throw lockedIfBusy(err)
+    throw err
   }
   try {
     // A rename interrupted between its two header writes: the older claimant is freed.
@@ -752,16 +753,30 @@ async function openPool (dir: DirectoryHandle, options: MountOptions, readSnapsh
   return pool
 }
 
-function skipBusy (options: MountOptions): boolean {
-  return options.skipBusyFiles === true
-}
-
-/** An OPFS handle that another tab or worker holds open: LEVEL_LOCKED. */
-function lockedIfBusy (err: unknown): unknown {
-  if (isBusy(err)) {
-    return levelError('LEVEL_LOCKED', 'The database is open in another tab or worker (its OPFS files are held there)', err)
+/**
+ * The sync access handle of the pool file `name`, retried with backoff while
+ * another context holds it (NoModificationAllowedError): a tab or worker that
+ * has the database open, or one that ended and whose handles the browser has
+ * not closed yet (a worker terminated while busy was seen to keep them for a
+ * while). Fails with LEVEL_LOCKED after `waitMs`. Undefined for a file that
+ * this worker's pool abandoned (a new file whose handle creation never
+ * settled, see Pool#addFile): it holds nothing yet, and is skipped.
+ */
+async function openWhenFree (file: FileHandle, name: string, abandoned: Set<string>, waitMs: number): Promise<SyncAccessHandle | undefined> {
+  const start = Date.now()
+  for (let delayMs = 20; ; delayMs = Math.min(2 * delayMs, 1000)) {
+    try {
+      return await file.createSyncAccessHandle()
+    } catch (err) {
+      if (!isBusy(err)) throw err
+      if (abandoned.has(name)) return undefined
+      const waited = Date.now() - start
+      if (waited >= waitMs) {
+        throw levelError('LEVEL_LOCKED', `The database's OPFS files are held by another context: the database is open in another tab or worker, or one that ended has not released its files yet (waited ${waited} ms)`, err)
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(delayMs, waitMs - waited)))
+    }
   }
-  return err
 }
 
 // ------------------------------------------------------------ files
@@ -850,6 +865,8 @@ export class OpfsFileSystem implements FileSystem {
   private readonly pools = new Map<string, Pool>()
   /** Unmounted directories whose handle openings were still in progress. */
   private readonly draining = new Map<string, Promise<unknown>>()
+  /** Per directory: pool files whose handle creation never settled in this worker (see openWhenFree). */
+  private readonly abandoned = new Map<string, Set<string>>()
 
   /**
    * `root`: the directory under which each database gets a directory
@@ -872,7 +889,9 @@ export class OpfsFileSystem implements FileSystem {
     }
     let handle = this.root
     for (const part of dir.split('/')) if (part !== '') handle = await handle.getDirectoryHandle(part, { create: true })
-    this.pools.set(dir, await openPool(handle, options, this.readSnapshot))
+    let abandoned = this.abandoned.get(dir)
+    if (abandoned === undefined) this.abandoned.set(dir, abandoned = new Set())
+    this.pools.set(dir, await openPool(handle, options, this.readSnapshot, abandoned))
   }
 
   /**

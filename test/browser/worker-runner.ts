@@ -14,6 +14,12 @@
 //                            '# acked <n>' says how many batches were
 //   ?run=full-reopen&location=...&acked=<n>   after the quota was raised:
 //                            the database opens with those n batches
+//   ?run=large&mib=<n>       a database of n MiB (default options, at most
+//                            64 handles): write, reopen, random reads; timed
+//   ?run=busy&location=...   opens the database, writes BUSY_KEYS keys, says
+//                            '# opened', then loops in JavaScript for ever
+//                            (the page terminates it)
+//   ?run=reopen&location=... opens it (timed) and checks the BUSY_KEYS keys
 //   ?run=many-tables&bound=<n>  a database of many more tables than n, with at
 //                            most n sync access handles open: every key reads
 //                            back, before and after a reopen
@@ -210,6 +216,35 @@ async function fullReopen (location: string, acked: number): Promise<void> {
   report('# done')
 }
 
+const BUSY_KEYS = 3000
+
+async function busy (location: string): Promise<void> {
+  const db = new OpfsLevel(location, TINY)
+  await db.open()
+  for (let i = 0; i < BUSY_KEYS; i += 100) await db.batch(Array.from({ length: 100 }, (_, j) => ({ type: 'put' as const, key: fullKey(i + j), value: `busy ${i + j}` })))
+  report('# opened')
+  // Busy in JavaScript until terminated: reads and writes in a loop, never yielding.
+  for (let i = 0; ; i++) db.getSync(fullKey(i % BUSY_KEYS))
+}
+
+async function reopen (location: string): Promise<void> {
+  const t0 = performance.now()
+  const db = new OpfsLevel(location, TINY)
+  try {
+    await db.open()
+  } catch (err) {
+    report(`# open failed after ${(performance.now() - t0).toFixed(0)} ms: ${codeChain(err)}: ${String((err as { cause?: Error }).cause?.message)}`)
+    report('# done')
+    return
+  }
+  report(`# opened after ${(performance.now() - t0).toFixed(0)} ms`)
+  let wrong = 0
+  for (let i = 0; i < BUSY_KEYS; i++) if (await db.get(fullKey(i)) !== `busy ${i}`) wrong++
+  check(1, wrong === 0, `every key the terminated worker wrote reads back (${BUSY_KEYS} keys, ${wrong} wrong)`)
+  await db.close()
+  report('# done')
+}
+
 async function manyTables (bound: number): Promise<void> {
   const location = `many-tables-${Date.now()}`
   const options = { ...TINY, maxOpenHandles: bound }
@@ -250,6 +285,51 @@ async function manyTables (bound: number): Promise<void> {
   report('# done')
 }
 
+async function large (mib: number): Promise<void> {
+  const location = `large-${Date.now()}`
+  const fs = await installBrowserPlatform()
+  const dir = resolveLocation(location)
+  let db = new OpfsLevel(location)
+  await db.open()
+  const batches = Math.ceil(mib * 1048576 / (FULL_BATCH * (FULL_VALUE_BYTES + 9)))
+  let t0 = performance.now()
+  for (let b = 0; b < batches; b++) {
+    await db.batch(Array.from({ length: FULL_BATCH }, (_, j) => ({ type: 'put' as const, key: fullKey(b * FULL_BATCH + j), value: fullValue(b * FULL_BATCH + j) })))
+  }
+  await db.flush()
+  const keys = batches * FULL_BATCH
+  report(`# wrote ${keys} keys (${mib} MiB) in ${((performance.now() - t0) / 1000).toFixed(1)} s; tables ${db.levels().reduce((n, l) => n + l.files, 0)}; levels ${JSON.stringify(db.levels().filter((l) => l.files > 0))}`)
+  const written = fs.handleCounts(dir)
+  await db.close()
+  t0 = performance.now()
+  db = new OpfsLevel(location)
+  await db.open()
+  report(`# reopened in ${(performance.now() - t0).toFixed(0)} ms`)
+  let x = 99991
+  const rand = (): number => {
+    x ^= x << 13
+    x ^= x >>> 17
+    x ^= x << 5
+    return (x >>> 0) % keys
+  }
+  let wrong = 0
+  for (const round of [1, 2]) {
+    t0 = performance.now()
+    for (let i = 0; i < 2000; i++) {
+      const k = rand()
+      if (await db.get(fullKey(k)) !== fullValue(k)) wrong++
+    }
+    report(`# 2000 random gets (round ${round}): ${((performance.now() - t0) / 2000).toFixed(3)} ms each`)
+  }
+  const read = fs.handleCounts(dir)
+  check(1, wrong === 0, `${keys} keys, 4000 random gets read back (${wrong} wrong)`)
+  check(2, written.maxOpen <= 64 && read.maxOpen <= 64, `at most 64 handles open at once (${written.maxOpen} while writing, ${read.maxOpen} after the reopen)`)
+  await db.close()
+  const storage = (globalThis as unknown as { navigator: { storage: { getDirectory: () => Promise<{ removeEntry: (name: string, options: object) => Promise<void> }> } } }).navigator.storage
+  await (await storage.getDirectory()).removeEntry(location, { recursive: true })
+  report('# done')
+}
+
 const run = params.get('run')
 if (run === 'compliance') runCompliance()
 else if (run === 'checks') runChecks()
@@ -263,6 +343,17 @@ else if (run === 'hold') {
   const done = run === 'full' ? fill(location) : fullReopen(location, Number(params.get('acked')))
   done.catch((err: Error) => {
     report(`not ok - ${run}: ${codeChain(err)}: ${err.message}`)
+    report('# done')
+  })
+} else if (run === 'large') {
+  large(Number(params.get('mib') ?? 1024)).catch((err: Error) => {
+    report(`not ok - large: ${codeChain(err)}: ${err.stack ?? err.message}`)
+    report('# done')
+  })
+} else if (run === 'busy' || run === 'reopen') {
+  const location = params.get('location') ?? 'busy'
+  ;(run === 'busy' ? busy(location) : reopen(location)).catch((err: Error) => {
+    report(`not ok - ${run}: ${codeChain(err)}: ${err.stack ?? err.message}`)
     report('# done')
   })
 } else if (run === 'many-tables') {
