@@ -200,6 +200,16 @@ if (missing !== undefined) {
     for (const line of checks) t.ok(line.startsWith('ok '), line)
   })
 
+  // What a sync access handle costs (LSM_BROWSER_HANDLE_COSTS=1), for BENCHMARKS.md.
+  test('browser: the costs of sync access handles (open and close, reads through a handle and through a snapshot)', { skip: process.env.LSM_BROWSER_HANDLE_COSTS === '1' ? false : 'set LSM_BROWSER_HANDLE_COSTS=1 to run it' }, async (t) => {
+    const context = await browser.newContext()
+    const { run } = await reportingPage(context)
+    const lines = await run(`${base}/test.html?run=in-worker&what=handle-costs`)
+    await context.close()
+    for (const line of lines.filter((l) => l.startsWith('# '))) t.comment(line.slice(2))
+    t.notOk(lines.some((l) => l.startsWith('not ok')), 'measured')
+  })
+
   // A large database (LSM_BROWSER_LARGE_MIB=1024: about 10 minutes here), for the numbers in BENCHMARKS.md.
   const largeMib = Number(process.env.LSM_BROWSER_LARGE_MIB ?? 0)
   test(`browser: a database of ${largeMib} MiB (default options) within 64 sync access handles`, { skip: largeMib === 0 ? 'set LSM_BROWSER_LARGE_MIB to run it' : false }, async (t) => {

@@ -459,3 +459,20 @@ test('opfs fs: a database of many tables keeps at most maxOpenHandles sync acces
   await db.close()
   fs.unmount(DIR)
 })
+
+test('opfs fs: a browser whose OPFS gives no sync access handles (WebKitGTK: NotSupportedError) fails the mount with LEVEL_NOT_SUPPORTED naming what is missing', async (t) => {
+  for (const existing of [false, true]) {
+    const root = new FakeDirectory()
+    if (existing) {
+      const fs = await mounted(root)
+      writeFile(fs, `${DIR}/CURRENT`, 'x')
+      fs.unmount(DIR)
+    }
+    root.handleCreation.failure = Object.assign(new Error('Backend does not support this operation'), { name: 'NotSupportedError' })
+    const fs = new OpfsFileSystem(root, readFakeSnapshot)
+    const err = await fs.mount(DIR).then(() => undefined, (e: unknown) => e as { code?: string, message?: string })
+    t.is(err?.code, 'LEVEL_NOT_SUPPORTED', `${existing ? 'an existing' : 'a new'} database: ${String(err?.message)}`)
+    t.ok(/sync access handles/.test(String(err?.message)) && /NotSupportedError/.test(String(err?.message)), 'the message names what is missing and the browser\'s error')
+    t.notOk(fs.isMounted(DIR), 'nothing stays mounted')
+  }
+})

@@ -662,6 +662,21 @@ export interface MountOptions {
   busyWaitMs?: number
 }
 
+/**
+ * A browser whose OPFS has no sync access handles (WebKitGTK 2.50 has the
+ * directory and file handles, but createSyncAccessHandle() fails with
+ * NotSupportedError), or none in this kind of context (a page, a shared
+ * worker: the method is missing, a TypeError): LEVEL_NOT_SUPPORTED naming
+ * what is missing, instead of the browser's bare error.
+ */
+function notSupportedIfMissing (err: unknown): unknown {
+  const { name, message } = (err ?? {}) as { name?: unknown, message?: unknown }
+  if (name === 'NotSupportedError' || (name === 'TypeError' && /createSyncAccessHandle/.test(String(message)))) {
+    return levelError('LEVEL_NOT_SUPPORTED', `This browser's Origin Private File System gives no sync access handles here (createSyncAccessHandle() failed: ${String(name)}: ${String(message)}); lsm-level needs them, in a dedicated worker`, err)
+  }
+  return err
+}
+
 function isBusy (err: unknown): boolean {
   return (err as { name?: unknown } | undefined)?.name === 'NoModificationAllowedError'
 }
@@ -891,7 +906,11 @@ export class OpfsFileSystem implements FileSystem {
     for (const part of dir.split('/')) if (part !== '') handle = await handle.getDirectoryHandle(part, { create: true })
     let abandoned = this.abandoned.get(dir)
     if (abandoned === undefined) this.abandoned.set(dir, abandoned = new Set())
-    this.pools.set(dir, await openPool(handle, options, this.readSnapshot, abandoned))
+    try {
+      this.pools.set(dir, await openPool(handle, options, this.readSnapshot, abandoned))
+    } catch (err) {
+      throw notSupportedIfMissing(err)
+    }
   }
 
   /**

@@ -20,6 +20,9 @@
 //                            '# opened', then loops in JavaScript for ever
 //                            (the page terminates it)
 //   ?run=reopen&location=... opens it (timed) and checks the BUSY_KEYS keys
+//   ?run=handle-costs        times a sync access handle's open and close,
+//                            getFile(), and 4 KiB reads through a handle and
+//                            through FileReaderSync (for BENCHMARKS.md)
 //   ?run=many-tables&bound=<n>  a database of many more tables than n, with at
 //                            most n sync access handles open: every key reads
 //                            back, before and after a reopen
@@ -216,6 +219,56 @@ async function fullReopen (location: string, acked: number): Promise<void> {
   report('# done')
 }
 
+interface OpfsFile {
+  createSyncAccessHandle: () => Promise<{ read: (b: Uint8Array, o: { at: number }) => number, write: (b: Uint8Array, o: { at: number }) => number, flush: () => void, close: () => void }>
+  getFile: () => Promise<{ slice: (a: number, b: number) => unknown }>
+}
+interface OpfsDir {
+  getFileHandle: (name: string, o: { create: boolean }) => Promise<OpfsFile>
+  removeEntry: (name: string, o?: object) => Promise<void>
+  getDirectoryHandle: (name: string, o: { create: boolean }) => Promise<OpfsDir>
+}
+
+/** Median of `n` timings of `fn`, in microseconds. */
+async function medianUs (n: number, fn: (i: number) => unknown): Promise<number> {
+  const times: number[] = []
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now()
+    await fn(i)
+    times.push((performance.now() - t0) * 1000)
+  }
+  times.sort((a, b) => a - b)
+  return times[Math.floor(n / 2)]
+}
+
+async function handleCosts (): Promise<void> {
+  const storage = (globalThis as unknown as { navigator: { storage: { getDirectory: () => Promise<OpfsDir> } } }).navigator.storage
+  const root = await storage.getDirectory()
+  const name = `handle-costs-${Date.now()}`
+  const dir = await root.getDirectoryHandle(name, { create: true })
+  const file = await dir.getFileHandle('f', { create: true })
+  const SIZE = 4 << 20
+  let handle = await file.createSyncAccessHandle()
+  handle.write(new Uint8Array(SIZE).fill(7), { at: 0 })
+  handle.flush()
+  const buf = new Uint8Array(4096)
+  const at = (i: number): number => ((i * 7919) % (SIZE / 4096)) * 4096
+  const read = await medianUs(2000, (i) => handle.read(buf, { at: at(i) }))
+  const snapshot = await file.getFile()
+  const Reader = (globalThis as unknown as { FileReaderSync: new () => { readAsArrayBuffer: (b: unknown) => ArrayBuffer } }).FileReaderSync
+  const reader = new Reader()
+  const readSnapshot = await medianUs(2000, (i) => reader.readAsArrayBuffer(snapshot.slice(at(i), at(i) + 4096)))
+  const getFile = await medianUs(200, async () => await file.getFile())
+  handle.close()
+  const openClose = await medianUs(200, async () => {
+    handle = await file.createSyncAccessHandle()
+    handle.close()
+  })
+  report(`# 4 KiB read through a sync access handle: ${read.toFixed(1)} us; through FileReaderSync from a getFile() snapshot: ${readSnapshot.toFixed(1)} us; getFile(): ${getFile.toFixed(1)} us; a handle's open and close: ${openClose.toFixed(1)} us (medians)`)
+  await root.removeEntry(name, { recursive: true })
+  report('# done')
+}
+
 const BUSY_KEYS = 3000
 
 async function busy (location: string): Promise<void> {
@@ -354,6 +407,11 @@ else if (run === 'hold') {
   const location = params.get('location') ?? 'busy'
   ;(run === 'busy' ? busy(location) : reopen(location)).catch((err: Error) => {
     report(`not ok - ${run}: ${codeChain(err)}: ${err.stack ?? err.message}`)
+    report('# done')
+  })
+} else if (run === 'handle-costs') {
+  handleCosts().catch((err: Error) => {
+    report(`not ok - handle-costs: ${err.stack ?? err.message}`)
     report('# done')
   })
 } else if (run === 'many-tables') {
