@@ -78,7 +78,7 @@ test('opfs fs: a second opener of the same directory retries for busyWaitMs, the
   const err = await second.mount(DIR, { busyWaitMs: 300 }).then(() => undefined, (e: unknown) => e as { code?: string, message?: string })
   const ms = Date.now() - t0
   t.is(err?.code, 'LEVEL_LOCKED', `LEVEL_LOCKED while the first holds the files: ${String(err?.message)}`)
-  t.ok(ms >= 300 && ms < 2000, `after retrying for the wait asked (${ms} ms)`)
+  t.ok(ms >= 300 && ms < 5000, `after retrying for the wait asked (${ms} ms)`)
   t.ok(/held by another context/.test(String(err?.message)) && /waited \d+ ms/.test(String(err?.message)), 'the message says the files are held elsewhere and how long it waited')
   first.unmount(DIR)
   await second.mount(DIR)

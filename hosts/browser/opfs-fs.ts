@@ -41,6 +41,34 @@
 // (mount, growth, close) waits on it; growth gives up, as a failure, after
 // FRUITLESS_BATCHES batches in a row in which no handle came.
 //
+// Open handles: at most maxOpenHandles (MAX_OPEN_HANDLES, 64) per mounted
+// directory, whatever the number of files (Safari allows a page 252; each
+// holds a file descriptor and memory in the browser). The free files kept
+// ahead of use (at most half the bound) and files open for writing keep their
+// handle. Any other file may lose its handle, the least recently used first,
+// when one is needed and the bound is reached, once a File snapshot of it
+// (getFile(), taken when its writer closed or at mount) holds its contents:
+// its reads then go through FileReaderSync (synchronous in a worker, several
+// times slower) while its handle is reopened in the background. A handle is
+// flushed before it closes if its file changed, so that syncFile and syncDir
+// have nothing left to do for it. Removing a file whose handle is closed
+// drops its name at once and writes its free header once a handle can be
+// opened (a crash before brings the old name back: an orphan, which the
+// engine removes at open); a rename or openWrite of such a file moves the
+// name to a free file (a higher generation wins). Mount opens each file's
+// handle in turn to read its header, closing handles beyond the bound (tables
+// first).
+//
+// A full quota: a sync access handle's write() does not throw, it comes up
+// short (Firefox) or returns a bogus count (Chrome): writeAll turns both into
+// ENOSPC, which the engine reports as LEVEL_STORAGE_FULL.
+//
+// Busy files: a pool file whose handle another context holds (an open
+// database elsewhere, or a worker that ended and whose handles the browser
+// has not closed yet) is retried at mount with backoff for busyWaitMs, then
+// the mount fails with LEVEL_LOCKED. Only new files that this worker's pool
+// gave up on (never-settling creations) are skipped.
+//
 // Crash rules (a closed tab, a killed worker, a crashed browser or OS):
 // - Every header write gets a generation one above any seen in this directory.
 //   At mount, a header whose CRC does not match is free space (a torn write);
