@@ -47,7 +47,8 @@
 // ahead of use (at most half the bound) and files open for writing keep their
 // handle. Any other file may lose its handle, the least recently used first,
 // when one is needed and the bound is reached, once a File snapshot of it
-// (getFile(), taken when its writer closed or at mount) holds its contents:
+// (getFile(): asked for when its writer closes near the bound, or when it is
+// the least recently used and has none) holds its contents:
 // its reads then go through FileReaderSync (synchronous in a worker, several
 // times slower) while its handle is reopened in the background. A handle is
 // flushed before it closes if its file changed, so that syncFile and syncDir
@@ -465,6 +466,11 @@ class Pool {
     return true
   }
 
+  /** Whether few handle slots are left: files whose writer closes then get a snapshot at once, to be ready to close. */
+  nearBound (): boolean {
+    return this.openHandles >= this.maxOpenHandles * 3 / 4
+  }
+
   /** Closes `file`'s handle (flushed first if it changed: a closed handle cannot flush at syncDir). */
   closeHandle (file: PoolFile): void {
     const handle = file.handle
@@ -722,9 +728,10 @@ async function within<T> (promise: Promise<T>, ms: number): Promise<T | undefine
 
 /**
  * Mounts an OPFS directory's pool: opens every pool file's handle in turn,
- * reads its header, and closes handles beyond the bound (tables first: they
- * are immutable and read through the block cache), keeping a snapshot of
- * each for reads; then settles conflicts and waits for a few free files.
+ * reads its header, and at the bound closes the handle of a file read
+ * earlier (tables first: they are immutable and read through the block
+ * cache), keeping a snapshot of it for reads; then settles conflicts and
+ * waits for a few free files.
  */
 async function openPool (dir: DirectoryHandle, options: MountOptions, readSnapshot: SnapshotReader, abandoned: Set<string>): Promise<Pool> {
   const pool = new Pool(dir, Math.max(MIN_OPEN_HANDLES, options.maxOpenHandles ?? MAX_OPEN_HANDLES), readSnapshot, abandoned)
@@ -736,6 +743,7 @@ async function openPool (dir: DirectoryHandle, options: MountOptions, readSnapsh
       const n = Number(entry.slice(1, -POOL_SUFFIX.length))
       if (Number.isInteger(n) && n >= pool.count) pool.count = n + 1
       const fileHandle = await dir.getFileHandle(entry)
+      if (pool.openHandles >= pool.maxOpenHandles) await makeRoomAtMount(pool)
       if (!pool.takeSlot()) throw errnoError('EIO', 'no sync access handle slot free at mount')
       let handle: SyncAccessHandle | undefined
       try {
@@ -767,7 +775,6 @@ async function openPool (dir: DirectoryHandle, options: MountOptions, readSnapsh
       // What an earlier context wrote may not be flushed: closing this handle flushes it first.
       file.dirty = true
       file.lastUse = h.name.endsWith('.sst') ? 0 : 1
-      file.snapshot = await fileHandle.getFile()
       const other = pool.byName.get(h.name)
       if (other === undefined || other.generation < h.generation) {
         pool.byName.set(h.name, file)
@@ -794,6 +801,17 @@ async function openPool (dir: DirectoryHandle, options: MountOptions, readSnapsh
   for (const file of pool.unsyncedHeaders) pool.handleOf(file).flush()
   pool.unsyncedHeaders.clear()
   return pool
+}
+
+/** At mount, with every slot taken: the least recently used named file gets its snapshot (waited for) and loses its handle. */
+async function makeRoomAtMount (pool: Pool): Promise<void> {
+  let victim: PoolFile | undefined
+  for (const file of pool.all) {
+    if (file.handle !== undefined && file.name !== '' && (victim === undefined || file.lastUse < victim.lastUse)) victim = file
+  }
+  if (victim === undefined) return
+  victim.snapshot ??= await victim.entry.getFile()
+  pool.closeHandle(victim)
 }
 
 /**
@@ -894,7 +912,7 @@ class OpfsWritableFile implements WritableFile {
   close (): void {
     if (this.closed) return
     this.closed = true
-    if (--this.file.writers === 0 && this.file.name !== '') this.pool.takeSnapshot(this.file)
+    if (--this.file.writers === 0 && this.file.name !== '' && this.pool.nearBound()) this.pool.takeSnapshot(this.file)
   }
 }
 
