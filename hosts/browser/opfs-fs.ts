@@ -558,16 +558,20 @@ class Pool {
   }
 
   private async growToTarget (): Promise<void> {
-    for (let fruitless = 0; !this.closed && this.free.length < this.target;) {
+    for (let fruitless = 0, slotWaits = 0; !this.closed && this.free.length < this.target;) {
       const added = await this.addFiles(Math.min(GROWTH_BATCH, this.target - this.free.length))
       if (added > 0) {
         fruitless = 0
+        slotWaits = 0
         this.wake()
-      } else if (++fruitless >= FRUITLESS_BATCHES) {
-        throw errnoError('EIO', `no new OPFS file's sync access handle came within ${HANDLE_WAIT_MS} ms (or no handle slot freed), ${fruitless} times in a row`)
       } else if (this.openHandles >= this.maxOpenHandles) {
-        // Every slot in use: the snapshots asked for let handles close soon.
+        // Every slot in use: the snapshots asked for (closeLeastRecentlyUsed) let handles close soon.
+        if (++slotWaits * SLOT_WAIT_MS > HANDLE_WAIT_MS * FRUITLESS_BATCHES) {
+          throw errnoError('EIO', `no sync access handle slot freed within ${slotWaits * SLOT_WAIT_MS} ms (${this.openHandles} open, the most allowed)`)
+        }
         await new Promise((resolve) => setTimeout(resolve, SLOT_WAIT_MS))
+      } else if (++fruitless >= FRUITLESS_BATCHES) {
+        throw errnoError('EIO', `no new OPFS file's sync access handle came within ${HANDLE_WAIT_MS} ms, ${fruitless} times in a row`)
       }
     }
   }
