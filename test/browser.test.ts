@@ -11,6 +11,8 @@
 // LSM_REQUIRE_BROWSERS=chromium).
 import test from 'tape'
 import type * as http from 'node:http'
+import * as fs from 'node:fs'
+import * as os from 'node:os'
 import * as path from 'node:path'
 import { spawnSync } from 'node:child_process'
 import { skipBrowserTests } from './browser/skip'
@@ -200,23 +202,40 @@ if (missing !== undefined) {
     for (const line of checks) t.ok(line.startsWith('ok '), line)
   })
 
+  /**
+   * A context whose OPFS is on disk, as a user's browser keeps it (a new
+   * context of `browser` is incognito-like: its OPFS lives in memory), for
+   * the measurements below; closed and removed with the returned function.
+   */
+  async function onDiskContext (): Promise<{ context: Context, done: () => Promise<void> }> {
+    const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-chromium-'))
+    const context = await playwrightChromium().launchPersistentContext(profile, { executablePath: executablePath!, args: ['--no-sandbox'] })
+    return {
+      context,
+      done: async () => {
+        await context.close()
+        fs.rmSync(profile, { recursive: true, force: true })
+      }
+    }
+  }
+
   // What a sync access handle costs (LSM_BROWSER_HANDLE_COSTS=1), for BENCHMARKS.md.
-  test('browser: the costs of sync access handles (open and close, reads through a handle and through a snapshot)', { skip: process.env.LSM_BROWSER_HANDLE_COSTS === '1' ? false : 'set LSM_BROWSER_HANDLE_COSTS=1 to run it' }, async (t) => {
-    const context = await browser.newContext()
+  test('browser: the costs of sync access handles (open and close, reads through a handle and through a snapshot), OPFS on disk', { skip: process.env.LSM_BROWSER_HANDLE_COSTS === '1' ? false : 'set LSM_BROWSER_HANDLE_COSTS=1 to run it' }, async (t) => {
+    const { context, done } = await onDiskContext()
     const { run } = await reportingPage(context)
     const lines = await run(`${base}/test.html?run=in-worker&what=handle-costs`)
-    await context.close()
+    await done()
     for (const line of lines.filter((l) => l.startsWith('# '))) t.comment(line.slice(2))
     t.notOk(lines.some((l) => l.startsWith('not ok')), 'measured')
   })
 
-  // A large database (LSM_BROWSER_LARGE_MIB=1024: about 10 minutes here), for the numbers in BENCHMARKS.md.
+  // A large database (LSM_BROWSER_LARGE_MIB=1024: 10-25 minutes here), OPFS on disk, for the numbers in BENCHMARKS.md.
   const largeMib = Number(process.env.LSM_BROWSER_LARGE_MIB ?? 0)
-  test(`browser: a database of ${largeMib} MiB (default options) within 64 sync access handles`, { skip: largeMib === 0 ? 'set LSM_BROWSER_LARGE_MIB to run it' : false }, async (t) => {
-    const context = await browser.newContext()
+  test(`browser: a database of ${largeMib} MiB (default options, OPFS on disk) within 64 sync access handles`, { skip: largeMib === 0 ? 'set LSM_BROWSER_LARGE_MIB to run it' : false }, async (t) => {
+    const { context, done } = await onDiskContext()
     const { run } = await reportingPage(context)
     const lines = await run(`${base}/test.html?run=in-worker&what=large&mib=${largeMib}`)
-    await context.close()
+    await done()
     for (const line of lines.filter((l) => l.startsWith('# '))) t.comment(line.slice(2))
     const checks = lines.filter((l) => /^(not )?ok /.test(l))
     t.is(checks.length, 2, 'two checks reported by the worker')

@@ -776,8 +776,10 @@ async function openPool (dir: DirectoryHandle, options: MountOptions, readSnapsh
       }
       file.name = h.name
       file.generation = h.generation
-      // What an earlier context wrote may not be flushed: closing this handle flushes it first.
-      file.dirty = true
+      // What an earlier context wrote may not be flushed (a log's default
+      // writes): closing this handle flushes it first. Tables are flushed by
+      // their writer before the manifest names them.
+      file.dirty = !h.name.endsWith('.sst')
       file.lastUse = h.name.endsWith('.sst') ? 0 : 1
       const other = pool.byName.get(h.name)
       if (other === undefined || other.generation < h.generation) {

@@ -333,15 +333,16 @@ async function manyTables (bound: number): Promise<void> {
   report('# done')
 }
 
-async function large (mib: number): Promise<void> {
-  const location = `large-${Date.now()}`
+async function large (mib: number, given: string | null, keep: boolean): Promise<void> {
+  const location = given ?? `large-${Date.now()}`
   const fs = await installBrowserPlatform()
   const dir = resolveLocation(location)
   let db = new OpfsLevel(location)
   await db.open()
   const batches = Math.ceil(mib * 1048576 / (FULL_BATCH * (FULL_VALUE_BYTES + 9)))
   let t0 = performance.now()
-  for (let b = 0; b < batches; b++) {
+  // An existing database of this size (location given) is read again, not written.
+  for (let b = given === null ? 0 : batches; b < batches; b++) {
     await db.batch(Array.from({ length: FULL_BATCH }, (_, j) => ({ type: 'put' as const, key: fullKey(b * FULL_BATCH + j), value: fullValue(b * FULL_BATCH + j) })))
   }
   await db.flush()
@@ -380,8 +381,12 @@ async function large (mib: number): Promise<void> {
   }
   check(1, wrong === 0, `${keys} keys, 16000 gets read back (${wrong} wrong)`)
   check(2, written.maxOpen <= 64 && most.every((n) => n <= 64), `at most 64 handles open at once (${written.maxOpen} while writing, ${most.join(' and ')} after reopens)`)
-  const storage = (globalThis as unknown as { navigator: { storage: { getDirectory: () => Promise<{ removeEntry: (name: string, options: object) => Promise<void> }> } } }).navigator.storage
-  await (await storage.getDirectory()).removeEntry(location, { recursive: true })
+  if (keep) {
+    report(`# kept at ${location}`)
+  } else {
+    const storage = (globalThis as unknown as { navigator: { storage: { getDirectory: () => Promise<{ removeEntry: (name: string, options: object) => Promise<void> }> } } }).navigator.storage
+    await (await storage.getDirectory()).removeEntry(location, { recursive: true })
+  }
   report('# done')
 }
 
@@ -401,7 +406,7 @@ else if (run === 'hold') {
     report('# done')
   })
 } else if (run === 'large') {
-  large(Number(params.get('mib') ?? 1024)).catch((err: Error) => {
+  large(Number(params.get('mib') ?? 1024), params.get('location'), params.get('keep') === '1').catch((err: Error) => {
     report(`not ok - large: ${codeChain(err)}: ${err.stack ?? err.message}`)
     report('# done')
   })
