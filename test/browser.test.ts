@@ -225,6 +225,12 @@ if (missing !== undefined) {
     const { run } = await reportingPage(context)
     const lines = await run(`${base}/test.html?run=in-worker&what=handle-costs`)
     await done()
+    // The quota an open handle takes, under a 20 MB quota (a new context: the override is per context).
+    const small = await browser.newContext()
+    const reporting = await reportingPage(small)
+    await (await small.newCDPSession(reporting.page)).send('Storage.overrideQuotaForOrigin', { origin: base, quotaSize: 20 * 1000 * 1000 })
+    lines.push(...await reporting.run(`${base}/test.html?run=in-worker&what=handle-quota`))
+    await small.close()
     for (const line of lines.filter((l) => l.startsWith('# '))) t.comment(line.slice(2))
     t.notOk(lines.some((l) => l.startsWith('not ok')), 'measured')
   })

@@ -23,6 +23,8 @@
 //   ?run=handle-costs        times a sync access handle's open and close,
 //                            getFile(), and 4 KiB reads through a handle and
 //                            through FileReaderSync (for BENCHMARKS.md)
+//   ?run=handle-quota        under a small quota (the test sets it): what 16
+//                            open handles that were written to take of it
 //   ?run=many-tables&bound=<n>  a database of many more tables than n, with at
 //                            most n sync access handles open: every key reads
 //                            back, before and after a reopen
@@ -253,14 +255,48 @@ async function handleCosts (): Promise<void> {
   const Reader = (globalThis as unknown as { FileReaderSync: new () => { readAsArrayBuffer: (b: unknown) => ArrayBuffer } }).FileReaderSync
   const reader = new Reader()
   const readSnapshot = await perCallUs(2000, (i) => reader.readAsArrayBuffer(snapshot.slice(at(i), at(i) + 4096)))
+  const bigger = await perCallUs(200, (i) => reader.readAsArrayBuffer(snapshot.slice((i % 31) * 131072, (i % 31) * 131072 + 131072)))
   const getFile = await perCallUs(200, async () => await file.getFile())
   handle.close()
   const openClose = await perCallUs(200, async () => {
     handle = await file.createSyncAccessHandle()
     handle.close()
   })
-  report(`# 4 KiB read through a sync access handle: ${read.toFixed(1)} us; through FileReaderSync from a getFile() snapshot: ${readSnapshot.toFixed(1)} us; getFile(): ${getFile.toFixed(1)} us; a handle's open and close: ${openClose.toFixed(1)} us (per call, over 2,000 reads and 200 opens)`)
+  report(`# 4 KiB read through a sync access handle: ${read.toFixed(1)} us; through FileReaderSync from a getFile() snapshot: ${readSnapshot.toFixed(1)} us (128 KiB: ${bigger.toFixed(1)} us); getFile(): ${getFile.toFixed(1)} us; a handle's open and close: ${openClose.toFixed(1)} us (per call, over 2,000 reads and 200 opens)`)
   await root.removeEntry(name, { recursive: true })
+  report('# done')
+}
+
+/** Fills a new file of `dir` until a write comes up short (the quota); returns its bytes. */
+async function fillQuota (dir: OpfsDir, name: string): Promise<number> {
+  const handle = await (await dir.getFileHandle(name, { create: true })).createSyncAccessHandle()
+  const chunk = new Uint8Array(64 * 1024)
+  let at = 0
+  while (handle.write(chunk, { at }) === chunk.length) at += chunk.length
+  handle.close()
+  return at
+}
+
+/** How much of a small quota (set by the test) open sync access handles that were written to take: a file filled with 0, then with 16 of them open. */
+async function handleQuota (): Promise<void> {
+  const storage = (globalThis as unknown as { navigator: { storage: { getDirectory: () => Promise<OpfsDir> } } }).navigator.storage
+  const root = await storage.getDirectory()
+  const results: string[] = []
+  for (const open of [0, 16]) {
+    const name = `handle-quota-${open}-${Date.now()}`
+    const dir = await root.getDirectoryHandle(name, { create: true })
+    const handles = []
+    for (let i = 0; i < open; i++) {
+      const h = await (await dir.getFileHandle(`h${i}`, { create: true })).createSyncAccessHandle()
+      for (let j = 0; j < 25; j++) h.write(new Uint8Array(4096), { at: j * 4096 })
+      handles.push(h)
+    }
+    const filled = await fillQuota(dir, 'fill')
+    for (const h of handles) h.close()
+    results.push(`${open} handles open (each written 100 KiB): a file filled to ${(filled / 1048576).toFixed(2)} MiB, ${((filled + open * 102400) / 1048576).toFixed(2)} MiB in all`)
+    await root.removeEntry(name, { recursive: true })
+  }
+  report(`# under the quota: ${results.join('; ')}`)
   report('# done')
 }
 
@@ -414,6 +450,11 @@ else if (run === 'hold') {
   const location = params.get('location') ?? 'busy'
   ;(run === 'busy' ? busy(location) : reopen(location)).catch((err: Error) => {
     report(`not ok - ${run}: ${codeChain(err)}: ${err.stack ?? err.message}`)
+    report('# done')
+  })
+} else if (run === 'handle-quota') {
+  handleQuota().catch((err: Error) => {
+    report(`not ok - handle-quota: ${err.stack ?? err.message}`)
     report('# done')
   })
 } else if (run === 'handle-costs') {
