@@ -545,8 +545,8 @@ class Pool {
 
   /**
    * Reads into `out` from `at` in `snapshot`, through the windows read ahead:
-   * a FileReaderSync call costs about as much for 128 KiB as for 4 KiB (7.6
-   * against 6.4 ms in Chromium 150, BENCHMARKS.md), and the reads of a table
+   * a FileReaderSync call costs milliseconds, for 128 KiB 1.2-2 times what it
+   * costs for 4 KiB (Chromium 150, BENCHMARKS.md), and the reads of a table
    * being opened (footer, index, filter) are near each other at its end.
    */
   readFromSnapshot (snapshot: FileSnapshot, out: Uint8Array, at: number): number {
