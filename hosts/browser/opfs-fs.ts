@@ -50,8 +50,9 @@
 // (getFile(): asked for when its writer closes near the bound, or when it is
 // the least recently used and has none) holds its contents:
 // its reads then go through FileReaderSync (synchronous in a worker, but
-// milliseconds a call: 128 KiB windows are read ahead, 8 kept) while its
-// handle is reopened in the background. A handle is
+// milliseconds a call: the last 128 KiB of a file, where a table's metadata
+// is, are read at once, 8 such windows kept) while its handle is reopened in
+// the background. A handle is
 // flushed before it closes if its file changed, so that syncFile and syncDir
 // have nothing left to do for it. Removing a file whose handle is closed
 // drops its name at once and writes its free header once a handle can be
@@ -134,7 +135,7 @@ export const MAX_OPEN_HANDLES = 64
 const MIN_OPEN_HANDLES = 16
 /** How long mount() retries a pool file whose handle another context holds before LEVEL_LOCKED. */
 export const BUSY_WAIT_MS = 5000
-/** Bytes a read through a snapshot reads ahead, and how many such windows are kept (1 MiB in all). */
+/** The end of a file that a read there through a snapshot reads at once, and how many such windows are kept (1 MiB in all). */
 const SNAPSHOT_WINDOW_BYTES = 128 * 1024
 const SNAPSHOT_WINDOWS = 8
 /** Handles reopened at once for reads. */
@@ -544,24 +545,25 @@ class Pool {
   }
 
   /**
-   * Reads into `out` from `at` in `snapshot`, through the windows read ahead:
-   * a FileReaderSync call costs milliseconds, for 128 KiB 1.2-2 times what it
-   * costs for 4 KiB (Chromium 150, BENCHMARKS.md), and the reads of a table
-   * being opened (footer, index, filter) are near each other at its end.
+   * Reads into `out` from `at` in `snapshot`. A FileReaderSync call costs
+   * milliseconds, for 128 KiB 1.2-2 times what it costs for 4 KiB (Chromium
+   * 150, BENCHMARKS.md): a read in the last 128 KiB of a file (a table's
+   * footer, index and filter blocks, read one after the other when it is
+   * opened) reads all of them once, kept in a window; other reads (data
+   * blocks, at random) read just their bytes.
    */
   readFromSnapshot (snapshot: FileSnapshot, out: Uint8Array, at: number): number {
     const end = Math.min(at + out.length, snapshot.size)
     if (end <= at) return 0
     let w = this.windows.find((x) => x.snapshot === snapshot && x.start <= at && end <= x.start + x.bytes.length)
     if (w === undefined) {
-      if (end - at > SNAPSHOT_WINDOW_BYTES) {
+      const start = Math.max(0, snapshot.size - SNAPSHOT_WINDOW_BYTES)
+      if (at < start) {
         const bytes = this.readSnapshot(snapshot, at, end)
         out.set(bytes)
         return bytes.length
       }
-      // The window ends at the file's end when the read is near it, else starts at the read.
-      const start = Math.max(0, Math.min(at, snapshot.size - SNAPSHOT_WINDOW_BYTES))
-      w = { snapshot, start, bytes: this.readSnapshot(snapshot, start, Math.min(snapshot.size, start + SNAPSHOT_WINDOW_BYTES)) }
+      w = { snapshot, start, bytes: this.readSnapshot(snapshot, start, snapshot.size) }
       this.windows.push(w)
       if (this.windows.length > SNAPSHOT_WINDOWS) this.windows.shift()
     }
