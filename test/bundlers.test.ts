@@ -5,6 +5,7 @@
 // and loaded in headless Chromium, and the app runs put, get, an iterator and,
 // after a reload of the page, reads its data back. Both bundlers must find
 // BrowserLevel's worker themselves (new Worker(new URL(..., import.meta.url))).
+// About 30 s here (LSM_BUNDLERS_FULL=1 adds webpack's minification, 30-40 s).
 // Skipped, saying why, without Chromium, playwright-core, vite or webpack;
 // LSM_REQUIRE_BROWSERS=chromium makes that a failure.
 import test from 'tape'
@@ -70,13 +71,17 @@ function buildWithVite (app: string): string {
   return out
 }
 
-/** Builds the app with webpack 5's Node API, production mode; returns the output directory. */
+/**
+ * Builds the app with webpack 5's Node API, production mode; returns the
+ * output directory. Terser's minification takes most of webpack's time (27-41
+ * s here under load): it is left out unless LSM_BUNDLERS_FULL=1.
+ */
 async function buildWithWebpack (app: string): Promise<string> {
   const out = path.join(app, 'dist-webpack')
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const webpack = require('webpack') as (config: object, callback: (err: Error | null, stats?: { hasErrors (): boolean, toString (o: object): string }) => void) => void
   await new Promise<void>((resolve, reject) => {
-    webpack({ mode: 'production', context: app, entry: './src/main.js', output: { path: out, filename: 'main.js' }, devtool: false }, (err, stats) => {
+    webpack({ mode: 'production', context: app, entry: './src/main.js', output: { path: out, filename: 'main.js' }, devtool: false, optimization: { minimize: process.env.LSM_BUNDLERS_FULL === '1' } }, (err, stats) => {
       if (err !== null) reject(err)
       else if (stats?.hasErrors() === true) reject(new Error(`webpack build failed: ${stats.toString({ all: false, errors: true })}`))
       else resolve()
