@@ -11,10 +11,19 @@
 import '../hosts/browser/globals'
 import { LsmLevel, type LsmLevelOptions } from './lsm-level'
 import { installBrowserPlatform, resolveLocation } from '../hosts/browser/platform'
-import { acquireTabLock, tabLocksAvailable } from '../hosts/browser/tab-lock'
-import { levelError } from '../lib/errors'
+import { acquireTabLock } from '../hosts/browser/tab-lock'
+import { invalidOption, levelError } from '../lib/errors'
+import { MAX_OPEN_HANDLES } from '../hosts/browser/opfs-fs'
 
-export type OpfsLevelOptions<K = string, V = string> = LsmLevelOptions<K, V>
+export type OpfsLevelOptions<K = string, V = string> = LsmLevelOptions<K, V> & {
+  /**
+   * The most OPFS sync access handles the database keeps open at once
+   * (default 64, at least 16): files beyond it are read through File
+   * snapshots while their handle is reopened, the least recently used
+   * closing. Safari allows a page 252 open handles in all.
+   */
+  maxOpenHandles?: number
+}
 
 interface WorkerGlobals {
   FileSystemFileHandle?: { prototype: { createSyncAccessHandle?: unknown } }
@@ -34,12 +43,16 @@ function syncAccessHandles (): boolean {
  */
 export class OpfsLevel<K = string, V = string> extends LsmLevel<K, V> {
   private releaseTabLock: (() => void) | undefined
+  private readonly maxOpenHandles: number
 
   constructor (location: string, options?: OpfsLevelOptions<K, V>) {
     if (!syncAccessHandles()) {
       throw levelError('LEVEL_NOT_SUPPORTED', 'OpfsLevel runs in a dedicated Web Worker (it needs OPFS sync access handles); elsewhere use BrowserLevel of lsm-level/browser')
     }
+    const maxOpenHandles = options?.maxOpenHandles ?? MAX_OPEN_HANDLES
+    if (!Number.isInteger(maxOpenHandles) || maxOpenHandles < 16) throw invalidOption('maxOpenHandles', `must be an integer of at least 16, got ${String(maxOpenHandles)}`)
     super(location, options)
+    this.maxOpenHandles = maxOpenHandles
   }
 
   override async _open (options: Record<string, unknown> & { createIfMissing: boolean, errorIfExists: boolean }): Promise<void> {
@@ -47,8 +60,7 @@ export class OpfsLevel<K = string, V = string> extends LsmLevel<K, V> {
     const dir = resolveLocation(this.location)
     const release = await acquireTabLock(dir)
     try {
-      // The Web Lock is ours: a pool file whose handle is busy is a leftover of this worker's own growth.
-      await fs.mount(dir, { skipBusyFiles: tabLocksAvailable() })
+      await fs.mount(dir, { maxOpenHandles: this.maxOpenHandles })
       try {
         await super._open(options)
       } catch (err) {

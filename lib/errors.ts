@@ -6,6 +6,7 @@ import ModuleError = require('module-error')
 export type LevelErrorCode =
   | 'LEVEL_CORRUPTION'
   | 'LEVEL_IO_ERROR'
+  | 'LEVEL_STORAGE_FULL'
   | 'LEVEL_LOCKED'
   | 'LEVEL_INVALID_OPTION'
   | 'LEVEL_DATABASE_NOT_OPEN'
@@ -39,8 +40,29 @@ export function corruption (file: string, message: string, cause?: unknown): Lev
   return levelError('LEVEL_CORRUPTION', `Corruption in ${file}: ${message}`, cause, file)
 }
 
+/**
+ * A failed read, write or fsync: LEVEL_IO_ERROR, or LEVEL_STORAGE_FULL when
+ * the cause is a full disk or quota (isStorageFull), so that callers can tell
+ * "free some space" from a broken disk whichever layer wrapped the error.
+ */
 export function ioError (message: string, cause?: unknown, file?: string): LevelError {
-  return levelError('LEVEL_IO_ERROR', message, cause, file)
+  return levelError(isStorageFull(cause) ? 'LEVEL_STORAGE_FULL' : 'LEVEL_IO_ERROR', message, cause, file)
+}
+
+/** Errno codes of a full disk or quota (ENOSPC; EDQUOT where quotas are per user). */
+const FULL_CODES = new Set(['LEVEL_STORAGE_FULL', 'ENOSPC', 'EDQUOT'])
+
+/**
+ * Whether `err` or an error in its cause chain says the storage is full: a
+ * full disk (ENOSPC, EDQUOT), a browser's full quota (QuotaExceededError), or
+ * LEVEL_STORAGE_FULL itself.
+ */
+export function isStorageFull (err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Object && depth < 16; e = (e as { cause?: unknown }).cause, depth++) {
+    const { code, name } = e as { code?: unknown, name?: unknown }
+    if (FULL_CODES.has(String(code)) || name === 'QuotaExceededError') return true
+  }
+  return false
 }
 
 export function invalidOption (name: string, message: string): LevelError {

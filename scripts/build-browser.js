@@ -1,4 +1,5 @@
-// Bundles the browser entries with esbuild into dist/browser/ (ES modules):
+// Bundles the browser entries with esbuild into dist/browser/ (ES modules,
+// minified, with a package.json that says "type": "module"):
 //   lsm-level.js            browser.ts: the main thread's database (BrowserLevel)
 //   lsm-level-worker.js     browser-worker.ts: that database's worker
 //   lsm-level-in-worker.js  browser-in-worker.ts: the engine for code in a worker
@@ -10,6 +11,7 @@
 // (repair, destroy, importLevelDB) become a stub that fails with
 // LEVEL_NOT_SUPPORTED; the build fails if any node: module is left.
 'use strict'
+const fs = require('node:fs')
 const path = require('node:path')
 const esbuild = require('esbuild')
 
@@ -35,7 +37,14 @@ const common = {
 }
 
 async function main () {
-  await esbuild.build({ ...common, entryPoints: { 'lsm-level': path.join(root, 'browser.ts'), 'lsm-level-worker': path.join(root, 'browser-worker.ts'), 'lsm-level-in-worker': path.join(root, 'browser-in-worker.ts') }, outdir: path.join(root, 'dist/browser') })
+  const out = path.join(root, 'dist/browser')
+  // Minified (names kept: error classes and stack traces stay readable); the
+  // source maps are written beside them for local debugging, not named in the
+  // bundles (the package does not ship them).
+  await esbuild.build({ ...common, minify: true, keepNames: true, sourcemap: 'external', entryPoints: { 'lsm-level': path.join(root, 'browser.ts'), 'lsm-level-worker': path.join(root, 'browser-worker.ts'), 'lsm-level-in-worker': path.join(root, 'browser-in-worker.ts') }, outdir: out })
+  // The bundles are ES modules in a "type": "commonjs" package: this says so
+  // to bundlers (webpack 5 parsed them as CommonJS and failed on import.meta).
+  fs.writeFileSync(path.join(out, 'package.json'), JSON.stringify({ type: 'module' }, null, 2) + '\n')
   if (process.argv.includes('--tests')) {
     await esbuild.build({
       ...common,

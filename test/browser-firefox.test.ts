@@ -118,6 +118,13 @@ if (!optedIn) {
     t.ok(pass >= 40, `every check ran (${pass} assertions passed; see test/browser.test.ts)`)
   })
 
+  test('firefox: a database of many tables keeps at most maxOpenHandles (16 here) sync access handles open, and reads every key, before and after a reopen', async (t) => {
+    const lines = await runPage(browser, `${base}/test.html?run=in-worker&what=many-tables&bound=16`)
+    const checks = lines.filter((l) => /^(not )?ok /.test(l))
+    t.is(checks.length, 5, 'five checks reported by the worker')
+    for (const line of checks) t.ok(line.startsWith('ok '), line)
+  })
+
   test('firefox: close', async (t) => {
     await browser.close()
     await new Promise((resolve) => server.close(resolve))

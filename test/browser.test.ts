@@ -11,6 +11,8 @@
 // LSM_REQUIRE_BROWSERS=chromium).
 import test from 'tape'
 import type * as http from 'node:http'
+import * as fs from 'node:fs'
+import * as os from 'node:os'
 import * as path from 'node:path'
 import { spawnSync } from 'node:child_process'
 import { skipBrowserTests } from './browser/skip'
@@ -18,7 +20,7 @@ import { CHROMIUM_CANDIDATES, type Browser, type Context, canRequire, findChromi
 
 const root = path.join(__dirname, '..', '..')
 /** Per page run; a compliance suite takes about 2 minutes on 2 busy cores, 3 beside the other. */
-const RUN_TIMEOUT_MS = 8 * 60 * 1000
+const RUN_TIMEOUT_MS = (process.env.LSM_BROWSER_LARGE_MIB !== undefined ? 60 : 8) * 60 * 1000
 
 function skipLoudly (why: string): void {
   const bar = '#'.repeat(78)
@@ -173,6 +175,101 @@ if (missing !== undefined) {
     const checks = lines.filter((l) => /^(not )?ok /.test(l))
     t.is(checks.length, 3, 'three checks reported by the page')
     for (const line of checks) t.ok(line.startsWith('ok '), line)
+  })
+
+  test('browser: a database of many tables keeps at most maxOpenHandles (16 here) sync access handles open, and reads every key, before and after a reopen', async (t) => {
+    const context = await browser.newContext()
+    const { run } = await reportingPage(context)
+    const lines = await run(`${base}/test.html?run=in-worker&what=many-tables&bound=16`)
+    await context.close()
+    const checks = lines.filter((l) => /^(not )?ok /.test(l))
+    t.is(checks.length, 5, 'five checks reported by the worker')
+    for (const line of checks) t.ok(line.startsWith('ok '), line)
+  })
+
+  test('browser: a worker terminated while it holds the database and loops in JavaScript: an open at once in a new worker waits for its files (or fails with LEVEL_LOCKED saying so) and finds every write', async (t) => {
+    const context = await browser.newContext()
+    const { run } = await reportingPage(context)
+    const lines = await run(`${base}/test.html?run=dead-worker&location=dead-${Date.now()}`)
+    await context.close()
+    const attempts = lines.filter((l) => l.startsWith('# attempt'))
+    for (const line of attempts) t.comment(line.slice(2))
+    const failed = attempts.filter((l) => l.includes('open failed'))
+    for (const line of failed) t.ok(/LEVEL_LOCKED/.test(line) && /held by another context/.test(line), `a failed open is LEVEL_LOCKED saying the files are held: ${line}`)
+    t.ok(attempts.some((l) => l.includes(': opened after')), 'the database opened in a new worker')
+    const checks = lines.filter((l) => /^(not )?ok /.test(l))
+    t.is(checks.length, 1, 'one check reported')
+    for (const line of checks) t.ok(line.startsWith('ok '), line)
+  })
+
+  /**
+   * A context whose OPFS is on disk, as a user's browser keeps it (a new
+   * context of `browser` is incognito-like: its OPFS lives in memory), for
+   * the measurements below; closed and removed with the returned function.
+   */
+  async function onDiskContext (): Promise<{ context: Context, done: () => Promise<void> }> {
+    const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-chromium-'))
+    const context = await playwrightChromium().launchPersistentContext(profile, { executablePath: executablePath!, args: ['--no-sandbox'] })
+    return {
+      context,
+      done: async () => {
+        await context.close()
+        fs.rmSync(profile, { recursive: true, force: true })
+      }
+    }
+  }
+
+  // What a sync access handle costs (LSM_BROWSER_HANDLE_COSTS=1), for BENCHMARKS.md.
+  test('browser: the costs of sync access handles (open and close, reads through a handle and through a snapshot), OPFS on disk', { skip: process.env.LSM_BROWSER_HANDLE_COSTS === '1' ? false : 'set LSM_BROWSER_HANDLE_COSTS=1 to run it' }, async (t) => {
+    const { context, done } = await onDiskContext()
+    const { run } = await reportingPage(context)
+    const lines = await run(`${base}/test.html?run=in-worker&what=handle-costs`)
+    await done()
+    // The quota an open handle takes, under a 20 MB quota (a new context: the override is per context).
+    const small = await browser.newContext()
+    const reporting = await reportingPage(small)
+    await (await small.newCDPSession(reporting.page)).send('Storage.overrideQuotaForOrigin', { origin: base, quotaSize: 20 * 1000 * 1000 })
+    lines.push(...await reporting.run(`${base}/test.html?run=in-worker&what=handle-quota`))
+    await small.close()
+    for (const line of lines.filter((l) => l.startsWith('# '))) t.comment(line.slice(2))
+    t.notOk(lines.some((l) => l.startsWith('not ok')), 'measured')
+  })
+
+  // A large database (LSM_BROWSER_LARGE_MIB=1024: 10-25 minutes here), OPFS on disk, for the numbers in BENCHMARKS.md.
+  const largeMib = Number(process.env.LSM_BROWSER_LARGE_MIB ?? 0)
+  test(`browser: a database of ${largeMib} MiB (default options, OPFS on disk) within 64 sync access handles`, { skip: largeMib === 0 ? 'set LSM_BROWSER_LARGE_MIB to run it' : false }, async (t) => {
+    const { context, done } = await onDiskContext()
+    const { run } = await reportingPage(context)
+    const lines = await run(`${base}/test.html?run=in-worker&what=large&mib=${largeMib}`)
+    await done()
+    for (const line of lines.filter((l) => l.startsWith('# '))) t.comment(line.slice(2))
+    const checks = lines.filter((l) => /^(not )?ok /.test(l))
+    t.is(checks.length, 2, 'two checks reported by the worker')
+    for (const line of checks) t.ok(line.startsWith('ok '), line)
+  })
+
+  test('browser: a full storage quota (20 MB) is LEVEL_STORAGE_FULL; nothing acknowledged is lost; the database opens again once the quota is raised', async (t) => {
+    const context = await browser.newContext()
+    const reporting = await reportingPage(context)
+    const cdp = await context.newCDPSession(reporting.page)
+    const quota = 20 * 1000 * 1000
+    await cdp.send('Storage.overrideQuotaForOrigin', { origin: base, quotaSize: quota })
+    const location = `full-${Date.now()}`
+    const filled = await reporting.run(`${base}/test.html?run=in-worker&what=full&location=${location}`)
+    const checks = filled.filter((l) => /^(not )?ok /.test(l))
+    t.is(checks.length, 3, 'three checks reported by the worker')
+    for (const line of checks) t.ok(line.startsWith('ok '), line)
+    const acked = filled.find((l) => l.startsWith('# acked '))
+    t.comment(`under a ${quota / 1e6} MB quota: ${String(acked)}`)
+    const mib = Number(/([\d.]+) MiB/.exec(acked ?? '')?.[1] ?? 0)
+    t.ok(mib * 1048576 >= quota / 2, `the database held at least half the quota in data (${mib} MiB of ${(quota / 1048576).toFixed(2)} MiB)`)
+    await cdp.send('Storage.overrideQuotaForOrigin', { origin: base, quotaSize: 10 * quota })
+    const n = Number(/^# acked (\d+)/.exec(acked ?? '')?.[1] ?? 0)
+    const reopened = await reporting.run(`${base}/test.html?run=in-worker&what=full-reopen&location=${location}&acked=${n}`)
+    const after = reopened.filter((l) => /^(not )?ok /.test(l))
+    t.is(after.length, 2, 'two checks reported after the quota was raised (a new page load)')
+    for (const line of after) t.ok(line.startsWith('ok '), line)
+    await context.close()
   })
 
   test('browser: close', async (t) => {

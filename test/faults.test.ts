@@ -3,7 +3,7 @@
 // log rotation), new log and table files, table and manifest writes, CURRENT's
 // rename, directory fsyncs, and reads (table blocks, the log and manifest at
 // recovery). For each:
-//   - the error reaches the caller as a LEVEL_* error (LEVEL_IO_ERROR for I/O),
+//   - the error reaches the caller as a LEVEL_* error (LEVEL_IO_ERROR for I/O, LEVEL_STORAGE_FULL for ENOSPC),
 //     with the file system's error as its cause;
 //   - the failed write is not acknowledged;
 //   - after a failed write path (append, fsync, new log, flush, compaction,
@@ -64,7 +64,12 @@ function describe (err: unknown): string {
 }
 
 /** Checks that `err` is a LEVEL_* error of `code` carrying the injected errno. */
-function checkError (t: Test, err: unknown, injected: string, what: string, code = 'LEVEL_IO_ERROR'): void {
+/** The code an injected errno reaches the caller as: a full disk is LEVEL_STORAGE_FULL, other I/O errors LEVEL_IO_ERROR. */
+function levelCode (injected: string): string {
+  return injected === 'ENOSPC' ? 'LEVEL_STORAGE_FULL' : 'LEVEL_IO_ERROR'
+}
+
+function checkError (t: Test, err: unknown, injected: string, what: string, code = levelCode(injected)): void {
   if (err === undefined) { t.fail(`${what}: expected an error, got none`); return }
   t.is((err as any).code, code, `${what}: rejects with ${code} (${describe(err)})`)
   t.ok(chainHas(err, injected), `${what}: the cause carries ${injected}`)
@@ -402,10 +407,10 @@ function writeFaultCase (wf: WriteFault, code: typeof CODES[number], placeName: 
     fs.faults.clear()
     const after = await rejection(engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from('refused'), value: Buffer.from('x') }]), false))
     if (after === undefined) t.fail('a write after the failure was accepted')
-    else t.is((after as any).code, 'LEVEL_IO_ERROR', `a later write is refused with LEVEL_IO_ERROR (${describe(after)})`)
+    else t.is((after as any).code, levelCode(code), `a later write is refused with ${levelCode(code)} (${describe(after)})`)
     if (wf.background) {
       const idle = await rejection(engine.waitForIdle())
-      t.ok(idle !== undefined && (idle as any).code === 'LEVEL_IO_ERROR', `waitForIdle reports the background failure (${describe(idle)})`)
+      t.ok(idle !== undefined && (idle as any).code === levelCode(code), `waitForIdle reports the background failure (${describe(idle)})`)
     }
     checkReads(t, engine, log, 'after the failure')
     const images = takeImages(fs, log, rnd, 'crash right after the failure')
@@ -544,10 +549,10 @@ test('read faults: table block reads give errors, never wrong values, and do not
   await engine.close()
 })
 
-// Read errors reach the caller as LEVEL_IO_ERROR naming the file, with the file
-// system's error as the cause.
+// Read errors reach the caller as LEVEL_IO_ERROR naming the file (an injected
+// ENOSPC as LEVEL_STORAGE_FULL), with the file system's error as the cause.
 test('read faults: table read errors are LEVEL_IO_ERROR', (t) => {
-  for (const [what, err] of readErrors) t.is((err as any).code, 'LEVEL_IO_ERROR', `${what}: ${describe(err)}`)
+  for (const [what, err] of readErrors) t.is((err as any).code, levelCode(/ENOSPC/.test(what) ? 'ENOSPC' : 'EIO'), `${what}: ${describe(err)}`)
   t.end()
 })
 

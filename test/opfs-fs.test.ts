@@ -6,7 +6,7 @@ import { OpfsFileSystem, HEADER_BYTES } from '../hosts/browser/opfs-fs'
 import { createWhenRoom } from '../lib/fs/fs'
 import { Engine, encodeBatch } from '../hosts/node/index'
 import { KIND_VALUE } from '../lib/keys'
-import { FakeDirectory, CRASHED } from './fs/fake-opfs'
+import { FakeDirectory, CRASHED, readFakeSnapshot, snapshotReads } from './fs/fake-opfs'
 import { Random, seedFromEnv } from './util/random'
 
 const seed = seedFromEnv()
@@ -21,9 +21,13 @@ function get (db: Engine, key: string): string | undefined {
 const DIR = '/db'
 
 /** A file system with DIR mounted and its reserve of free files created. */
-async function mounted (root: FakeDirectory): Promise<OpfsFileSystem> {
-  const fs = new OpfsFileSystem(root)
-  await fs.mount(DIR)
+async function mounted (root: FakeDirectory, maxOpenHandles?: number): Promise<OpfsFileSystem> {
+  return await mountedWith(root, maxOpenHandles)
+}
+
+async function mountedWith (root: FakeDirectory, maxOpenHandles?: number): Promise<OpfsFileSystem> {
+  const fs = new OpfsFileSystem(root, readFakeSnapshot)
+  await fs.mount(DIR, { maxOpenHandles })
   await fs.settled()
   return fs
 }
@@ -65,23 +69,40 @@ test('opfs fs: files, names, rename, remove, and a remount', async (t) => {
   t.is(again.readSmallFile(`${DIR}/b`).toString(), 'alpha', 'contents survive a remount')
 })
 
-test('opfs fs: a second opener of the same directory gets LEVEL_LOCKED', async (t) => {
+test('opfs fs: a second opener of the same directory retries for busyWaitMs, then gets LEVEL_LOCKED saying why', async (t) => {
   const root = new FakeDirectory()
   const first = await mounted(root)
-  const second = new OpfsFileSystem(root)
-  try {
-    await second.mount(DIR)
-    t.fail('the second mount succeeded')
-  } catch (err) {
-    t.is((err as { code?: string }).code, 'LEVEL_LOCKED', 'LEVEL_LOCKED while the first holds the files')
-  }
-  const third = new OpfsFileSystem(root)
-  await third.mount(DIR, { skipBusyFiles: true })
-  t.is(third.list(DIR).length, 0, 'skipBusyFiles: mounts without the busy files')
-  third.unmount(DIR)
+  writeFile(first, `${DIR}/data`, 'kept')
+  const second = new OpfsFileSystem(root, readFakeSnapshot)
+  const t0 = Date.now()
+  const err = await second.mount(DIR, { busyWaitMs: 300 }).then(() => undefined, (e: unknown) => e as { code?: string, message?: string })
+  const ms = Date.now() - t0
+  t.is(err?.code, 'LEVEL_LOCKED', `LEVEL_LOCKED while the first holds the files: ${String(err?.message)}`)
+  t.ok(ms >= 300 && ms < 5000, `after retrying for the wait asked (${ms} ms)`)
+  t.ok(/held by another context/.test(String(err?.message)) && /waited \d+ ms/.test(String(err?.message)), 'the message says the files are held elsewhere and how long it waited')
   first.unmount(DIR)
   await second.mount(DIR)
-  t.pass('mounts once the first has unmounted')
+  t.is(second.readSmallFile(`${DIR}/data`).toString(), 'kept', 'mounts once the first has unmounted, with its files')
+  second.unmount(DIR)
+})
+
+test('opfs fs: a context that died holding its handles: a mount waits until the browser closes them, and opens with every file', async (t) => {
+  const root = new FakeDirectory()
+  const dead = await mounted(root)
+  for (let i = 0; i < 20; i++) await writeWhenRoom(dead, `${DIR}/f${i}`, `file ${i}`)
+  dead.syncDir(DIR)
+  // The context is gone, but its handles stay open for 400 ms more.
+  setTimeout(() => dead.unmount(DIR), 400)
+  const fs = new OpfsFileSystem(root, readFakeSnapshot)
+  const t0 = Date.now()
+  await fs.mount(DIR, { busyWaitMs: 5000 })
+  const ms = Date.now() - t0
+  t.ok(ms >= 400, `the mount waited for the handles (${ms} ms)`)
+  t.is(fs.list(DIR).length, 20, 'and sees every file: none was skipped')
+  let wrong = 0
+  for (let i = 0; i < 20; i++) if (fs.readSmallFile(`${DIR}/f${i}`).toString() !== `file ${i}`) wrong++
+  t.is(wrong, 0, 'every file reads back')
+  fs.unmount(DIR)
 })
 
 test('opfs fs: a removed file still being read is not reused until its reader closes', async (t) => {
@@ -174,47 +195,51 @@ test('opfs fs: a torn header frees the file; the older of two claimants is freed
   t.ok(again.list(DIR).length === 0, 'no names remain')
 })
 
-test('opfs fs: the engine on OPFS keeps its data across a close and a crash', async (t) => {
-  const rnd = new Random(seed + 1)
-  const root = new FakeDirectory()
-  let fs = await mounted(root)
-  const options = { writeBufferSize: 4096, compactionWorker: false }
-  let db = await Engine.open(DIR, options, fs)
-  const model = new Map<string, string>()
-  for (let i = 0; i < 3000; i++) {
-    const key = `k${rnd.int(1000)}`
-    const value = `v${i}`
-    model.set(key, value)
-    await put(db, key, value)
-  }
-  await db.close()
-  fs.unmount(DIR)
-  fs = await mounted(root)
-  db = await Engine.open(DIR, options, fs)
-  let wrong = 0
-  for (const [key, value] of model) if (get(db, key) !== value) wrong++
-  t.is(wrong, 0, `${model.size} keys read back after a reopen`)
-  // Synced writes, then a crash at a random point of the writes that follow.
-  for (let i = 0; i < 200; i++) {
-    const key = `s${i}`
-    model.set(key, 'synced')
-    await put(db, key, 'synced', true)
-  }
-  root.counters.opsLeft = rnd.int(500)
-  try {
-    for (let i = 0; i < 2000; i++) await put(db, `u${i}`, 'x'.repeat(100))
-  } catch {}
-  const image = root.crash(rnd)
-  // The crashed engine lets go of the directory lock (its process would be gone).
-  root.counters.opsLeft = Infinity
-  try { await db.close() } catch {}
-  fs = await mounted(image)
-  db = await Engine.open(DIR, options, fs)
-  wrong = 0
-  for (const [key, value] of model) if (get(db, key) !== value) wrong++
-  t.is(wrong, 0, `${model.size} keys (200 written with sync) read back after a crash`)
-  await db.close()
-})
+for (const bound of [undefined, 16]) {
+  test(`opfs fs: the engine on OPFS keeps its data across a close and a crash${bound === undefined ? '' : ` (at most ${bound} handles open)`}`, async (t) => {
+    const rnd = new Random(seed + 1)
+    const root = new FakeDirectory()
+    const mounted = async (root: FakeDirectory): Promise<OpfsFileSystem> => await mountedWith(root, bound)
+    let fs = await mounted(root)
+    const options = { writeBufferSize: 4096, compactionWorker: false }
+    let db = await Engine.open(DIR, options, fs)
+    const model = new Map<string, string>()
+    for (let i = 0; i < 3000; i++) {
+      const key = `k${rnd.int(1000)}`
+      const value = `v${i}`
+      model.set(key, value)
+      await put(db, key, value)
+    }
+    await db.close()
+    fs.unmount(DIR)
+    fs = await mounted(root)
+    db = await Engine.open(DIR, options, fs)
+    let wrong = 0
+    for (const [key, value] of model) if (get(db, key) !== value) wrong++
+    t.is(wrong, 0, `${model.size} keys read back after a reopen`)
+    // Synced writes, then a crash at a random point of the writes that follow.
+    for (let i = 0; i < 200; i++) {
+      const key = `s${i}`
+      model.set(key, 'synced')
+      await put(db, key, 'synced', true)
+    }
+    root.counters.opsLeft = rnd.int(500)
+    try {
+      for (let i = 0; i < 2000; i++) await put(db, `u${i}`, 'x'.repeat(100))
+    } catch {}
+    const image = root.crash(rnd)
+    // The crashed engine lets go of the directory lock (its process would be gone).
+    root.counters.opsLeft = Infinity
+    try { await db.close() } catch {}
+    fs = await mounted(image)
+    db = await Engine.open(DIR, options, fs)
+    wrong = 0
+    for (const [key, value] of model) if (get(db, key) !== value) wrong++
+    t.is(wrong, 0, `${model.size} keys (200 written with sync) read back after a crash`)
+    if (bound !== undefined) t.ok(fs.handleCounts(DIR).maxOpen <= bound, `at most ${bound} handles were open at once (${fs.handleCounts(DIR).maxOpen})`)
+    await db.close()
+  })
+}
 
 test('opfs fs: a burst of flushes on a freshly mounted pool whose growth is slow waits for files, never fails', async (t) => {
   // As in Firefox: a new database, a tiny write buffer, and writes in a burst
@@ -222,7 +247,7 @@ test('opfs fs: a burst of flushes on a freshly mounted pool whose growth is slow
   // output) faster than new pool files' sync access handles come.
   const root = new FakeDirectory()
   root.handleCreation.delayMs = 25
-  const fs = new OpfsFileSystem(root)
+  const fs = new OpfsFileSystem(root, readFakeSnapshot)
   await fs.mount(DIR)
   const db = await Engine.open(DIR, { writeBufferSize: 512, targetFileSize: 512, maxBytesForLevelBase: 2048, level0CompactionTrigger: 2, compactionWorker: false }, fs)
   const N = 2000
@@ -257,7 +282,7 @@ async function writeWhenRoom (fs: OpfsFileSystem, path: string, text: string): P
 test('opfs fs: creates that wait for room never fail on a slow pool; it grows in parallel, to a bounded reserve', async (t) => {
   const root = new FakeDirectory()
   root.handleCreation.delayMs = 20
-  const fs = new OpfsFileSystem(root)
+  const fs = new OpfsFileSystem(root, readFakeSnapshot)
   await fs.mount(DIR)
   t.ok(fs.roomToCreate(DIR, 1) === undefined, 'room for a file right after the mount')
   // Three creators at once, as a flush, a compaction and a log rotation can be.
@@ -305,5 +330,149 @@ test('opfs fs: a failure to grow the pool rejects the creates that wait; an unmo
     t.fail('a create waiting across an unmount succeeded')
   } catch (err) {
     t.is((err as { code?: string }).code, 'EBADF', `a create waiting across an unmount fails: ${String(err)}`)
+  }
+})
+
+/** The codes along an error's cause chain, e.g. 'LEVEL_STORAGE_FULL <- ENOSPC'. */
+function codeChain (err: unknown): string {
+  const codes: string[] = []
+  for (let e = err as { code?: string, name?: string, cause?: unknown } | undefined; e !== undefined && codes.length < 8; e = e.cause as typeof e) codes.push(e.code ?? e.name ?? '?')
+  return codes.join(' <- ')
+}
+
+// With a small write buffer the quota runs out in a flush or compaction
+// (mostly) or on a new log; with a write buffer larger than the quota, on the
+// log's append.
+const FULL_CASES = [
+  { full: 'short', writeBufferSize: 16 * 1024, failsIn: 'flushes' },
+  { full: 'bogus', writeBufferSize: 16 * 1024, failsIn: 'flushes' },
+  { full: 'short', writeBufferSize: 1024 * 1024, failsIn: 'the log' },
+  { full: 'bogus', writeBufferSize: 1024 * 1024, failsIn: 'the log' }
+] as const
+
+for (const { full, writeBufferSize, failsIn } of FULL_CASES) {
+  test(`opfs fs: a full quota (${full === 'short' ? 'short writes, as in Firefox' : 'a bogus count from write(), as in Chrome'}, in ${failsIn}) is LEVEL_STORAGE_FULL; writes stop, nothing acknowledged is lost, and the database opens again once space is freed`, async (t) => {
+    const rnd = new Random(seed + 7)
+    const root = new FakeDirectory()
+    let fs = await mounted(root)
+    const options = { writeBufferSize, targetFileSize: 16 * 1024, compactionWorker: false }
+    let db = await Engine.open(DIR, options, fs)
+    root.quota.full = full
+    root.quota.bytes = root.quota.usedBytes + 300 * 1024
+    const model = new Map<string, string>()
+    let failure: unknown
+    for (let i = 0; failure === undefined && i < 100000; i++) {
+      const key = `k${String(rnd.int(5000)).padStart(5, '0')}`
+      const value = rnd.bytes(150).toString('hex')
+      try {
+        await put(db, key, value, i % 10 === 0)
+        model.set(key, value)
+      } catch (err) {
+        failure = err
+      }
+    }
+    t.is(codeChain(failure).split(' <- ')[0], 'LEVEL_STORAGE_FULL', `a write fails once the quota is full: ${codeChain(failure)} (${String((failure as Error | undefined)?.message)})`)
+    t.ok(codeChain(failure).endsWith('ENOSPC'), 'caused by ENOSPC from the pool file system')
+    if (failsIn === 'the log') t.ok(String((failure as Error | undefined)?.message).includes('log'), 'in the log')
+    t.ok(model.size > 300, `${model.size} keys written before`)
+    const after = await put(db, 'after', 'x').then(() => undefined, (err: unknown) => err)
+    t.is((after as { code?: string } | undefined)?.code, 'LEVEL_STORAGE_FULL', 'a later write is refused with LEVEL_STORAGE_FULL')
+    let wrong = 0
+    for (const [key, value] of model) if (get(db, key) !== value) wrong++
+    t.is(wrong, 0, `every acknowledged write reads back (${model.size} keys)`)
+    await db.close().catch(() => {})
+    fs.unmount(DIR)
+
+    // Still full: the open fails with LEVEL_STORAGE_FULL or succeeds; either way nothing is lost.
+    fs = await mounted(root)
+    const opened = await Engine.open(DIR, options, fs).then((e) => e, (err: unknown) => err)
+    if (opened instanceof Engine) {
+      t.pass('while still full, the database opens')
+      await opened.close().catch(() => {})
+    } else {
+      t.is((opened as { code?: string }).code, 'LEVEL_STORAGE_FULL', `while still full, the open fails with LEVEL_STORAGE_FULL (${codeChain(opened)})`)
+    }
+    fs.unmount(DIR)
+
+    root.quota.bytes = Infinity
+    fs = await mounted(root)
+    db = await Engine.open(DIR, options, fs)
+    wrong = 0
+    for (const [key, value] of model) if (get(db, key) !== value) wrong++
+    t.is(wrong, 0, `once space is freed, it opens with every acknowledged write (${model.size} keys)`)
+    await put(db, 'after', 'x')
+    t.is(get(db, 'after'), 'x', 'and takes writes again')
+    await db.close()
+    fs.unmount(DIR)
+  })
+}
+
+test('opfs fs: a database of many tables keeps at most maxOpenHandles sync access handles open; tables whose handle closed are read through snapshots; a remount opens them within the bound', async (t) => {
+  const rnd = new Random(seed + 11)
+  const root = new FakeDirectory()
+  const BOUND = 16
+  let fs = new OpfsFileSystem(root, readFakeSnapshot)
+  await fs.mount(DIR, { maxOpenHandles: BOUND })
+  const options = { writeBufferSize: 4096, targetFileSize: 2048, maxBytesForLevelBase: 8192, level0CompactionTrigger: 4, compactionWorker: false }
+  let db = await Engine.open(DIR, options, fs)
+  const model = new Map<string, string>()
+  for (let i = 0; i < 6000; i++) {
+    const key = `k${String(rnd.int(3000)).padStart(5, '0')}`
+    const value = `v${i} ${rnd.bytes(20).toString('hex')}`
+    model.set(key, value)
+    await put(db, key, value)
+  }
+  await db.flushMemTable()
+  await db.waitForIdle()
+  const tables = fs.list(DIR).filter((n) => n.endsWith('.sst')).length
+  t.ok(tables > 3 * BOUND, `${tables} tables, more than three times the bound of ${BOUND} handles`)
+  const before = snapshotReads.count
+  let wrong = 0
+  for (const [key, value] of model) if (get(db, key) !== value) wrong++
+  t.is(wrong, 0, `${model.size} keys read back`)
+  t.ok(snapshotReads.count > before, `reads of tables whose handle was closed went through snapshots (${snapshotReads.count - before})`)
+  let counts = fs.handleCounts(DIR)
+  t.ok(counts.maxOpen <= BOUND, `at most ${BOUND} handles were open at once (${counts.maxOpen}; ${counts.open} now)`)
+  t.is(root.dirs.get('db')!.openFiles(), counts.open, 'the pool counts the handles the fake has open')
+  await db.close()
+  fs.unmount(DIR)
+  await new Promise((resolve) => setTimeout(resolve, 10))
+  t.is(root.dirs.get('db')!.openFiles(), 0, 'an unmount closes them all (those being opened as they come)')
+
+  fs = new OpfsFileSystem(root, readFakeSnapshot)
+  await fs.mount(DIR, { maxOpenHandles: BOUND })
+  db = await Engine.open(DIR, options, fs)
+  wrong = 0
+  for (const [key, value] of model) if (get(db, key) !== value) wrong++
+  t.is(wrong, 0, `after a remount: ${model.size} keys read back`)
+  for (let i = 0; i < 2000; i++) {
+    const key = `k${String(rnd.int(3000)).padStart(5, '0')}`
+    model.set(key, `w${i}`)
+    await put(db, key, `w${i}`)
+  }
+  await db.compactRange()
+  wrong = 0
+  for (const [key, value] of model) if (get(db, key) !== value) wrong++
+  t.is(wrong, 0, 'writes and a full compaction after it: every key reads back')
+  counts = fs.handleCounts(DIR)
+  t.ok(counts.maxOpen <= BOUND, `at most ${BOUND} handles were open at once, mount included (${counts.maxOpen})`)
+  await db.close()
+  fs.unmount(DIR)
+})
+
+test('opfs fs: a browser whose OPFS gives no sync access handles (WebKitGTK: NotSupportedError) fails the mount with LEVEL_NOT_SUPPORTED naming what is missing', async (t) => {
+  for (const existing of [false, true]) {
+    const root = new FakeDirectory()
+    if (existing) {
+      const fs = await mounted(root)
+      writeFile(fs, `${DIR}/CURRENT`, 'x')
+      fs.unmount(DIR)
+    }
+    root.handleCreation.failure = Object.assign(new Error('Backend does not support this operation'), { name: 'NotSupportedError' })
+    const fs = new OpfsFileSystem(root, readFakeSnapshot)
+    const err = await fs.mount(DIR).then(() => undefined, (e: unknown) => e as { code?: string, message?: string })
+    t.is(err?.code, 'LEVEL_NOT_SUPPORTED', `${existing ? 'an existing' : 'a new'} database: ${String(err?.message)}`)
+    t.ok(/sync access handles/.test(String(err?.message)) && /NotSupportedError/.test(String(err?.message)), 'the message names what is missing and the browser\'s error')
+    t.notOk(fs.isMounted(DIR), 'nothing stays mounted')
   }
 })

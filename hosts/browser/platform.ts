@@ -44,8 +44,7 @@ export function installBrowserPlatform (): Promise<OpfsFileSystem> {
 }
 
 async function install (): Promise<OpfsFileSystem> {
-  const storage = (globalThis as unknown as { navigator: { storage: { getDirectory(): Promise<unknown> } } }).navigator.storage
-  const fs = new OpfsFileSystem(await storage.getDirectory() as DirectoryHandle)
+  const fs = new OpfsFileSystem(await opfsRoot())
   installPlatform({
     fileSystem: fs,
     resolvePath: resolveLocation,
@@ -53,4 +52,22 @@ async function install (): Promise<OpfsFileSystem> {
     jobRunners: () => undefined
   })
   return fs
+}
+
+/**
+ * The origin's OPFS root directory, or LEVEL_NOT_SUPPORTED naming what is
+ * missing: no navigator.storage.getDirectory() (an older browser, a context
+ * that is not secure), or one that fails (Safari's private windows have no
+ * OPFS).
+ */
+async function opfsRoot (): Promise<DirectoryHandle> {
+  const storage = (globalThis as unknown as { navigator?: { storage?: { getDirectory?: () => Promise<unknown> } } }).navigator?.storage
+  if (typeof storage?.getDirectory !== 'function') {
+    throw levelError('LEVEL_NOT_SUPPORTED', 'No Origin Private File System here: navigator.storage.getDirectory() is missing (it needs a secure context: https or localhost)')
+  }
+  try {
+    return await storage.getDirectory() as DirectoryHandle
+  } catch (err) {
+    throw levelError('LEVEL_NOT_SUPPORTED', `No Origin Private File System here: navigator.storage.getDirectory() failed (${String((err as Error).name)}: ${String((err as Error).message)}; private browsing windows may have none)`, err)
+  }
 }

@@ -26,7 +26,7 @@ import type { FileSystem } from '../fs/fs'
 import { syncDirAsync } from '../fs/fs'
 import { LogWriter } from './log-writer'
 import { join, logName } from '../filenames'
-import { ioError, type LevelError } from '../errors'
+import { ioError, isLevelError, type LevelError } from '../errors'
 import { assert } from '../invariants'
 
 export interface LogManagerEvents {
@@ -283,7 +283,7 @@ export class LogManager {
   }
 
   private syncError (err: unknown, number: number): LevelError {
-    if ((err as LevelError | undefined)?.code === 'LEVEL_IO_ERROR') return err as LevelError
+    if (isLevelError(err, 'LEVEL_IO_ERROR') || isLevelError(err, 'LEVEL_STORAGE_FULL')) return err
     return ioError('fsync of the log failed; the database takes no more writes until reopened', err, logName(number))
   }
 }

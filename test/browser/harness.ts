@@ -25,7 +25,9 @@ export interface Page {
   on (event: 'pageerror', fn: (err: Error) => void): void
   close (): Promise<void>
 }
-export interface Context { newPage (): Promise<Page>, close (): Promise<void> }
+/** A Chrome DevTools Protocol session (Chromium only). */
+export interface CDPSession { send (method: string, params?: object): Promise<unknown> }
+export interface Context { newPage (): Promise<Page>, close (): Promise<void>, newCDPSession (page: Page): Promise<CDPSession> }
 export interface Browser { newContext (): Promise<Context>, close (): Promise<void> }
 interface LaunchOptions { executablePath: string, args?: string[] }
 export interface Chromium {

@@ -6,8 +6,12 @@
 //   ?run=persist-read&location=...        checks it, loaded in a new page
 //   ?run=two-tabs&location=...&hold=1     opens and keeps it open (or not)
 //   ?run=engine&seed=N                    the engine checks of engine-checks.ts
-//   ?run=in-worker&what=compliance|checks OpfsLevel in a dedicated worker
-//                                         (worker-runner.ts), its lines relayed
+//   ?run=in-worker&what=compliance|checks|full|...  OpfsLevel in a dedicated
+//                                         worker (worker-runner.ts, which gets
+//                                         the other parameters), its lines relayed
+//   ?run=dead-worker&location=...         terminates a worker that holds the
+//                                         database while it loops in JavaScript,
+//                                         and opens it at once in a new worker
 //   ?run=in-worker-lock&location=...      OpfsLevel refused on this page; a
 //                                         BrowserLevel here refused while the
 //                                         worker's OpfsLevel holds the location
@@ -113,9 +117,12 @@ function runEngineChecks (seed: number): void {
   registerEngineChecks(worker, seed, `engine-${Date.now()}`)
 }
 
-/** Runs worker-runner.ts's `what` in a dedicated worker; its lines (and '# done') go to Node. */
+/** Runs worker-runner.ts's `what` in a dedicated worker (with this page's other parameters); its lines (and '# done') go to Node. */
 function inWorker (what: string): void {
-  const w = new TestWorker(`/browser-test/worker.js?run=${what}`, { type: 'module' })
+  const query = new URLSearchParams(params)
+  query.set('run', what)
+  query.delete('what')
+  const w = new TestWorker(`/browser-test/worker.js?${query.toString()}`, { type: 'module' })
   w.onmessage = (event) => report(event.data)
   w.onerror = (event) => {
     report(`not ok - worker error: ${event.message}`)
@@ -166,6 +173,58 @@ async function inWorkerLock (location: string): Promise<void> {
   report('# done')
 }
 
+/** Starts worker-runner.ts's `run` in a new worker; resolves its lines once `last` (a line or a prefix) came. */
+async function workerUntil (query: string, last: (line: string) => boolean): Promise<{ worker: TestWorker, lines: string[] }> {
+  const w = new TestWorker(`/browser-test/worker.js?${query}`, { type: 'module' })
+  const lines: string[] = []
+  return await new Promise((resolve) => {
+    w.onmessage = (event) => {
+      lines.push(event.data)
+      if (last(event.data) || event.data.startsWith('not ok')) resolve({ worker: w, lines })
+    }
+    w.onerror = (event) => {
+      lines.push(`not ok - worker error: ${event.message}`)
+      resolve({ worker: w, lines })
+    }
+  })
+}
+
+async function deadWorker (location: string): Promise<void> {
+  const where = `location=${encodeURIComponent(location)}`
+  const held = await workerUntil(`run=busy&${where}`, (l) => l === '# opened')
+  if (!held.lines.includes('# opened')) {
+    report(`not ok 1 the first worker: ${held.lines.join(' | ')}`)
+    report('# done')
+    return
+  }
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  held.worker.terminate()
+  const t0 = performance.now()
+  // At once, and again every 20 ms while the Web Lock is still held (the
+  // browser releases it soon after the worker ends: that LEVEL_LOCKED is
+  // immediate). Then the open meets the files' handles, which the browser may
+  // not have closed yet: it waits for them, or fails with LEVEL_LOCKED saying
+  // so, and is tried once more after 5 s.
+  for (let attempt = 1, lockWaits = 0; attempt <= 2;) {
+    const { worker, lines } = await workerUntil(`run=reopen&${where}`, (l) => l === '# done')
+    worker.terminate()
+    const failed = lines.find((l) => l.startsWith('# open failed'))
+    if (failed !== undefined && failed.includes('open in another tab or worker') && lockWaits++ < 500) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      continue
+    }
+    report(`# attempt ${attempt}: ${(performance.now() - t0).toFixed(0)} ms after the terminate, ${lockWaits} tries found the Web Lock held`)
+    for (const line of lines) {
+      if (!line.startsWith('# ')) report(line)
+      else if (line !== '# done') report(`# attempt ${attempt}: ${line.slice(2)}`)
+    }
+    if (failed === undefined) break
+    attempt++
+    await new Promise((resolve) => setTimeout(resolve, 5000))
+  }
+  report('# done')
+}
+
 async function main (): Promise<void> {
   const run = params.get('run')
   const location = params.get('location') ?? 'db'
@@ -176,6 +235,7 @@ async function main (): Promise<void> {
   else if (run === 'engine') runEngineChecks(Number(params.get('seed')) >>> 0)
   else if (run === 'in-worker') inWorker(params.get('what') ?? 'compliance')
   else if (run === 'in-worker-lock') await inWorkerLock(location)
+  else if (run === 'dead-worker') await deadWorker(location)
   else throw new Error(`unknown run: ${String(run)}`)
 }
 

@@ -6,8 +6,11 @@
 // torn header). A second sync access handle on a file fails with
 // NoModificationAllowedError, as in browsers (another tab holds the database).
 // Creating a sync access handle can be made slow (as in Firefox, where a burst
-// of flushes outran the pool's growth) or made to fail (a full quota).
-import type { DirectoryHandle, FileHandle, SyncAccessHandle } from '../../hosts/browser/opfs-fs'
+// of flushes outran the pool's growth) or made to fail (a full quota). A quota
+// on the bytes of all files makes writes past it come up short, as in Firefox,
+// or return a bogus count, as in Chrome (0xFFFFFFF8, after writing what fit),
+// and makes truncate() past it throw QuotaExceededError.
+import type { DirectoryHandle, FileHandle, FileSnapshot, SyncAccessHandle } from '../../hosts/browser/opfs-fs'
 import type { Random } from '../util/random'
 
 type Op = { write: Uint8Array, at: number } | { truncate: number }
@@ -31,10 +34,13 @@ class FakeFile {
   current: Uint8Array = new Uint8Array(0)
   pending: Op[] = []
   open = false
+  /** Writes and truncations so far: a snapshot taken before one is stale. */
+  changes = 0
 
   apply (op: Op): void {
     this.current = applyOp(this.current, op)
     this.pending.push(op)
+    this.changes++
   }
 
   /** This file after a crash: the durable bytes and a random choice of the pending operations, in order. */
@@ -53,6 +59,38 @@ class FakeFile {
   }
 }
 
+/**
+ * A File from getFile(): the contents then. Reading it after the file
+ * changed throws NotReadableError (as a browser may), so that a stale
+ * snapshot cannot be read unnoticed.
+ */
+export class FakeSnapshot implements FileSnapshot {
+  private readonly changes: number
+  private readonly bytes: Uint8Array
+  constructor (private readonly file: FakeFile) {
+    this.changes = file.changes
+    this.bytes = file.current.slice()
+  }
+
+  get size (): number {
+    return this.bytes.length
+  }
+
+  slice (start: number, end: number): Uint8Array {
+    if (this.file.changes !== this.changes) throw Object.assign(new Error('the file changed since getFile()'), { name: 'NotReadableError' })
+    return this.bytes.subarray(start, end)
+  }
+}
+
+/** Snapshot reads made so far (reads of files whose handle was closed). */
+export const snapshotReads = { count: 0 }
+
+/** The OpfsFileSystem's snapshot reader for the fake (FileReaderSync's part). */
+export function readFakeSnapshot (snapshot: FileSnapshot, start: number, end: number): Uint8Array {
+  snapshotReads.count++
+  return (snapshot as FakeSnapshot).slice(start, end).slice()
+}
+
 /** Flushes so far, and how many more writes, truncations and flushes may run before the fake crashes. */
 interface Counters { flushes: number, opsLeft: number }
 
@@ -69,9 +107,27 @@ export interface HandleCreation {
   maxInFlight: number
 }
 
+/** The quota, shared by every file below a root: `usedBytes` counts the current bytes of every file. */
+export interface Quota {
+  bytes: number
+  usedBytes: number
+  /** What a write past the quota returns: the bytes it wrote ('short') or Chrome's 0xFFFFFFF8 ('bogus'). */
+  full: 'short' | 'bogus'
+}
+
+/** Chrome 150's return value from write() when the quota is full. */
+export const BOGUS_WRITE_COUNT = 0xFFFFFFF8
+
 class FakeSyncAccessHandle implements SyncAccessHandle {
   private closed = false
-  constructor (private readonly file: FakeFile, private readonly counters: Counters) {}
+  constructor (private readonly file: FakeFile, private readonly counters: Counters, private readonly quota: Quota) {}
+
+  /** Applies `op`, counting the bytes it adds or frees against the quota. */
+  private apply (op: Op): void {
+    const before = this.file.current.length
+    this.file.apply(op)
+    this.quota.usedBytes += this.file.current.length - before
+  }
 
   private check (): void {
     if (this.closed) throw Object.assign(new Error('handle closed'), { name: 'InvalidStateError' })
@@ -87,13 +143,19 @@ class FakeSyncAccessHandle implements SyncAccessHandle {
 
   write (buffer: Uint8Array, options: { at: number }): number {
     this.check()
-    this.file.apply({ write: Uint8Array.from(buffer), at: options.at })
-    return buffer.length
+    const room = this.quota.bytes - this.quota.usedBytes
+    const fits = Math.max(0, Math.min(buffer.length, this.file.current.length + room - options.at))
+    if (fits > 0) this.apply({ write: Uint8Array.from(buffer.subarray(0, fits)), at: options.at })
+    if (fits < buffer.length && this.quota.full === 'bogus') return BOGUS_WRITE_COUNT
+    return fits
   }
 
   truncate (size: number): void {
     this.check()
-    this.file.apply({ truncate: size })
+    if (size - this.file.current.length > this.quota.bytes - this.quota.usedBytes) {
+      throw Object.assign(new Error('the quota is full'), { name: 'QuotaExceededError' })
+    }
+    this.apply({ truncate: size })
   }
 
   getSize (): number {
@@ -122,6 +184,8 @@ export class FakeDirectory implements DirectoryHandle {
   counters: Counters = { flushes: 0, opsLeft: Infinity }
   /** Shared by every directory below: slow or failing handle creation. */
   handleCreation: HandleCreation = { delayMs: 0, inFlight: 0, maxInFlight: 0 }
+  /** Shared by every directory below: no limit unless `bytes` is set. */
+  quota: Quota = { bytes: Infinity, usedBytes: 0, full: 'short' }
 
   async getDirectoryHandle (name: string, options?: { create?: boolean }): Promise<DirectoryHandle> {
     let dir = this.dirs.get(name)
@@ -130,6 +194,7 @@ export class FakeDirectory implements DirectoryHandle {
       dir = new FakeDirectory()
       dir.counters = this.counters
       dir.handleCreation = this.handleCreation
+      dir.quota = this.quota
       this.dirs.set(name, dir)
     }
     return dir
@@ -145,7 +210,11 @@ export class FakeDirectory implements DirectoryHandle {
     const f = file
     const counters = this.counters
     const creation = this.handleCreation
+    const quota = this.quota
     return {
+      async getFile () {
+        return new FakeSnapshot(f)
+      },
       async createSyncAccessHandle () {
         if (creation.delayMs > 0 || creation.failure !== undefined) {
           creation.maxInFlight = Math.max(creation.maxInFlight, ++creation.inFlight)
@@ -158,12 +227,20 @@ export class FakeDirectory implements DirectoryHandle {
         }
         if (f.open) throw Object.assign(new Error('file is open elsewhere'), { name: 'NoModificationAllowedError' })
         f.open = true
-        return new FakeSyncAccessHandle(f, counters)
+        return new FakeSyncAccessHandle(f, counters, quota)
       }
     }
   }
 
+  /** Files in this directory with a sync access handle open. */
+  openFiles (): number {
+    let n = 0
+    for (const file of this.files.values()) if (file.open) n++
+    return n
+  }
+
   async removeEntry (name: string): Promise<void> {
+    this.quota.usedBytes -= this.files.get(name)?.current.length ?? 0
     this.files.delete(name)
     this.dirs.delete(name)
   }
@@ -175,11 +252,17 @@ export class FakeDirectory implements DirectoryHandle {
   /** The tree a browser crash leaves (directory entries are durable at once, as OPFS creates them). */
   crash (rnd: Random): FakeDirectory {
     const out = new FakeDirectory()
-    for (const [name, file] of this.files) out.files.set(name, file.crashed(rnd))
+    for (const [name, file] of this.files) {
+      const crashed = file.crashed(rnd)
+      out.files.set(name, crashed)
+      out.quota.usedBytes += crashed.current.length
+    }
     for (const [name, dir] of this.dirs) {
       const child = dir.crash(rnd)
+      out.quota.usedBytes += child.quota.usedBytes
       child.counters = out.counters
       child.handleCreation = out.handleCreation
+      child.quota = out.quota
       out.dirs.set(name, child)
     }
     return out
