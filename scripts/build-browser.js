@@ -2,8 +2,11 @@
 //   lsm-level.js            browser.ts: the main thread's database (BrowserLevel)
 //   lsm-level-worker.js     browser-worker.ts: that database's worker
 //   lsm-level-in-worker.js  browser-in-worker.ts: the engine for code in a worker
+//   lsm-level-relay.js      browser-relay.ts: the SharedWorker through which the
+//                           workers of the tabs sharing a database reach its owner
 // `--tests` also bundles the page that test/browser.test.ts loads and the
-// worker that page starts for OpfsLevel into dist/browser-test/, and the page
+// worker that page starts for OpfsLevel, and the page of
+// test/browser-tabs.test.ts (tabs.js), into dist/browser-test/, and the page
 // of the browser benchmark (benchmarks/browser-page.ts, with browser-level)
 // and its worker (benchmarks/browser-worker.ts) into dist/browser-bench/.
 // Node-only modules that adapters/lsm-level.ts imports on demand
@@ -35,11 +38,11 @@ const common = {
 }
 
 async function main () {
-  await esbuild.build({ ...common, entryPoints: { 'lsm-level': path.join(root, 'browser.ts'), 'lsm-level-worker': path.join(root, 'browser-worker.ts'), 'lsm-level-in-worker': path.join(root, 'browser-in-worker.ts') }, outdir: path.join(root, 'dist/browser') })
+  await esbuild.build({ ...common, entryPoints: { 'lsm-level': path.join(root, 'browser.ts'), 'lsm-level-worker': path.join(root, 'browser-worker.ts'), 'lsm-level-in-worker': path.join(root, 'browser-in-worker.ts'), 'lsm-level-relay': path.join(root, 'browser-relay.ts') }, outdir: path.join(root, 'dist/browser') })
   if (process.argv.includes('--tests')) {
     await esbuild.build({
       ...common,
-      entryPoints: { page: path.join(root, 'test/browser/page.ts'), worker: path.join(root, 'test/browser/worker-runner.ts') },
+      entryPoints: { page: path.join(root, 'test/browser/page.ts'), worker: path.join(root, 'test/browser/worker-runner.ts'), tabs: path.join(root, 'test/browser/tabs-page.ts') },
       outdir: path.join(root, 'dist/browser-test'),
       // tape's node-side modules, as browserify would substitute them.
       alias: { stream: 'readable-stream', path: path.join(root, 'test/browser/path-shim.js') },

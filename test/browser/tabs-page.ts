@@ -1,0 +1,132 @@
+// The page test/browser-tabs.test.ts loads in several tabs at once (bundled by
+// scripts/build-browser.js --tests as browser-test/tabs.js): it opens a
+// BrowserLevel on the location the query string names and gives Node the
+// means to drive it (window.lsmTabs, called through page.evaluate): reads,
+// writes, handles held open, a writer loop whose acknowledgements go to Node
+// as they come (window.lsmAck, exposed by the test), the tabs() view.
+//   ?location=...&relay=0|1&ownerTimeoutMs=N
+import { BrowserLevel } from '../../adapters/browser-level'
+
+const params = new URLSearchParams((globalThis as unknown as { location: { search: string } }).location.search)
+const worker = (): ReturnType<NonNullable<ConstructorParameters<typeof BrowserLevel>[1]>['worker'] & object> => {
+  const Worker = (globalThis as unknown as { Worker: new (url: string, options: object) => never }).Worker
+  return new Worker('/browser/lsm-level-worker.js', { type: 'module' })
+}
+const relay = (): { port: { postMessage (m: unknown): void } } => {
+  const SharedWorker = (globalThis as unknown as { SharedWorker: new (url: string, options: object) => { port: { postMessage (m: unknown): void } } }).SharedWorker
+  return new SharedWorker('/browser/lsm-level-relay.js', { type: 'module', name: 'lsm-level-relay' })
+}
+
+type Db = BrowserLevel<string, string>
+const scope = globalThis as unknown as { lsmAck?: (line: string) => void, lsmTabs: unknown }
+
+function describe (err: unknown): string {
+  const e = err as { code?: string, message?: string, cause?: { code?: string } }
+  return `${String(e.code)}${e.cause?.code !== undefined ? '/' + e.cause.code : ''}: ${String(e.message)}`
+}
+
+let db: Db | undefined
+const held: { iterators: Array<ReturnType<Db['iterator']>>, snapshots: Array<ReturnType<Db['snapshot']>> } = { iterators: [], snapshots: [] }
+let writing: { stop: boolean, done: Promise<{ acked: number, errors: Record<string, number> }> } | undefined
+
+function database (): Db {
+  if (db === undefined) throw new Error('not open')
+  return db
+}
+
+/** Runs `fn` and resolves to its result, or to { error } with the error's codes (errors do not cross page.evaluate well). */
+async function safely<T> (fn: () => Promise<T>): Promise<T | { error: string }> {
+  try {
+    return await fn()
+  } catch (err) {
+    return { error: describe(err) }
+  }
+}
+
+scope.lsmTabs = {
+  async open (options: Record<string, unknown> = {}) {
+    return await safely(async () => {
+      const location = params.get('location') ?? 'tabs'
+      const ownerTimeoutMs = params.get('ownerTimeoutMs')
+      db = new BrowserLevel<string, string>(location, {
+        worker,
+        relay: params.get('relay') === '0' ? false : relay,
+        ...(ownerTimeoutMs !== null ? { ownerTimeoutMs: Number(ownerTimeoutMs) } : {}),
+        ...options
+      })
+      await db.open()
+      return await db.tabs()
+    })
+  },
+  async tabs () { return await safely(async () => await database().tabs()) },
+  async put (key: string, value: string) { return await safely(async () => { await database().put(key, value); return true }) },
+  async get (key: string) { return await safely(async () => await database().get(key) ?? null) },
+  async getMany (keys: string[]) { return await safely(async () => (await database().getMany(keys)).map((v) => v ?? null)) },
+  async count (prefix: string) {
+    return await safely(async () => (await database().keys({ gte: prefix, lt: prefix + '\uffff' }).all()).length)
+  },
+  async keys (prefix: string) {
+    return await safely(async () => await database().keys({ gte: prefix, lt: prefix + '\uffff' }).all())
+  },
+  /** Opens an iterator (one entry read) and an explicit snapshot, and keeps them. */
+  async hold () {
+    return await safely(async () => {
+      const it = database().iterator()
+      await it.next()
+      held.iterators.push(it)
+      held.snapshots.push(database().snapshot())
+      return true
+    })
+  },
+  /** Uses the held iterator and snapshot: their errors' codes. */
+  async useHeld () {
+    const it = held.iterators[0]
+    const snap = held.snapshots[0]
+    return {
+      // all(): past what the iterator read ahead before.
+      iterator: await safely(async () => { await it.all(); return 'ok' }),
+      snapshot: await safely(async () => { await database().get('x', { snapshot: snap } as object); return 'ok' })
+    }
+  },
+  async close () { return await safely(async () => { await database().close(); return true }) },
+  /** Starts writing `${prefix}${n}` (n = 0, 1, ...), each acknowledgement sent to Node as 'ack <key>' and each failure as 'err <key> <code>'. */
+  startWriting (prefix: string) {
+    const state = { stop: false, done: Promise.resolve({ acked: 0, errors: {} }) }
+    state.done = (async () => {
+      const errors: Record<string, number> = {}
+      let acked = 0
+      for (let n = 0; !state.stop; n++) {
+        const key = `${prefix}${String(n).padStart(6, '0')}`
+        try {
+          await database().put(key, `v${n}`)
+          acked++
+          scope.lsmAck?.(`ack ${key}`)
+        } catch (err) {
+          const code = String((err as { code?: string }).code)
+          errors[code] = (errors[code] ?? 0) + 1
+          scope.lsmAck?.(`err ${key} ${code}`)
+          if (code === 'LEVEL_DATABASE_NOT_OPEN') await new Promise((resolve) => setTimeout(resolve, 50))
+        }
+      }
+      return { acked, errors }
+    })()
+    writing = state
+    return true
+  },
+  async stopWriting () {
+    if (writing === undefined) return undefined
+    writing.stop = true
+    return await writing.done
+  },
+  /** Follows the change feed; resolves to the keys of the first `n` changes (or an error). */
+  async follow (n: number) {
+    return await safely(async () => {
+      const keys: string[] = []
+      for await (const batch of database().changes()) {
+        for (const op of batch.ops) keys.push(new TextDecoder().decode(op.key))
+        if (keys.length >= n) break
+      }
+      return keys
+    })
+  }
+}
