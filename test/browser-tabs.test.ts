@@ -15,10 +15,16 @@ import type * as http from 'node:http'
 import * as path from 'node:path'
 import { spawnSync } from 'node:child_process'
 import { skipBrowserTests } from './browser/skip'
-import { CHROMIUM_CANDIDATES, type Browser, canRequire, findChromium, playwrightChromium, serveDist } from './browser/harness'
-import { newTab, until, type TabContext } from './browser/tabs'
+import { CHROMIUM_CANDIDATES, type Browser, canRequire, findChromium, playwrightChromium, serveDist, summarize } from './browser/harness'
+import { allTabs, newTab, until, type Tab, type TabContext } from './browser/tabs'
+import { Random, seedFromEnv } from './util/random'
 
 const root = path.join(__dirname, '..', '..')
+/** Torture: rounds of owner deaths, and tabs writing (short by default: a long run sets TABS_TORTURE_ROUNDS=50). */
+const TORTURE_ROUNDS = Number(process.env.TABS_TORTURE_ROUNDS ?? 6)
+const TORTURE_TABS = Number(process.env.TABS_TORTURE_TABS ?? 4)
+/** The compliance suite through a client tab: about 2 minutes on 2 busy cores. */
+const COMPLIANCE_TIMEOUT_MS = 8 * 60 * 1000
 
 interface Info { role: string, ownerId?: string, owner?: { clients: number, iterators: number, snapshots: number, feeds: number }, ownerChanges: number, error?: string }
 
@@ -131,6 +137,151 @@ if (missing !== undefined) {
       await context.close()
     })
   }
+
+  tabsTest('tabs: a client\'s change feed follows the other tabs\' writes through the owner, and fails with LEVEL_OWNER_CHANGED after a failover', async (t) => {
+    const context = await newContext()
+    const loc = location('feed')
+    const a = await newTab(context, base, loc)
+    const b = await newTab(context, base, loc)
+    const c = await newTab(context, base, loc)
+    await a.call('open')
+    await b.call('open')
+    await c.call('open')
+    const following = b.call<string[]>('follow', 3)
+    // The feed starts at the owner's current sequence number once it is open: give its first request a moment.
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    await a.call('put', 'one', '1')
+    await c.call('put', 'two', '2')
+    await a.call('put', 'three', '3')
+    t.deepEqual(await following, ['one', 'two', 'three'], 'the client tab saw the owner\'s and the other client\'s writes, in commit order')
+    const broken = b.call<{ error?: string }>('follow', 1)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    await a.page.close()
+    const result = await broken
+    t.ok(result.error?.startsWith('LEVEL_OWNER_CHANGED'), `a feed open across the failover: ${JSON.stringify(result)}`)
+    await context.close()
+  })
+
+  tabsTest('tabs: a client whose owner is alive but frozen (CDP lifecycle state) fails with LEVEL_OWNER_UNREACHABLE naming the database, within a bounded time; it recovers when the owner thaws', async (t) => {
+    const context = await newContext()
+    const loc = location('frozen')
+    const a = await newTab(context, base, loc, '&ownerTimeoutMs=1000')
+    const b = await newTab(context, base, loc, '&ownerTimeoutMs=1000')
+    await a.call('open')
+    await b.call('open')
+    await b.call('put', 'k', 'v')
+    const cdp = await context.newCDPSession(a.page)
+    await cdp.send('Page.setWebLifecycleState', { state: 'frozen' })
+    const t0 = Date.now()
+    const got = await b.call<{ error?: string }>('get', 'k')
+    const ms = Date.now() - t0
+    t.ok(got.error?.startsWith('LEVEL_OWNER_UNREACHABLE') && got.error.includes(loc), `a read: ${JSON.stringify(got)}`)
+    t.ok(ms < 6000, `within a bounded time (${ms} ms with ownerTimeoutMs 1000)`)
+    const put = await b.call<{ error?: string }>('put', 'k2', 'v2')
+    t.ok(put.error?.startsWith('LEVEL_OWNER_UNREACHABLE') || put.error?.startsWith('LEVEL_OUTCOME_UNKNOWN'), `a write: ${JSON.stringify(put)}`)
+    await cdp.send('Page.setWebLifecycleState', { state: 'active' })
+    t.ok(await until(async () => await b.call('get', 'k') === 'v', 5000), 'once the owner thaws, the client reads again')
+    await context.close()
+  })
+
+  tabsTest('tabs: torture: tabs write concurrently while the owner\'s page is closed, crashed or reloaded; every acknowledged write is there, in-flight writes fail only with LEVEL_OUTCOME_UNKNOWN, no tab is stuck', async (t) => {
+    const seed = seedFromEnv()
+    t.comment(`SEED=${seed} (SEED=${seed} replays the schedule); TABS_TORTURE_ROUNDS=${TORTURE_ROUNDS}, TABS_TORTURE_TABS=${TORTURE_TABS}`)
+    const random = new Random(seed)
+    const context = await newContext()
+    const loc = location('torture')
+    interface Writer { tab: Tab, prefix: string }
+    const writers: Writer[] = []
+    let generation = 0
+    const start = async (tab?: Tab): Promise<Writer> => {
+      const prefix = `w${generation++}-`
+      const relay = random.int(4) === 0 ? '0' : '1'
+      if (tab === undefined) tab = await newTab(context, base, loc, `&relay=${relay}`)
+      else await tab.page.waitForFunction('window.lsmTabs !== undefined')
+      const opened = await tab.call<{ role?: string, error?: string }>('open')
+      if (opened.error !== undefined) throw new Error(`open: ${opened.error}`)
+      tab.call('startWriting', prefix).catch(() => {})
+      return { tab, prefix }
+    }
+    for (let i = 0; i < TORTURE_TABS; i++) writers.push(await start())
+    const failovers: number[] = []
+    const badCodes: string[] = []
+    for (let round = 0; round < TORTURE_ROUNDS; round++) {
+      await new Promise((resolve) => setTimeout(resolve, 200 + random.int(600)))
+      const roles = await Promise.all(writers.map(async (w) => (await w.tab.call<{ role?: string }>('tabs')).role))
+      const i = roles.indexOf('owner')
+      if (i < 0) {
+        t.fail(`round ${round}: no owner among the tabs (${roles.join(', ')})`)
+        break
+      }
+      const how = (['close', 'crash', 'reload'] as const)[random.int(3)]
+      const victim = writers[i]
+      const survivors = writers.filter((w) => w !== victim)
+      const acksBefore = survivors.map((w) => w.tab.acks.length)
+      if (how === 'close') await victim.tab.page.close()
+      else if (how === 'crash') await victim.tab.crash()
+      else await victim.tab.page.reload()
+      const t0 = Date.now()
+      const recovered = await until(async () => survivors.some((w, j) => w.tab.acks.slice(acksBefore[j]).some((l) => l.startsWith('ack '))), 10_000)
+      if (!recovered) {
+        t.fail(`round ${round}: no write acknowledged within 10 s after the owner's ${how}`)
+        break
+      }
+      failovers.push(Date.now() - t0)
+      t.comment(`round ${round}: owner ${how}, first acknowledged write on a client ${Date.now() - t0} ms later`)
+      if (how === 'reload') writers[i] = await start(victim.tab)
+      else writers[i] = await start()
+      // A crashed page's lines stop where it died.
+      for (const line of victim.tab.acks) if (line.startsWith('err ') && !line.endsWith(' LEVEL_OUTCOME_UNKNOWN')) badCodes.push(line)
+    }
+    const stopped = await Promise.all(writers.map(async (w) => await Promise.race([w.tab.call('stopWriting').then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 15_000))])))
+    t.ok(stopped.every((s) => s === true), `every tab's writer stopped (no hung promise): ${JSON.stringify(stopped)}`)
+    for (const w of writers) for (const line of w.tab.acks) if (line.startsWith('err ') && !line.endsWith(' LEVEL_OUTCOME_UNKNOWN')) badCodes.push(line)
+    t.deepEqual(badCodes.slice(0, 10), [], 'writes failed only with LEVEL_OUTCOME_UNKNOWN')
+    // Every tab ever opened: its acknowledged keys.
+    const acked = new Set<string>()
+    for (const tab of allTabs) for (const line of tab.acks) if (line.startsWith('ack ')) acked.add(line.slice(4))
+    const checker = await newTab(context, base, loc)
+    const opened = await checker.call<{ role?: string, error?: string }>('open')
+    t.ok(opened.error === undefined, `a new tab opens the database (${JSON.stringify(opened)})`)
+    const present = new Set(await checker.call<string[]>('keys', 'w'))
+    const lost = [...acked].filter((k) => !present.has(k))
+    t.is(lost.length, 0, `every acknowledged write is there: ${acked.size} acknowledged, ${present.size} present, lost: ${lost.slice(0, 5).join(', ')}`)
+    for (const w of writers) {
+      const info = await w.tab.call<{ role?: string, error?: string }>('tabs')
+      t.ok(info.role === 'owner' || info.role === 'client', `a surviving tab answers: ${JSON.stringify(info.role ?? info.error)}`)
+    }
+    failovers.sort((x, y) => x - y)
+    const q = (p: number): number => failovers[Math.min(failovers.length - 1, Math.floor(p * failovers.length))]
+    t.comment(`failover, owner's death to the first acknowledged write on a client: p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${failovers[failovers.length - 1]} ms over ${failovers.length} rounds`)
+    await context.close()
+  })
+
+  tabsTest('tabs: the abstract-level compliance suite through a client tab (another tab owns each database)', async (t) => {
+    const context = await newContext()
+    const helper = await newTab(context, base, 'unused', '&run=owner-helper')
+    t.ok(await until(async () => helper.acks.includes('# helper ready'), 10_000), 'the owner tab is ready')
+    const page = await context.newPage()
+    const lines: string[] = []
+    let done: () => void = () => {}
+    const finished = new Promise<void>((resolve) => { done = resolve })
+    await page.exposeFunction('lsmAck', (line: string) => {
+      for (const l of line.split('\n')) lines.push(l)
+      if (line === '# done') done()
+    })
+    const t0 = Date.now()
+    await page.goto(`${base}/tabs.html?run=compliance-client`)
+    const timer = setTimeout(done, COMPLIANCE_TIMEOUT_MS)
+    await finished
+    clearTimeout(timer)
+    const { pass, fail, failures } = summarize(lines)
+    for (const f of failures.slice(0, 20)) t.comment(f)
+    t.is(fail, 0, `no failure through the client tab (${pass} passed, ${fail} failed, ${((Date.now() - t0) / 1000).toFixed(1)} s)`)
+    t.ok(pass >= 4670, `the whole suite ran (${pass} assertions passed; 4,670 for BrowserLevel's manifest)`)
+    const roles = lines.find((l) => l.startsWith('# roles '))
+    t.ok(roles !== undefined && !/"owner"|"none"/.test(roles), `every open was a client's: ${String(roles)}`)
+    await context.close()
+  })
 
   test('tabs: close', async (t) => {
     await browser.close()

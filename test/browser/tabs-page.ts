@@ -130,3 +130,116 @@ scope.lsmTabs = {
     })
   }
 }
+
+// -- the compliance suite through a client tab ------------------------------
+//
+// ?run=owner-helper: this tab opens (and closes) databases when the tab that
+// runs the suite asks, over the BroadcastChannel 'lsm-test-owner', so that it
+// owns each of them first. ?run=compliance-client: the abstract-level suite,
+// whose every database opens here as a client of the helper's (BrowserLevel's
+// _open and _close wrapped to ask the helper first and last). An open the
+// helper fails fails here with the helper's error (errorIfExists, createIfMissing).
+
+interface HelperRequest { id: number, op: 'open' | 'close', location: string, options?: Record<string, unknown> }
+interface HelperReply { id: number, error?: { code?: string, message?: string } }
+
+function ownerHelper (): void {
+  const opened = new Map<string, Db>()
+  const channel = new BroadcastChannel('lsm-test-owner')
+  channel.onmessage = async (event: { data: HelperRequest }) => {
+    const { id, op, location, options } = event.data
+    try {
+      if (op === 'open') {
+        const db = opened.get(location) ?? new BrowserLevel<string, string>(location, { worker, relay, ...options })
+        opened.set(location, db)
+        await db.open(options as object)
+        const info = await db.tabs()
+        if (info.role !== 'owner') throw new Error(`the helper is not the owner of ${location}: ${info.role}`)
+      } else {
+        await opened.get(location)?.close()
+        opened.delete(location)
+      }
+      channel.postMessage({ id } satisfies HelperReply)
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string, message?: string } }).cause ?? err as { code?: string, message?: string }
+      channel.postMessage({ id, error: { code: cause.code, message: cause.message } } satisfies HelperReply)
+    }
+  }
+  scope.lsmAck?.('# helper ready')
+}
+
+let helperIds = 0
+const helperChannel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('lsm-test-owner') : undefined
+const helperWaiting = new Map<number, (reply: HelperReply) => void>()
+if (helperChannel !== undefined) helperChannel.onmessage = (event: { data: HelperReply }) => helperWaiting.get(event.data.id)?.(event.data)
+
+async function askHelper (request: Omit<HelperRequest, 'id'>): Promise<void> {
+  const id = ++helperIds
+  const reply = await new Promise<HelperReply>((resolve) => {
+    helperWaiting.set(id, resolve)
+    helperChannel!.postMessage({ ...request, id })
+  })
+  helperWaiting.delete(id)
+  if (reply.error !== undefined) {
+    const err = new Error(String(reply.error.message)) as Error & { code?: string }
+    err.code = reply.error.code
+    throw err
+  }
+}
+
+const clientRoles: Record<string, number> = {}
+
+/** A BrowserLevel whose every open is a client's: the helper tab opens the location first. */
+class ClientTabLevel<K, V> extends BrowserLevel<K, V> {
+  private readonly openOptions: Record<string, unknown>
+
+  constructor (location: string, options: Record<string, unknown>) {
+    super(location, { worker, relay, ...options })
+    this.openOptions = options
+  }
+
+  override async _open (options: Record<string, unknown> & { createIfMissing: boolean, errorIfExists: boolean }): Promise<void> {
+    await askHelper({ op: 'open', location: this.location, options: { ...this.openOptions, createIfMissing: options.createIfMissing, errorIfExists: options.errorIfExists } })
+    try {
+      await super._open({ ...options, errorIfExists: false })
+      const info = await (this as unknown as { server: { call (m: string, a: unknown[]): Promise<{ role: string }> } }).server.call('tabs', [])
+      clientRoles[info.role] = (clientRoles[info.role] ?? 0) + 1
+    } catch (err) {
+      await askHelper({ op: 'close', location: this.location })
+      throw err
+    }
+  }
+
+  override async _close (): Promise<void> {
+    try {
+      await super._close()
+    } finally {
+      await askHelper({ op: 'close', location: this.location })
+    }
+  }
+}
+
+function complianceThroughClient (): void {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const suite = require('abstract-level/test')
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const tape = require('tape') as { createStream (): { on (e: string, f: (line: string) => void): void }, onFinish (f: () => void): void }
+  const report = (line: string): void => scope.lsmAck?.(line)
+  const stream = tape.createStream()
+  stream.on('data', (line: string) => report(line.replace(/\n$/, '')))
+  stream.on('end', () => {
+    report(`# roles ${JSON.stringify(clientRoles)}`)
+    report('# done')
+  })
+  const root = `compliance-client-${Date.now()}`
+  let n = 0
+  suite({
+    test: tape,
+    factory (options?: Record<string, unknown>) {
+      return new ClientTabLevel(`${root}/${n++}`, { ...options })
+    }
+  })
+}
+
+if (params.get('run') === 'owner-helper') ownerHelper()
+else if (params.get('run') === 'compliance-client') complianceThroughClient()

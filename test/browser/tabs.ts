@@ -19,6 +19,9 @@ export interface Tab {
   crash (): Promise<void>
 }
 
+/** Every tab newTab made, in order (the torture reads the acknowledgements of all of them). */
+export const allTabs: Tab[] = []
+
 /** A tab on `location` (not yet opened: call('open')); `query` adds to the page's query string. */
 export async function newTab (context: TabContext, base: string, location: string, query = ''): Promise<Tab> {
   const page = await context.newPage()
@@ -26,7 +29,7 @@ export async function newTab (context: TabContext, base: string, location: strin
   await page.exposeFunction('lsmAck', (line: string) => { acks.push(line) })
   await page.goto(`${base}/tabs.html?location=${encodeURIComponent(location)}${query}`)
   await page.waitForFunction('window.lsmTabs !== undefined')
-  return {
+  const tab: Tab = {
     page,
     acks,
     call: async <R>(method: string, ...args: unknown[]): Promise<R> => {
@@ -44,6 +47,8 @@ export async function newTab (context: TabContext, base: string, location: strin
       await crashed
     }
   }
+  allTabs.push(tab)
+  return tab
 }
 
 /** Polls `check` every 25 ms until it returns true or `ms` passed; resolves to whether it did. */
