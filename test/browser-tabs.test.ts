@@ -24,7 +24,7 @@ const root = path.join(__dirname, '..', '..')
 const TORTURE_ROUNDS = Number(process.env.TABS_TORTURE_ROUNDS ?? 6)
 const TORTURE_TABS = Number(process.env.TABS_TORTURE_TABS ?? 4)
 /** The compliance suite through a client tab: about 2 minutes on 2 busy cores. */
-const COMPLIANCE_TIMEOUT_MS = 8 * 60 * 1000
+const COMPLIANCE_TIMEOUT_MS = Number(process.env.TABS_COMPLIANCE_TIMEOUT_MS ?? 8 * 60 * 1000)
 
 interface Info { role: string, ownerId?: string, owner?: { clients: number, iterators: number, snapshots: number, feeds: number }, ownerChanges: number, error?: string }
 
@@ -162,27 +162,29 @@ if (missing !== undefined) {
     await context.close()
   })
 
-  tabsTest('tabs: a client whose owner is alive but frozen (CDP lifecycle state) fails with LEVEL_OWNER_UNREACHABLE naming the database, within a bounded time; it recovers when the owner thaws', async (t) => {
-    const context = await newContext()
-    const loc = location('frozen')
-    const a = await newTab(context, base, loc, '&ownerTimeoutMs=1000')
-    const b = await newTab(context, base, loc, '&ownerTimeoutMs=1000')
-    await a.call('open')
-    await b.call('open')
-    await b.call('put', 'k', 'v')
-    const cdp = await context.newCDPSession(a.page)
-    await cdp.send('Page.setWebLifecycleState', { state: 'frozen' })
-    const t0 = Date.now()
-    const got = await b.call<{ error?: string }>('get', 'k')
-    const ms = Date.now() - t0
-    t.ok(got.error?.startsWith('LEVEL_OWNER_UNREACHABLE') && got.error.includes(loc), `a read: ${JSON.stringify(got)}`)
-    t.ok(ms < 6000, `within a bounded time (${ms} ms with ownerTimeoutMs 1000)`)
-    const put = await b.call<{ error?: string }>('put', 'k2', 'v2')
-    t.ok(put.error?.startsWith('LEVEL_OWNER_UNREACHABLE') || put.error?.startsWith('LEVEL_OUTCOME_UNKNOWN'), `a write: ${JSON.stringify(put)}`)
-    await cdp.send('Page.setWebLifecycleState', { state: 'active' })
-    t.ok(await until(async () => await b.call('get', 'k') === 'v', 5000), 'once the owner thaws, the client reads again')
-    await context.close()
-  })
+  // A hung owner holds the owner lock and does not answer. Freezing a page
+  // (CDP Page.setWebLifecycleState 'frozen') does not freeze its dedicated
+  // workers in Chromium 150: such an owner goes on serving. So a page plays
+  // one: it takes the lock and announces an owner that never answers.
+  for (const answer of [false, true]) {
+    tabsTest(`tabs: an owner that holds the lock but ${answer ? 'never answers a connection' : 'never announces itself'}: an open fails with LEVEL_OWNER_UNREACHABLE naming the database, within a bounded time; once the lock is let go, the tab opens it`, async (t) => {
+      const context = await newContext()
+      const loc = location('hung')
+      const hung = await newTab(context, base, loc)
+      const b = await newTab(context, base, loc, '&ownerTimeoutMs=1000')
+      t.is(await hung.call('playHungOwner', answer), true, 'a page holds the owner lock')
+      const t0 = Date.now()
+      const opened = await b.call<{ error?: string }>('open')
+      const ms = Date.now() - t0
+      t.ok(opened.error?.includes('LEVEL_OWNER_UNREACHABLE') === true && opened.error.includes(loc), `the open: ${JSON.stringify(opened)}`)
+      t.ok(ms < 4000, `within a bounded time (${ms} ms with ownerTimeoutMs 1000)`)
+      await hung.call('releaseHungOwner')
+      const again = await b.call<{ role?: string, error?: string }>('open')
+      t.is(again.role, 'owner', `once the lock is let go, the tab opens the database as its owner (${JSON.stringify(again)})`)
+      t.is(await b.call('put', 'k', 'v'), true, 'and writes')
+      await context.close()
+    })
+  }
 
   tabsTest('tabs: torture: tabs write concurrently while the owner\'s page is closed, crashed or reloaded; every acknowledged write is there, in-flight writes fail only with LEVEL_OUTCOME_UNKNOWN, no tab is stuck', async (t) => {
     const seed = seedFromEnv()
@@ -204,7 +206,6 @@ if (missing !== undefined) {
       return { tab, prefix }
     }
     for (let i = 0; i < TORTURE_TABS; i++) writers.push(await start())
-    const failovers: number[] = []
     const badCodes: string[] = []
     for (let round = 0; round < TORTURE_ROUNDS; round++) {
       await new Promise((resolve) => setTimeout(resolve, 200 + random.int(600)))
@@ -217,18 +218,18 @@ if (missing !== undefined) {
       const how = (['close', 'crash', 'reload'] as const)[random.int(3)]
       const victim = writers[i]
       const survivors = writers.filter((w) => w !== victim)
-      const acksBefore = survivors.map((w) => w.tab.acks.length)
       if (how === 'close') await victim.tab.page.close()
       else if (how === 'crash') await victim.tab.crash()
       else await victim.tab.page.reload()
-      const t0 = Date.now()
-      const recovered = await until(async () => survivors.some((w, j) => w.tab.acks.slice(acksBefore[j]).some((l) => l.startsWith('ack '))), 10_000)
+      // Writes go on: more acknowledgements on the survivors than the lines already on their way (the failover time itself: npm run bench:browser-tabs).
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      const acksBefore = survivors.map((w) => w.tab.acks.length)
+      const recovered = await until(async () => survivors.some((w, j) => w.tab.acks.slice(acksBefore[j]).filter((l) => l.startsWith('ack ')).length >= 5), 10_000)
       if (!recovered) {
-        t.fail(`round ${round}: no write acknowledged within 10 s after the owner's ${how}`)
+        t.fail(`round ${round}: writes did not go on within 10 s after the owner's ${how}`)
         break
       }
-      failovers.push(Date.now() - t0)
-      t.comment(`round ${round}: owner ${how}, first acknowledged write on a client ${Date.now() - t0} ms later`)
+      t.comment(`round ${round}: owner ${how}; the other tabs write on`)
       if (how === 'reload') writers[i] = await start(victim.tab)
       else writers[i] = await start()
       // A crashed page's lines stop where it died.
@@ -251,9 +252,6 @@ if (missing !== undefined) {
       const info = await w.tab.call<{ role?: string, error?: string }>('tabs')
       t.ok(info.role === 'owner' || info.role === 'client', `a surviving tab answers: ${JSON.stringify(info.role ?? info.error)}`)
     }
-    failovers.sort((x, y) => x - y)
-    const q = (p: number): number => failovers[Math.min(failovers.length - 1, Math.floor(p * failovers.length))]
-    t.comment(`failover, owner's death to the first acknowledged write on a client: p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${failovers[failovers.length - 1]} ms over ${failovers.length} rounds`)
     await context.close()
   })
 
@@ -270,11 +268,12 @@ if (missing !== undefined) {
       if (line === '# done') done()
     })
     const t0 = Date.now()
-    await page.goto(`${base}/tabs.html?run=compliance-client`)
+    await page.goto(`${base}/tabs.html?run=compliance-client${process.env.TABS_GREP !== undefined ? '&grep=' + encodeURIComponent(process.env.TABS_GREP) : ''}`)
     const timer = setTimeout(done, COMPLIANCE_TIMEOUT_MS)
     await finished
     clearTimeout(timer)
     const { pass, fail, failures } = summarize(lines)
+    if (!lines.includes('# done')) t.comment(`timed out after ${lines.filter((l) => l.startsWith('ok ')).length} assertions; last lines: ${lines.slice(-5).join(' | ')}`)
     for (const f of failures.slice(0, 20)) t.comment(f)
     t.is(fail, 0, `no failure through the client tab (${pass} passed, ${fail} failed, ${((Date.now() - t0) / 1000).toFixed(1)} s)`)
     t.ok(pass >= 4670, `the whole suite ran (${pass} assertions passed; 4,670 for BrowserLevel's manifest)`)

@@ -26,7 +26,11 @@ export const allTabs: Tab[] = []
 export async function newTab (context: TabContext, base: string, location: string, query = ''): Promise<Tab> {
   const page = await context.newPage()
   const acks: string[] = []
-  await page.exposeFunction('lsmAck', (line: string) => { acks.push(line) })
+  // The page's lines come on its console: an exposed function broke playwright-core when its page closed with a call in flight.
+  ;(page as unknown as { on (e: 'console', f: (m: { text (): string }) => void): void }).on('console', (m) => {
+    const text = m.text()
+    if (text.startsWith('lsm: ')) acks.push(text.slice(5))
+  })
   await page.goto(`${base}/tabs.html?location=${encodeURIComponent(location)}${query}`)
   await page.waitForFunction('window.lsmTabs !== undefined')
   const tab: Tab = {
