@@ -1,3 +1,4 @@
+/* global document */
 // Notes shared by every tab of this page: each tab opens the same database;
 // one tab's worker owns it, the others are its clients, and each tab follows
 // the change feed to show what any tab adds. Run: build the package
