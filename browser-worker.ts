@@ -1,30 +1,53 @@
-// The entry of the dedicated worker that runs one database for BrowserLevel:
-// the engine in a worker (OpfsLevel), serving the remote protocol
-// (adapters/remote/) to the page that started it. The first attach opens the
-// database with that client's location and options; it closes when the client
-// detaches (the page's close()), and the worker may then serve another open.
-// Flushes and compactions run here, on this worker's event loop, in slices
-// between requests.
+// The entry of the dedicated worker that runs one database for BrowserLevel,
+// serving the remote protocol (adapters/remote/) to the page that started it.
+// The first attach opens the database with that client's location and
+// options, as one tab's open of a database every tab may open
+// (adapters/tabs/tab-database.ts): the engine runs here (OpfsLevel) if this
+// worker owns the database, else this worker relays its page's operations to
+// the worker of the tab that owns it, and takes over if that one goes. It
+// closes when the page detaches (its close()), and the worker may then serve
+// another open. Flushes and compactions run in the owner's worker, on its
+// event loop, in slices between requests.
+//
+// Besides the protocol's messages (arrays), the page may send one object:
+// { lsmLevelTabs: { relay?: MessagePort, ownerTimeoutMs?: number } }, the port
+// to the relay SharedWorker it started (browser-relay.ts) and the options of
+// the next open.
 import './hosts/browser/globals'
-import { OpfsLevel } from './adapters/opfs-level'
 import { installBrowserPlatform } from './hosts/browser/platform'
-import { workerScopeChannel, type WorkerScopeLike } from './adapters/remote/channel'
+import { workerScopeChannel, type MessagePortLike, type WorkerScopeLike } from './adapters/remote/channel'
 import { serve } from './adapters/remote/server'
-import { SharedDatabaseHost, type OwnedDatabase } from './adapters/remote/shared-host'
+import { ENGINE_METHODS, SharedDatabaseHost } from './adapters/remote/shared-host'
 import type { ServerChannel } from './adapters/remote/session'
+import { OWNER_TIMEOUT_MS, TabDatabase } from './adapters/tabs/tab-database'
+import { relayOverPort, type Relay } from './adapters/tabs/transports'
 
 // Started now, so that the first open does not wait for it (an open that finds it failed tries again).
 installBrowserPlatform().catch(() => {})
 
-/** Opens the database; an error goes back as its cause (the client's open wraps it again). */
-async function openDatabase (location: string, options: Record<string, unknown>): Promise<OwnedDatabase> {
-  const db = new OpfsLevel<Uint8Array, Uint8Array>(location, { ...options, keyEncoding: 'view', valueEncoding: 'view' })
-  try {
-    await db.open({ passive: false, createIfMissing: options.createIfMissing !== false, errorIfExists: options.errorIfExists === true })
-  } catch (err) {
-    throw (err as { cause?: unknown }).cause ?? err
+/** How long the relay has to answer this worker's hello before the fallback transport is used instead. */
+const RELAY_HELLO_MS = 1000
+
+interface TabsSetup { relay?: MessagePortLike, ownerTimeoutMs?: number }
+
+let relay: Promise<Relay | undefined> = Promise.resolve(undefined)
+let ownerTimeoutMs = OWNER_TIMEOUT_MS
+
+const scope = globalThis as unknown as WorkerScopeLike
+const protocolScope: WorkerScopeLike = { postMessage: (m, t) => scope.postMessage(m, t), onmessage: null }
+scope.onmessage = (event) => {
+  const setup = (event.data as { lsmLevelTabs?: TabsSetup } | null)?.lsmLevelTabs
+  if (setup === undefined) {
+    protocolScope.onmessage?.(event)
+    return
   }
-  return db as unknown as OwnedDatabase
+  if (setup.relay !== undefined) relay = relayOverPort(setup.relay, RELAY_HELLO_MS)
+  if (typeof setup.ownerTimeoutMs === 'number') ownerTimeoutMs = setup.ownerTimeoutMs
 }
 
-serve(workerScopeChannel(globalThis as unknown as WorkerScopeLike) as ServerChannel, new SharedDatabaseHost(openDatabase))
+/** Opens this tab's share of the database; an error goes back as its cause (the client's open wraps it again). */
+async function openDatabase (location: string, options: Record<string, unknown>): Promise<TabDatabase> {
+  return await TabDatabase.open(location, options, { relay: await relay, ownerTimeoutMs })
+}
+
+serve(workerScopeChannel(protocolScope) as ServerChannel, new SharedDatabaseHost(openDatabase, new Set([...ENGINE_METHODS, 'tabs'])))

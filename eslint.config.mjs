@@ -5,7 +5,7 @@
 import { js, stylistic, globals, tseslint } from 'lsm-level-lint'
 
 // The entries at the repository's root, as relative imports from the folders below it.
-const ENTRIES = ['index', 'browser', 'browser-worker', 'browser-in-worker'].flatMap((e) => ['../' + e, '../../' + e, '../../../' + e])
+const ENTRIES = ['index', 'browser', 'browser-worker', 'browser-in-worker', 'browser-relay'].flatMap((e) => ['../' + e, '../../' + e, '../../../' + e])
 
 export default tseslint.config(
   {

@@ -7,6 +7,12 @@
 // One worker per open database: open() starts one (or takes an idle one),
 // close() lets it go. Keys and values cross as Uint8Arrays; abstract-level
 // does the encodings here.
+//
+// Any number of tabs and workers may open one location: the worker of the
+// first owns the engine, the others' workers are its clients
+// (adapters/tabs/). On a page, BrowserLevel also starts the relay
+// SharedWorker (lsm-level-relay.js) through which those workers reach the
+// owner's, and hands its worker a port to it.
 import ModuleError = require('module-error')
 import { workerChannel, type WorkerLike } from './remote/channel'
 import { RemoteConnection, type ClientChannel } from './remote/connection'
@@ -21,7 +27,16 @@ export type { WorkerLike }
 /** Starts the worker that runs the engine. */
 export type WorkerFactory = () => WorkerLike
 
+/** What BrowserLevel uses of a SharedWorker. */
+export interface SharedWorkerLike {
+  port: { postMessage (message: unknown): void }
+}
+
+/** Starts (or joins) the relay SharedWorker, lsm-level-relay.js. */
+export type RelayFactory = () => SharedWorkerLike
+
 type WorkerConstructor = new (url: URL, options: { type: 'module' }) => WorkerLike
+type SharedWorkerConstructor = new (url: URL | string, options: { type: 'module', name: string }) => SharedWorkerLike
 
 export interface BrowserLevelOptions<K = string, V = string> {
   keyEncoding?: RemoteLevelOptions<K, V>['keyEncoding']
@@ -31,6 +46,21 @@ export interface BrowserLevelOptions<K = string, V = string> {
    * bundle, as a module worker). Give one when a bundler moves the file.
    */
   worker?: WorkerFactory
+  /**
+   * Starts or joins the relay SharedWorker through which the workers of the
+   * tabs that share a database reach its owner (default: lsm-level-relay.js
+   * beside this bundle, where SharedWorker exists; give one when a bundler
+   * moves the file). `false`: no relay; this tab's worker then talks to the
+   * owner over BroadcastChannels (slower; the default where there is no
+   * SharedWorker, as in a worker).
+   */
+  relay?: RelayFactory | false
+  /**
+   * How long an operation waits for the database's owner (another tab's
+   * worker) to answer, during a takeover or when it is hung, before failing
+   * with LEVEL_OWNER_UNREACHABLE. Default 5000.
+   */
+  ownerTimeoutMs?: number
   /** Engine options (lib/options.ts), passed to the worker as they are. */
   [engineOption: string]: unknown
 }
@@ -43,6 +73,26 @@ function defaultWorker (): WorkerLike {
   return new Worker(new URL('./lsm-level-worker.js', LSM_LEVEL_BUNDLE_URL), { type: 'module' })
 }
 
+function defaultRelay (): SharedWorkerLike | undefined {
+  const SharedWorker = (globalThis as unknown as { SharedWorker?: SharedWorkerConstructor }).SharedWorker
+  if (SharedWorker === undefined || typeof LSM_LEVEL_BUNDLE_URL !== 'string') return undefined
+  return new SharedWorker(new URL('./lsm-level-relay.js', LSM_LEVEL_BUNDLE_URL), { type: 'module', name: 'lsm-level-relay' })
+}
+
+/**
+ * A port to the relay for a new worker (the port of a new connection to the
+ * SharedWorker, transferred to the worker), or undefined when there is none:
+ * the worker then uses BroadcastChannels.
+ */
+function relayPort (factory: RelayFactory | false | undefined): unknown {
+  if (factory === false) return undefined
+  try {
+    return (factory === undefined ? defaultRelay() : factory())?.port
+  } catch {
+    return undefined
+  }
+}
+
 /**
  * Connections to workers whose database closed, kept a while for the next
  * open with the same factory (starting a worker and loading the engine costs
@@ -52,14 +102,27 @@ const idleWorkers = new Map<WorkerFactory, RemoteConnection[]>()
 const IDLE_WORKERS_MAX = 2
 const IDLE_WORKER_MS = 5000
 
-function connect (factory: WorkerFactory): RemoteConnection {
+/** The worker behind each connection, for the setup message of each open. */
+const workers = new WeakMap<RemoteConnection, WorkerLike>()
+
+interface TabsSetup { relay: RelayFactory | false | undefined, ownerTimeoutMs: number | undefined }
+
+/** A connection to a worker (new, or an idle one), told the options of the open that follows (and, if new, given a port to the relay). */
+function connect (factory: WorkerFactory, setup: TabsSetup): RemoteConnection {
   const idle = idleWorkers.get(factory)?.pop()
   if (idle !== undefined) {
     clearTimeout(idleTimers.get(idle))
     idleTimers.delete(idle)
+    workers.get(idle)?.postMessage({ lsmLevelTabs: { ownerTimeoutMs: setup.ownerTimeoutMs } })
     return idle
   }
-  return new RemoteConnection(workerChannel(factory()) as ClientChannel)
+  const worker = factory()
+  const relay = relayPort(setup.relay)
+  // Sent before the attach that the connection's first turn carries.
+  worker.postMessage({ lsmLevelTabs: { relay, ownerTimeoutMs: setup.ownerTimeoutMs } }, relay === undefined ? [] : [relay as ArrayBuffer])
+  const connection = new RemoteConnection(workerChannel(worker) as ClientChannel)
+  workers.set(connection, worker)
+  return connection
 }
 
 const idleTimers = new Map<RemoteConnection, ReturnType<typeof setTimeout>>()
@@ -80,17 +143,39 @@ function retire (factory: WorkerFactory, connection: RemoteConnection): void {
   }, IDLE_WORKER_MS))
 }
 
+/** Who owns a database shared by tabs, as one tab sees it (BrowserLevel#tabs). */
+export interface TabsInfo {
+  /** Whether this tab's worker runs the engine ('owner') or is a client of the one that does. */
+  role: 'owner' | 'client' | 'none'
+  clientId: string
+  ownerId?: string
+  /** For the owner: the other tabs' sessions it serves, and their iterators, snapshots and change feeds. */
+  owner?: { ownerId: string, clients: number, iterators: number, snapshots: number, feeds: number }
+  /** How many times the owner changed while this database was open. */
+  ownerChanges: number
+}
+
 /**
  * An abstract-level database stored by lsm-level in the Origin Private File
  * System, under the directory named by `location`; the engine runs in a
- * dedicated worker. Another tab (or worker) opening the same location while
- * this one is open gets LEVEL_LOCKED.
+ * dedicated worker. Any number of tabs and workers may open the same
+ * location: the first one's worker owns the engine and serves the others,
+ * and another takes over when it goes (README, "Many tabs").
  */
 export class BrowserLevel<K = string, V = string> extends RemoteLevel<K, V> {
   constructor (location: string, options: BrowserLevelOptions<K, V> = {}) {
-    const { worker, ...rest } = options
+    const { worker, relay, ownerTimeoutMs, ...rest } = options
+    if (ownerTimeoutMs !== undefined && !(typeof ownerTimeoutMs === 'number' && ownerTimeoutMs > 0)) {
+      throw new ModuleError("Invalid option 'ownerTimeoutMs': must be a positive number", { code: 'LEVEL_INVALID_OPTION' })
+    }
     const factory = worker ?? defaultWorker
-    super(location, { ...rest, connect: () => connect(factory), release: (connection) => retire(factory, connection) })
+    const setup = { relay, ownerTimeoutMs }
+    super(location, { ...rest, connect: () => connect(factory, setup), release: (connection) => retire(factory, connection) })
+  }
+
+  /** Whether this tab owns the database or is a client of the tab that does, and what the owner serves. */
+  async tabs (): Promise<TabsInfo> {
+    return await this.callWhenOpen('tabs', []) as TabsInfo
   }
 }
 

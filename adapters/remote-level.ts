@@ -290,7 +290,8 @@ export class RemoteLevel<K = string, V = string> extends AbstractLevel<Uint8Arra
     return (key) => enc.encode(key)
   }
 
-  private async callWhenOpen (method: string, args: unknown[]): Promise<unknown> {
+  /** Calls one of the server's additional methods by name, once open. */
+  protected async callWhenOpen (method: string, args: unknown[]): Promise<unknown> {
     if (this.status === 'opening') await this.open({ passive: true } as object)
     return await this.server.call(method, args)
   }

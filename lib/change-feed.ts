@@ -147,6 +147,10 @@ export async function* changes (source: FeedSource, since: number): AsyncGenerat
   let number = startingLog(source, since)
   let file: RandomAccessFile | undefined
   let offset = 0
+  /** Where to go on in log `number` when it is opened again (see below). */
+  let resumeAt: number | undefined
+  /** Whether `file` was opened since the last record read. */
+  let reopened = false
   let next = since + 1
   try {
     for (;;) {
@@ -159,17 +163,29 @@ export async function* changes (source: FeedSource, since: number): AsyncGenerat
         // The log with the next batch: the first one after `number` (or the oldest, when nothing was found yet).
         const after = source.logNumbers().find((n) => number === undefined || n >= number)
         if (after === undefined) throw truncated(since, undefined)
+        offset = after === number && resumeAt !== undefined ? resumeAt : 0
+        resumeAt = undefined
         number = after
         file = openLog(fs, dir, number)
-        offset = 0
+        reopened = true
         if (file === undefined) throw truncated(next - 1, undefined)
       }
+      const openedNow = reopened
+      reopened = false
       const rec = readRecord(file, offset)
       if (rec === undefined) {
         // The end of this log's records: the next batch is in a newer log.
         const newer = source.logNumbers().find((n) => n > number!)
         if (newer === undefined) {
-          await source.nextCommit()
+          // A reader may see the file's size as it was when opened (OPFS's
+          // readers do): read on from here with a new one, at once if the
+          // batch is committed already (a reader opened after it sees it),
+          // else after the next commit.
+          const stale = !openedNow
+          file.close()
+          file = undefined
+          resumeAt = offset
+          if (!stale || next > source.sequence()) await source.nextCommit()
           continue
         }
         file.close()

@@ -3,10 +3,14 @@
 //   lsm-level.js            browser.ts: the main thread's database (BrowserLevel)
 //   lsm-level-worker.js     browser-worker.ts: that database's worker
 //   lsm-level-in-worker.js  browser-in-worker.ts: the engine for code in a worker
+//   lsm-level-relay.js      browser-relay.ts: the SharedWorker through which the
+//                           workers of the tabs sharing a database reach its owner
 // `--tests` also bundles the page that test/browser.test.ts loads and the
-// worker that page starts for OpfsLevel into dist/browser-test/, and the page
+// worker that page starts for OpfsLevel, and the page of
+// test/browser-tabs.test.ts (tabs.js), into dist/browser-test/, and the page
 // of the browser benchmark (benchmarks/browser-page.ts, with browser-level)
-// and its worker (benchmarks/browser-worker.ts) into dist/browser-bench/.
+// and its worker (benchmarks/browser-worker.ts), and the page of the many-tabs
+// benchmark (benchmarks/browser-tabs-page.ts), into dist/browser-bench/.
 // Node-only modules that adapters/lsm-level.ts imports on demand
 // (repair, destroy, importLevelDB) become a stub that fails with
 // LEVEL_NOT_SUPPORTED; the build fails if any node: module is left.
@@ -41,21 +45,21 @@ async function main () {
   // Minified (names kept: error classes and stack traces stay readable); the
   // source maps are written beside them for local debugging, not named in the
   // bundles (the package does not ship them).
-  await esbuild.build({ ...common, minify: true, keepNames: true, sourcemap: 'external', entryPoints: { 'lsm-level': path.join(root, 'browser.ts'), 'lsm-level-worker': path.join(root, 'browser-worker.ts'), 'lsm-level-in-worker': path.join(root, 'browser-in-worker.ts') }, outdir: out })
+  await esbuild.build({ ...common, minify: true, keepNames: true, sourcemap: 'external', entryPoints: { 'lsm-level': path.join(root, 'browser.ts'), 'lsm-level-worker': path.join(root, 'browser-worker.ts'), 'lsm-level-in-worker': path.join(root, 'browser-in-worker.ts'), 'lsm-level-relay': path.join(root, 'browser-relay.ts') }, outdir: out })
   // The bundles are ES modules in a "type": "commonjs" package: this says so
   // to bundlers (webpack 5 parsed them as CommonJS and failed on import.meta).
   fs.writeFileSync(path.join(out, 'package.json'), JSON.stringify({ type: 'module' }, null, 2) + '\n')
   if (process.argv.includes('--tests')) {
     await esbuild.build({
       ...common,
-      entryPoints: { page: path.join(root, 'test/browser/page.ts'), worker: path.join(root, 'test/browser/worker-runner.ts') },
+      entryPoints: { page: path.join(root, 'test/browser/page.ts'), worker: path.join(root, 'test/browser/worker-runner.ts'), tabs: path.join(root, 'test/browser/tabs-page.ts') },
       outdir: path.join(root, 'dist/browser-test'),
       // tape's node-side modules, as browserify would substitute them.
       alias: { stream: 'readable-stream', path: path.join(root, 'test/browser/path-shim.js') },
       inject: [path.join(root, 'test/browser/process-shim.js')],
       define: { ...common.define, __dirname: '"/"' }
     })
-    await esbuild.build({ ...common, entryPoints: { page: path.join(root, 'benchmarks/browser-page.ts'), worker: path.join(root, 'benchmarks/browser-worker.ts') }, outdir: path.join(root, 'dist/browser-bench') })
+    await esbuild.build({ ...common, entryPoints: { page: path.join(root, 'benchmarks/browser-page.ts'), worker: path.join(root, 'benchmarks/browser-worker.ts'), tabs: path.join(root, 'benchmarks/browser-tabs-page.ts') }, outdir: path.join(root, 'dist/browser-bench') })
   }
 }
 

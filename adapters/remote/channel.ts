@@ -127,3 +127,13 @@ export function workerScopeChannel<Out = unknown, In = unknown> (scope: WorkerSc
   scope.onmessage = (event) => line.delivered(event.data as In)
   return line
 }
+
+/** A channel over another transport: `post` sends, `end` lets go of it; the transport calls delivered() for each message that comes and ended() when it ends. */
+export interface TransportLine<Out, In> extends Channel<Out, In> {
+  delivered (message: In): void
+  ended (reason?: Error): void
+}
+
+export function transportLine<Out = unknown, In = unknown> (post: (message: Out, transfer: ArrayBuffer[]) => void, end: () => void): TransportLine<Out, In> {
+  return new Line<Out, In>(post, end)
+}

@@ -33,6 +33,12 @@ export interface ServedDatabase {
   snapshot (): ServedSnapshot
   /** The sequence number of the last committed write. */
   readonly sequence: number
+  /**
+   * Asks for the sequence number of the last committed write, where
+   * `sequence` may lag (a database that is itself a client of another
+   * server); sessions use it when there is one.
+   */
+  currentSequence? (): Promise<number>
   /** The committed batches after `since` (default: the current sequence number), then live ones. */
   changes (options: { since?: number }): AsyncGenerator<ChangeBatchMessage, void, undefined>
 }

@@ -91,7 +91,7 @@ export class Session implements SessionEvents {
         return undefined
       case 'snapshotClose': return this.release(this.snapshots, req.snapshot)
       case 'call': return this.call(req.method, req.args)
-      case 'sequence': return this.database().sequence
+      case 'sequence': return this.sequence()
       case 'changes': return this.openFeed(req.id, req.since)
       case 'changesNext': return this.nextChange(req.feed)
       case 'changesClose': return this.closeFeed(req.feed)
@@ -172,9 +172,22 @@ export class Session implements SessionEvents {
     await handle?.close()
   }
 
-  /** Opens a change feed named `id`; resolves to the sequence number it starts after. */
-  private openFeed (id: number, since: number | undefined): number {
+  /** The database's current sequence number (asked for, where the database must ask). */
+  private sequence (): number | Promise<number> {
     const db = this.database()
+    return db.currentSequence === undefined ? db.sequence : db.currentSequence()
+  }
+
+  /** Opens a change feed named `id`; resolves to the sequence number it starts after. */
+  private openFeed (id: number, since: number | undefined): number | Promise<number> {
+    const db = this.database()
+    if (since === undefined && db.currentSequence !== undefined) {
+      // The feed is named now, so that a changesNext in the same turn finds it.
+      let start = 0
+      const asked = db.currentSequence().then((seq) => { start = seq })
+      this.name(this.feeds, id, (async function* () { await asked; yield* db.changes({ since: start }) })())
+      return asked.then(() => start)
+    }
     const start = since ?? db.sequence
     this.name(this.feeds, id, db.changes({ since: start }))
     return start

@@ -20,6 +20,7 @@ export function findChromium (): string | undefined {
 export interface Page {
   exposeFunction (name: string, fn: (line: string) => void): Promise<void>
   goto (url: string): Promise<unknown>
+  reload (): Promise<unknown>
   evaluate<R, A> (fn: (arg: A) => R | Promise<R>, arg: A): Promise<R>
   waitForFunction (expression: string): Promise<unknown>
   on (event: 'pageerror', fn: (err: Error) => void): void

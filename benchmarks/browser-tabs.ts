@@ -1,0 +1,167 @@
+// Many-tabs benchmark (`npm run bench:browser-tabs`): awaited puts and gets
+// from a tab that owns an lsm-level database (BrowserLevel, its engine in the
+// tab's worker), from a tab that is its client (through the relay's port, and
+// over BroadcastChannels), and from a tab on browser-level (IndexedDB, which
+// lets every tab open a database), in headless Chromium with a profile on
+// disk; then the failover time: from the owner tab's death (closed or its
+// renderer killed) to the first write that succeeds on a client tab.
+//
+//   npm run bench:browser-tabs                    default sizes (a minute or two)
+//   BENCH_OPS=2000 BENCH_RUNS=3 BENCH_FAILOVERS=20 awaited ops per measure, runs, failover rounds
+//   BENCH_MARKDOWN=BENCHMARKS.md ...              also write the section "browser-tabs"
+import { execFileSync } from 'node:child_process'
+import * as fs from 'node:fs'
+import * as os from 'node:os'
+import * as path from 'node:path'
+import { findChromium, CHROMIUM_CANDIDATES, type Page, playwrightChromium, serveDist } from '../test/browser/harness'
+import { median, rotated } from './child'
+import { commandLine, dateLine, describeMachine, gitCommit, int, loadNote, machine, ratio, writeSection } from './report'
+
+const OPS = Number(process.env.BENCH_OPS ?? 2000)
+const RUNS = Number(process.env.BENCH_RUNS ?? 3)
+const FAILOVERS = Number(process.env.BENCH_FAILOVERS ?? 20)
+const MARKDOWN = process.env.BENCH_MARKDOWN
+const ENV_NAMES = ['BENCH_OPS', 'BENCH_RUNS', 'BENCH_FAILOVERS']
+
+type Role = 'owner tab' | 'client tab (relay)' | 'client tab (BroadcastChannel)' | 'browser-level tab'
+const ROLES: Role[] = ['owner tab', 'client tab (relay)', 'client tab (BroadcastChannel)', 'browser-level tab']
+
+interface PageGlobal { lsmTabsBench: Record<string, (...args: unknown[]) => Promise<unknown>> }
+interface Context { newPage (): Promise<Page>, close (): Promise<void> }
+
+async function benchPage (context: Context, base: string): Promise<Page> {
+  const page = await context.newPage()
+  page.on('pageerror', (err) => console.error(`page error: ${err.message}`))
+  await page.goto(`${base}/tabs-bench.html`)
+  await page.waitForFunction('globalThis.lsmTabsBench !== undefined')
+  return page
+}
+
+async function call<R> (page: Page, method: string, ...args: unknown[]): Promise<R> {
+  return await page.evaluate(async ([m, a]) => await (globalThis as unknown as PageGlobal).lsmTabsBench[m](...a), [method, args] as [string, unknown[]]) as R
+}
+
+/** Each role's puts/s and gets/s, per run. */
+async function throughput (context: Context, base: string): Promise<Map<string, number[]>> {
+  const results = new Map<string, number[]>()
+  for (let run = 0; run < RUNS; run++) {
+    const location = `bench-tabs-${Date.now()}`
+    const pages = new Map<Role, Page>()
+    for (const role of ROLES) {
+      const page = await benchPage(context, base)
+      const engine = role === 'browser-level tab' ? 'idb' : role === 'client tab (BroadcastChannel)' ? 'lsm-broadcast' : 'lsm'
+      const got = await call<string>(page, 'open', engine, location)
+      console.error(`  run ${run + 1}: ${role} opened as ${got}`)
+      pages.set(role, page)
+    }
+    for (const op of ['puts', 'gets'] as const) {
+      for (const role of rotated(ROLES, run)) {
+        const ops = await call<number>(pages.get(role)!, op, run * 10 + ROLES.indexOf(role) + 1, OPS)
+        const name = `${op} ${role}`
+        results.set(name, [...(results.get(name) ?? []), ops])
+        console.error(`  run ${run + 1} ${op} ${role.padEnd(30)} ${int(ops).padStart(9)} ops/s`)
+      }
+    }
+    for (const page of pages.values()) await page.close()
+  }
+  return results
+}
+
+/** Milliseconds from the owner tab's death to a client tab's first successful write, per round (close and crash alternately). */
+async function failovers (context: Context, base: string): Promise<{ close: number[], crash: number[] }> {
+  const out = { close: [] as number[], crash: [] as number[] }
+  const location = `bench-failover-${Date.now()}`
+  let owner = await benchPage(context, base)
+  await call(owner, 'open', 'lsm', location)
+  let client = await benchPage(context, base)
+  await call(client, 'open', 'lsm', location)
+  for (let round = 0; round < FAILOVERS; round++) {
+    // A new tab becomes the next round's client.
+    const next = await benchPage(context, base)
+    await call(next, 'open', 'lsm', location)
+    for (let i = 0; i < 100; i++) await call(client, 'put1', i)
+    const how = round % 2 === 0 ? 'close' : 'crash'
+    if (how === 'close') {
+      await owner.close()
+    } else {
+      const crashed = new Promise<void>((resolve) => (owner as unknown as { once (e: 'crash', f: () => void): void }).once('crash', resolve))
+      await owner.goto('chrome://crash').catch(() => {})
+      await crashed
+      await owner.close().catch(() => {})
+    }
+    const t0 = Date.now()
+    for (;;) {
+      const result = await call<string>(client, 'put1', round)
+      if (result === 'ok') break
+      if (Date.now() - t0 > 10_000) throw new Error(`no successful write 10 s after the owner's ${how}: ${result}`)
+    }
+    out[how].push(Date.now() - t0)
+    console.error(`  failover ${round + 1} (${how}): ${Date.now() - t0} ms`)
+    owner = client
+    client = next
+  }
+  await owner.close()
+  await client.close()
+  return out
+}
+
+const percentile = (xs: number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.floor(p * s.length))]
+}
+
+async function main (): Promise<void> {
+  const executablePath = findChromium()
+  if (executablePath === undefined) throw new Error(`no Chromium found (${CHROMIUM_CANDIDATES.join(', ')}); set CHROMIUM_PATH`)
+  const chromiumVersion = execFileSync(executablePath, ['--version'], { encoding: 'utf8' }).trim()
+  const started = new Date()
+  const startLoad = loadNote()
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-tabs-bench-'))
+  const { server, base } = await serveDist({ '/tabs-bench.html': '/browser-bench/tabs.js' })
+  const context = await playwrightChromium().launchPersistentContext(profile, { executablePath, args: ['--no-sandbox'] }) as unknown as Context
+  try {
+    const results = await throughput(context, base)
+    const times = await failovers(context, base)
+    const lines: string[] = []
+    lines.push('### In the browser: many tabs on one database')
+    lines.push('')
+    lines.push(dateLine(started, startLoad))
+    lines.push(`- Machine: ${describeMachine(machine())}; the browser's profile on disk there`)
+    lines.push(`- Browser: ${chromiumVersion}, headless, driven by playwright-core; the tabs are pages of one browser context`)
+    lines.push(`- Commit: ${gitCommit()}`)
+    lines.push(`- Command: \`${commandLine(ENV_NAMES)}\``)
+    lines.push(`- Each tab opens the same location; ${int(OPS)} awaited puts (16-byte keys, 100-byte values, 'view' encodings), then as many awaited gets of those keys, timed in the tab; ` +
+      `the tabs take turns (order rotated each run); median of ${RUNS} runs, a new database each run. browser-level: its own database, from its own tab.`)
+    lines.push('')
+    lines.push('| from | puts/s | gets/s | puts / browser-level | gets / browser-level |')
+    lines.push('|---|---:|---:|---:|---:|')
+    const cell = (op: string, role: Role): number => median(results.get(`${op} ${role}`) ?? [0])
+    for (const role of ROLES) {
+      lines.push(`| ${role} | ${int(cell('puts', role))} | ${int(cell('gets', role))} | ${ratio(cell('puts', role) / cell('puts', 'browser-level tab'))} | ${ratio(cell('gets', role) / cell('gets', 'browser-level tab'))} |`)
+    }
+    lines.push('')
+    const all = [...times.close, ...times.crash]
+    lines.push(`Failover, from the owner tab's death (its page closed, or its renderer killed by chrome://crash; timed from when Node saw it) to the first awaited put that succeeds on a client tab, over ${all.length} rounds (a third tab open each time, so that the next round has a client):`)
+    lines.push('')
+    lines.push('| owner | rounds | p50 ms | p99 ms | max ms |')
+    lines.push('|---|---:|---:|---:|---:|')
+    for (const [name, xs] of [['closed', times.close], ['crashed', times.crash], ['all', all]] as const) {
+      if (xs.length > 0) lines.push(`| ${name} | ${xs.length} | ${percentile(xs, 0.5)} | ${percentile(xs, 0.99)} | ${Math.max(...xs)} |`)
+    }
+    const md = lines.join('\n')
+    console.log(md)
+    if (MARKDOWN !== undefined) {
+      writeSection(MARKDOWN, 'browser-tabs', md)
+      console.error(`# wrote the section "browser-tabs" of ${MARKDOWN}`)
+    }
+  } finally {
+    await context.close()
+    server.close()
+    fs.rmSync(profile, { recursive: true, force: true })
+  }
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})
