@@ -7,4 +7,5 @@ const cjs = require('./dist/node/lsm-level.js')
 
 export const LsmLevel = cjs.LsmLevel
 export const Level = cjs.Level
+export const DirectoryStore = cjs.DirectoryStore
 export default cjs.LsmLevel

@@ -5,4 +5,5 @@ import './hosts/node/platform'
 import { LsmLevel } from './adapters/lsm-level'
 
 export * from './adapters/lsm-level'
+export { DirectoryStore, type DirectoryStoreOptions } from './hosts/node/object-store/directory-store'
 export default LsmLevel

@@ -3,6 +3,7 @@
 // that they are brittle; here the object is the interface and the text is only
 // a rendering of it.
 import type { RecoveryReport } from './recovery'
+import type { ReplicationStats } from './backup/shipper'
 
 export interface LevelStats {
   level: number
@@ -76,6 +77,8 @@ export interface LsmStats {
   compactions: { running: number, done: number, trivialMoves: number, split: number }
   /** What the last open() replayed from the logs and what it dropped (option walRecovery). */
   recovery: RecoveryReport
+  /** Shipping to an object store (db.replicate, lib/backup/shipper.ts), if started. */
+  replication?: ReplicationStats
 }
 
 function fmtBytes (n: number): string {
