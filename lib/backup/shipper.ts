@@ -524,7 +524,12 @@ export class Shipper {
       const gone = new Set<number>()
       for (const p of dropped) {
         keys.push(p.key)
-        for (const t of p.tables) if (!kept.has(t) && !gone.has(t)) { gone.add(t); keys.push(this.key(tableKey(this.generation, t))) }
+        for (const t of p.tables) {
+          if (kept.has(t) || gone.has(t)) continue
+          gone.add(t)
+          this.tables.delete(t)
+          keys.push(this.key(tableKey(this.generation, t)))
+        }
       }
       const oldestLog = this.points[0].logNumber
       for (const [n, logKeys] of this.closedLogKeys) {
