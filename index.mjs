@@ -8,4 +8,5 @@ const cjs = require('./dist/node/lsm-level.js')
 export const LsmLevel = cjs.LsmLevel
 export const Level = cjs.Level
 export const DirectoryStore = cjs.DirectoryStore
+export const S3Store = cjs.S3Store
 export default cjs.LsmLevel

@@ -6,4 +6,5 @@ import { LsmLevel } from './adapters/lsm-level'
 
 export * from './adapters/lsm-level'
 export { DirectoryStore, type DirectoryStoreOptions } from './hosts/node/object-store/directory-store'
+export { S3Store, type S3StoreOptions } from './hosts/node/object-store/s3-store'
 export default LsmLevel

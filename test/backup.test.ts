@@ -18,6 +18,7 @@ import { LsmLevel } from '../index'
 import { DirectoryStore } from '../hosts/node/object-store/directory-store'
 import type { ObjectInfo, ObjectStore } from '../lib/backup/object-store'
 import { Random, seedFromEnv } from './util/random'
+import { startS3 } from './util/s3-server'
 import { tempDir } from './util/temp'
 
 const seed = seedFromEnv()
@@ -403,5 +404,27 @@ test('replicate and restore refuse bad options and states', async (t) => {
     t.fail('restored nothing')
   } catch (err) {
     t.equal((err as { code?: string }).code, 'LEVEL_INVALID_OPTION', 'an empty store: no backup')
+  }
+})
+
+test('through the S3 store (s3rver on 127.0.0.1): shipped while writing, restored to the newest state and to a sequence number', async (t) => {
+  const s3 = await startS3()
+  if (s3 === undefined) {
+    t.skip('s3rver or @aws-sdk/client-s3 is not installed: backups on S3 are not tested')
+    return
+  }
+  try {
+    const store = await s3.store()
+    const history = await shipped(store, new Random(seed ^ 0x53), 700, 'db/one')
+    const last = history.batches[history.batches.length - 1].last
+    const to = tempDir()
+    const r = await LsmLevel.restore(store, to, { prefix: 'db/one' })
+    t.equal(r.sequence, last, `the newest state (${r.tables} tables, ${r.segments} segments)`)
+    t.ok(sameMap(await contents(to), history.stateAt(last)), 'every write')
+    const mid = tempDir()
+    const rm = await LsmLevel.restore(store, mid, { prefix: 'db/one', sequence: last >> 1 })
+    t.ok(rm.sequence <= last >> 1 && sameMap(await contents(mid), history.stateAt(rm.sequence)), `to ${last >> 1}: a prefix (${rm.sequence})`)
+  } finally {
+    await s3.close()
   }
 })
