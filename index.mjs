@@ -9,4 +9,5 @@ export const LsmLevel = cjs.LsmLevel
 export const Level = cjs.Level
 export const DirectoryStore = cjs.DirectoryStore
 export const S3Store = cjs.S3Store
+export const ReplicaLevel = cjs.ReplicaLevel
 export default cjs.LsmLevel

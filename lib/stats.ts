@@ -4,6 +4,7 @@
 // a rendering of it.
 import type { RecoveryReport } from './recovery'
 import type { ReplicationStats } from './backup/shipper'
+import type { FollowStats } from './backup/follow'
 
 export interface LevelStats {
   level: number
@@ -79,6 +80,8 @@ export interface LsmStats {
   recovery: RecoveryReport
   /** Shipping to an object store (db.replicate, lib/backup/shipper.ts), if started. */
   replication?: ReplicationStats
+  /** A replica following an object store (ReplicaLevel, lib/backup/follow.ts). */
+  replica?: FollowStats
 }
 
 function fmtBytes (n: number): string {

@@ -38,8 +38,8 @@ export interface ObjectStore {
   put: (key: string, body: Uint8Array, options?: { ifAbsent?: boolean }) => Promise<void>
   /** The object's bytes, or `length` bytes from `offset` (fewer at its end). */
   get: (key: string, range?: { offset: number, length: number }) => Promise<Buffer>
-  /** Every key that starts with `prefix`, ascending. */
-  list: (prefix: string) => Promise<ObjectInfo[]>
+  /** Every key that starts with `prefix`, ascending; with startAfter, only those after it (S3's StartAfter). */
+  list: (prefix: string, options?: { startAfter?: string }) => Promise<ObjectInfo[]>
   delete: (keys: string[]) => Promise<void>
 }
 

@@ -102,7 +102,8 @@ export async function listGenerations (store: ObjectStore, prefix: string, retri
   }
   for (const g of gens.values()) {
     g.points.sort((a, b) => a.sequence - b.sequence || a.ms - b.ms)
-    g.segments.sort((a, b) => a.log - b.log || a.start - b.start)
+    // A segment whose put failed after the store took it is put again from the same start (maybe to a later end): the longest first.
+    g.segments.sort((a, b) => a.log - b.log || a.start - b.start || b.end - a.end)
   }
   return [...gens.values()].sort((a, b) => b.newestMs - a.newestMs || (a.id < b.id ? 1 : -1))
 }
@@ -244,6 +245,7 @@ function planSegments (g: Generation, point: Point, target: number): Segment[] {
   for (const log of [...byLog.keys()].sort((a, b) => a - b)) {
     let offset = 0
     for (const s of byLog.get(log)!) {
+      if (s.start < offset && s.end <= offset) continue
       // A hole in this log, or past the target: nothing after it (in this log or a later one) is taken.
       if (stop || s.start !== offset || (s.first > target && offset >= (need.get(log) ?? 0))) { stop = true; break }
       out.push(s)

@@ -49,6 +49,8 @@ export function objectStoreContract (test: TestFn, name: string, make: () => Pro
     const sizes = await s.list('l/b')
     t.same(sizes, [{ key: 'l/b/2', size: 5 }], 'sizes')
     t.ok((await list('')).length >= keys.length, "'' lists everything")
+    t.same((await s.list('l/', { startAfter: 'l/a/10' })).map((o) => o.key), ['l/ab', 'l/b/2'], 'startAfter: the keys after it')
+    t.same((await s.list('l/', { startAfter: 'l/a/0' })).map((o) => o.key), ['l/a/0/deep/x', 'l/a/1', 'l/a/10', 'l/ab', 'l/b/2'], 'startAfter: a key that is not there')
   })
 
   test(`${name}: delete is idempotent; a put replaces`, async (t) => {

@@ -96,14 +96,15 @@ export class DirectoryStore implements ObjectStore {
     }
   }
 
-  async list (prefix: string): Promise<ObjectInfo[]> {
+  async list (prefix: string, options: { startAfter?: string } = {}): Promise<ObjectInfo[]> {
     // The deepest directory that holds every key under the prefix.
     const slash = prefix.lastIndexOf('/')
     const base = slash < 0 ? '' : prefix.slice(0, slash)
     const out: ObjectInfo[] = []
     await this.walk(base, prefix, out)
     out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
-    return out
+    const after = options.startAfter
+    return after === undefined ? out : out.filter((o) => o.key > after)
   }
 
   private async walk (rel: string, prefix: string, out: ObjectInfo[]): Promise<void> {

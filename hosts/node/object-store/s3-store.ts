@@ -9,8 +9,9 @@
 //                             many S3-compatible services, and the s3rver
 //                             emulator, do not have it: conditionalPut false)
 //   GetObject Range           a byte range (an offset past the end: empty)
-//   ListObjectsV2 Prefix      the keys under a prefix, ascending (UTF-8 byte
-//                             order), 1000 a page, followed by its token
+//   ListObjectsV2 Prefix, StartAfter  the keys under a prefix (after a key),
+//                             ascending (UTF-8 byte order), 1000 a page,
+//                             followed by its token
 //   DeleteObjects             up to 1000 keys a request
 //   strong read-after-write and list-after-write consistency (AWS S3 since
 //   December 2020): a point is listed once its put returned
@@ -117,11 +118,11 @@ export class S3Store implements ObjectStore {
     }
   }
 
-  async list (prefix: string): Promise<ObjectInfo[]> {
+  async list (prefix: string, options: { startAfter?: string } = {}): Promise<ObjectInfo[]> {
     const out: ObjectInfo[] = []
     let token: string | undefined
     do {
-      const res = await this.client.send(new this.sdk.ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }))
+      const res = await this.client.send(new this.sdk.ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token, ...(token === undefined && options.startAfter !== undefined ? { StartAfter: options.startAfter } : {}) }))
       for (const o of res.Contents ?? []) if (o.Key !== undefined) out.push({ key: o.Key, size: o.Size ?? 0 })
       token = res.IsTruncated === true ? res.NextContinuationToken : undefined
     } while (token !== undefined)
