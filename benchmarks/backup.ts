@@ -13,9 +13,10 @@
 // store has everything. Printed: puts/s of each, the bytes put to the store
 // per byte the engine wrote to logs and tables (stats().bytes: wal + flushed +
 // compacted), requests and requests per minute.
-// restore: a database filled in key order (batches of 1,000) with shipping
-// on, closed (the last round ships the rest); then LsmLevel.restore from the
-// store into a fresh directory, timed; MB/s of tables and log bytes written.
+// restore: a database filled in key order (batches of 1,000), then shipped
+// (replicate, close: the last round ships everything); then
+// BACKUP_RESTORE_RUNS (default 3) LsmLevel.restore from the store into fresh
+// directories, timed; MB/s of tables and log bytes written.
 import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
@@ -78,11 +79,12 @@ async function fill (ship: boolean, seed: number): Promise<void> {
   fs.rmSync(storeDir, { recursive: true, force: true })
 }
 
+const RESTORE_RUNS = Number(process.env.BACKUP_RESTORE_RUNS ?? 3)
+
 async function restoreRun (name: string, store: ObjectStore, mb: number): Promise<void> {
   const dir = scratch('src')
   const db = new LsmLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' })
   await db.open()
-  await db.replicate(store, { intervalMs: 1000 })
   const n = Math.floor(mb * 1e6 / ENTRY_BYTES)
   const t0 = performance.now()
   for (let i = 0; i < n; i += 1000) {
@@ -90,22 +92,25 @@ async function restoreRun (name: string, store: ObjectStore, mb: number): Promis
     for (let j = i; j < Math.min(n, i + 1000); j++) ops.push({ type: 'put' as const, key: key(j), value: value(j) })
     await db.batch(ops)
   }
+  const t1 = performance.now()
+  await db.replicate(store, { intervalMs: 1000 })
   await db.close()
   fs.rmSync(dir, { recursive: true, force: true })
-  console.log(`  ${name}: ${n} keys shipped in ${((performance.now() - t0) / 1000).toFixed(0)} s (closed: the last round shipped the rest); load ${load()}`)
-  const target = scratch('restored')
-  fs.rmdirSync(target)
-  const t1 = performance.now()
-  const r = await LsmLevel.restore(store, target)
-  const s = (performance.now() - t1) / 1000
-  const bytes = r.tableBytes + r.logBytes
-  console.log(`  ${name}: restored ${(bytes / 1e6).toFixed(0)} MB (${r.tables} tables, ${r.segments} log segments, ${(r.logBytes / 1e6).toFixed(1)} MB of log) in ${s.toFixed(1)} s: ${(bytes / 1e6 / s).toFixed(0)} MB/s; load ${load()}`)
-  const check = new LsmLevel<Buffer, Buffer>(target, { keyEncoding: 'buffer', valueEncoding: 'buffer' })
-  await check.open()
-  const last = await check.get(key(n - 1))
-  console.log(`  ${name}: the restored database opens; its last key ${last?.equals(value(n - 1)) === true ? 'is there' : 'IS MISSING'}`)
-  await check.close()
-  fs.rmSync(target, { recursive: true, force: true })
+  console.log(`  ${name}: ${n} keys filled in ${((t1 - t0) / 1000).toFixed(0)} s, shipped in ${((performance.now() - t1) / 1000).toFixed(1)} s; load ${load()}`)
+  for (let run = 0; run < RESTORE_RUNS; run++) {
+    const target = scratch('restored')
+    fs.rmdirSync(target)
+    const t2 = performance.now()
+    const r = await LsmLevel.restore(store, target)
+    const s = (performance.now() - t2) / 1000
+    const bytes = r.tableBytes + r.logBytes
+    const check = new LsmLevel<Buffer, Buffer>(target, { keyEncoding: 'buffer', valueEncoding: 'buffer' })
+    await check.open()
+    const last = await check.get(key(n - 1))
+    await check.close()
+    console.log(`  ${name}: restored ${(bytes / 1e6).toFixed(0)} MB (${r.tables} tables, ${r.segments} log segments) in ${s.toFixed(1)} s: ${(bytes / 1e6 / s).toFixed(0)} MB/s; it opens, its last key ${last?.equals(value(n - 1)) === true ? 'is there' : 'IS MISSING'}; load ${load()}`)
+    fs.rmSync(target, { recursive: true, force: true })
+  }
 }
 
 async function main (): Promise<void> {
