@@ -156,7 +156,7 @@ export async function restore (store: ObjectStore, fs: FileSystem, dir: string, 
     }
   }
   const point = decodePoint(await fetch(pointRef.key), pointRef.key)
-  const segments = planSegments(g, point, target)
+  const { segments, hole } = planSegments(g, point, target)
   const progress: RestoreProgress = {
     objects: 1,
     objectsTotal: 1 + point.tables.length + segments.length,
@@ -213,7 +213,7 @@ export async function restore (store: ObjectStore, fs: FileSystem, dir: string, 
       tableBytes: point.tables.reduce((s, t) => s + t.size, 0),
       segments: logs.segments,
       logBytes: logs.bytes,
-      stoppedAtHole: logs.hole
+      stoppedAtHole: hole || logs.hole
     }
   } catch (err) {
     await Promise.allSettled(syncs)
@@ -232,7 +232,7 @@ type Segment = Generation['segments'][number]
  * stop at its first hole, and so do the later logs'. Every log the point
  * names must be covered up to its length (else: damage, naming the missing range).
  */
-function planSegments (g: Generation, point: Point, target: number): Segment[] {
+function planSegments (g: Generation, point: Point, target: number): { segments: Segment[], hole: boolean } {
   const byLog = new Map<number, Segment[]>()
   for (const s of g.segments) {
     if (s.log < point.logNumber) continue
@@ -242,11 +242,13 @@ function planSegments (g: Generation, point: Point, target: number): Segment[] {
   const need = new Map(point.logs)
   const out: Segment[] = []
   let stop = false
+  let hole = false
   for (const log of [...byLog.keys()].sort((a, b) => a - b)) {
     let offset = 0
     for (const s of byLog.get(log)!) {
       if (s.start < offset && s.end <= offset) continue
       // A hole in this log, or past the target: nothing after it (in this log or a later one) is taken.
+      if (!stop && s.start !== offset && s.first <= target) hole = true
       if (stop || s.start !== offset || (s.first > target && offset >= (need.get(log) ?? 0))) { stop = true; break }
       out.push(s)
       offset = s.end
@@ -259,7 +261,7 @@ function planSegments (g: Generation, point: Point, target: number): Segment[] {
   for (const [log, length] of need) {
     if (length > 0) throw corruption(`${g.id}/logs/${String(log).padStart(10, '0')}`, `no segment of log ${log}; the point ${point.sequence} needs ${length} bytes of it (an object is missing)`)
   }
-  return out
+  return { segments: out, hole }
 }
 
 /**
