@@ -430,3 +430,28 @@ test('through the S3 store (s3rver on 127.0.0.1): shipped while writing, restore
     await s3.close()
   }
 })
+
+test('the segments of a generation are one contiguous history, even with logs made and flushed between two rounds', async (t) => {
+  const store = new DirectoryStore(tempDir('lsm-store-'))
+  const db = new LsmLevel<string, string>(tempDir(), { ...OPTIONS, writeBufferSize: 8 * 1024 })
+  await db.open()
+  await db.replicate(store, { intervalMs: 400 })
+  const history = new History()
+  const stopAt = Date.now() + 1200
+  await writeFor(db, new Random(seed ^ 0xc0), history, () => Date.now() > stopAt)
+  const flushes = db.stats().flushes
+  await db.close()
+  const segs = (await store.list('')).map((o) => o.key).filter((k) => k.endsWith('.seg')).map((k) => {
+    const m = /logs\/(\d{10})\/(\d{14})-\d{14}-(\d{16})-(\d{16})/.exec(k)!
+    return { log: Number(m[1]), start: Number(m[2]), first: Number(m[3]), last: Number(m[4]) }
+  }).sort((a, b) => a.log - b.log || a.start - b.start)
+  let next = 1
+  let holes = 0
+  for (const s of segs) {
+    if (s.first !== next) holes++
+    next = s.last + 1
+  }
+  t.ok(flushes > 5, `${flushes} flushes (logs made and retired) in about 3 rounds`)
+  t.equal(holes, 0, `no hole in ${segs.length} segments of ${new Set(segs.map((s) => s.log)).size} logs`)
+  t.equal(next - 1, history.batches[history.batches.length - 1].last, 'up to the last write')
+})
