@@ -9,8 +9,8 @@
 // that fails for a while (the database keeps working, the lag grows and is
 // reported, then shrinks); two writers on one prefix (no object written twice,
 // each restorable); retention. SEED=<n> replays; BACKUP_LONG=1 runs the
-// disaster test 20 times with intervalMs 1000 and prints the recovery point's
-// percentiles.
+// disaster test 20 times with intervalMs 1000 and the default buffers, prints
+// the recovery point's percentiles and checks its p99 (at most 2 s).
 import test from 'tape'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
@@ -115,7 +115,9 @@ async function disaster (t: test.Test, runSeed: number, intervalMs: number): Pro
   const rnd = new Random(runSeed)
   const dir = tempDir()
   const store = new SwitchStore(new DirectoryStore(tempDir('lsm-store-')))
-  const db = new LsmLevel<string, string>(dir, OPTIONS)
+  // The long mode with the default buffers (a log of 4 MiB: one segment a round); the short one with small
+  // ones, so that logs are made, sealed and flushed within a round.
+  const db = new LsmLevel<string, string>(dir, LONG ? {} : OPTIONS)
   await db.open()
   await db.replicate(store, { prefix: 'b', intervalMs, retries: { attempts: 1, delayMs: 1, delayMsMax: 1 } })
   const history = new History()
@@ -170,7 +172,7 @@ test('restore to sequence numbers and times: each a prefix of the write order; t
   await writeFor(db, rnd, history, () => Date.now() > stopAt)
   const last = db.sequence
   const stats = db.stats().replication!
-  t.ok(stats.tablesUploaded > 0 && stats.segmentsUploaded > 0 && stats.pointsUploaded >= 1, `shipped ${stats.tablesUploaded} tables, ${stats.segmentsUploaded} segments, ${stats.pointsUploaded} points in ${stats.requests} requests`)
+  t.ok(stats.tablesUploaded > 0 && stats.segmentsUploaded > 0 && stats.pointsUploaded >= 1, `shipped ${stats.tablesUploaded} tables, ${stats.segmentsUploaded} segments, ${stats.pointsUploaded} points in ${stats.requests} requests (${stats.failedRounds} failed rounds${stats.lastError !== undefined ? ": " + stats.lastError : ""})`)
   await db.close()
   const newest = tempDir()
   const r0 = await LsmLevel.restore(inner, newest)
@@ -440,17 +442,24 @@ test('the segments of a generation are one contiguous history, even with logs ma
   const stopAt = Date.now() + 1200
   await writeFor(db, new Random(seed ^ 0xc0), history, () => Date.now() > stopAt)
   const flushes = db.stats().flushes
+  const dropped = db.stats().replication!.logsDropped
   await db.close()
   const segs = (await store.list('')).map((o) => o.key).filter((k) => k.endsWith('.seg')).map((k) => {
-    const m = /logs\/(\d{10})\/(\d{14})-\d{14}-(\d{16})-(\d{16})/.exec(k)!
-    return { log: Number(m[1]), start: Number(m[2]), first: Number(m[3]), last: Number(m[4]) }
-  }).sort((a, b) => a.log - b.log || a.start - b.start)
+    const m = /logs\/(\d{10})\/(\d{14})-(\d{14})-(\d{16})-(\d{16})/.exec(k)!
+    return { log: Number(m[1]), start: Number(m[2]), end: Number(m[3]), first: Number(m[4]), last: Number(m[5]) }
+  }).sort((a, b) => a.log - b.log || a.start - b.start || b.end - a.end)
   let next = 1
   let holes = 0
+  const where: string[] = []
+  let at = { log: -1, end: 0 }
   for (const s of segs) {
-    if (s.first !== next) holes++
+    // A segment put again from the same start after a failed put (the longer one first): no hole.
+    if (s.log === at.log && s.end <= at.end) continue
+    at = { log: s.log, end: s.end }
+    if (s.first !== next) { holes++; where.push(`log ${s.log} at ${s.start}: ${s.first} after ${next - 1}`) }
     next = s.last + 1
   }
+  if (holes > 0) t.comment(`holes: ${where.join('; ')}; logs dropped ${dropped}`)
   t.ok(flushes > 5, `${flushes} flushes (logs made and retired) in about 3 rounds`)
   t.equal(holes, 0, `no hole in ${segs.length} segments of ${new Set(segs.map((s) => s.log)).size} logs`)
   t.equal(next - 1, history.batches[history.batches.length - 1].last, 'up to the last write')

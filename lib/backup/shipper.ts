@@ -165,10 +165,8 @@ export class Shipper {
   private readonly retries: RetryPolicy | undefined
   private readonly retryDelayMsMax: number
   private readonly maxHeldLogBytes: number
-  /** The newest log number held so far: a newer log retired before a round saw it is opened by logRetired. */
-  private newestLog = -1
-  /** A capture was made: logs retired before the first are not needed (the first point's tables hold them). */
-  private captured = false
+  /** The first capture's logNumber: the logs below it are not needed (the first point's tables hold them). */
+  private firstLog: number | undefined
 
   private readonly tables = new Map<number, PointTable>()
   private readonly logs = new Map<number, HeldLog>()
@@ -179,6 +177,8 @@ export class Shipper {
   private lastRetentionMs = 0
   private started = false
   private stopping = false
+  /** The last round is over: no log is opened again. */
+  private finished = false
   private timer: NodeJS.Timeout | undefined
   private wake: (() => void) | undefined
   private loop: Promise<void> | undefined
@@ -283,17 +283,19 @@ export class Shipper {
    * noted. Never throws: a log it cannot open is a hole, not a failure.
    */
   logRetired (number: number): void {
-    if (this.stopping || !this.captured) return
+    // Until the last round's capture (stop() waits for the running round, whose capture may be older than this log).
+    if (this.finished || this.firstLog === undefined || number < this.firstLog) return
     try {
       const held = this.logs.get(number)
       if (held !== undefined) {
         held.sealedLength ??= this.source.sealedLog(number)?.length ?? recordsEnd(held.file, held.shipped)
         return
       }
-      if (number <= this.newestLog) return
+      // Shipped and let go already; else a log no round opened (made and flushed between two captures,
+      // or left out of a capture that saw the flush's version before this hook ran).
+      if (this.closedLogKeys.has(number)) return
       const { fs, dir } = this.source
       const file = fs.openRead(join(dir, logName(number)))
-      this.newestLog = number
       this.logs.set(number, { file, shipped: 0, sealedLength: this.source.sealedLog(number)?.length ?? recordsEnd(file, 0), keys: [], lastSeq: 0 })
       this.dropOverHeld()
     } catch {
@@ -335,7 +337,10 @@ export class Shipper {
         this.counters.failedRounds++
         this.counters.lastError = (err as Error).message
       }
-      if (last) return
+      if (last) {
+        this.finished = true
+        return
+      }
       // Behind (a segment cap reached): the next round at once; after a failure, a backoff.
       const wait = this.failures > 0
         ? Math.min(this.retryDelayMsMax, this.intervalMs * 2 ** Math.min(this.failures, 20))
@@ -392,11 +397,10 @@ export class Shipper {
   /** In the capture's turn: opens the logs from logNumber to the visible one not held yet, and notes which are sealed. */
   private openLogs (cap: Capture): void {
     const { fs, dir } = this.source
-    this.captured = true
+    this.firstLog ??= cap.logNumber
     for (const number of logNumbers(fs, dir, cap.logNumber)) {
-      if (number > cap.visibleEnd.number || this.logs.has(number) || number <= this.newestLog) continue
+      if (number > cap.visibleEnd.number || this.logs.has(number) || this.closedLogKeys.has(number)) continue
       this.logs.set(number, { file: fs.openRead(join(dir, logName(number))), shipped: 0, sealedLength: undefined, keys: [], lastSeq: 0 })
-      this.newestLog = number
     }
     for (const [number, log] of this.logs) {
       if (number < cap.visibleEnd.number && log.sealedLength === undefined) {
