@@ -74,6 +74,7 @@ export class ReplicaLevel<K = string, V = string> extends LsmLevel<K, V> {
   }
 
   override stats (): LsmStats {
-    return { ...super.stats(), replica: this.follower?.stats() }
+    const stats = super.stats()
+    return this.follower === undefined ? stats : { ...stats, replica: this.follower.stats() }
   }
 }

@@ -640,7 +640,7 @@ export class Engine {
         split: c.splitCompactions
       },
       recovery: structuredClone(this.recovery),
-      replication: this.shipper?.stats()
+      ...(this.shipper !== undefined ? { replication: this.shipper.stats() } : {})
     }
   }
 
