@@ -172,7 +172,7 @@ test('restore to sequence numbers and times: each a prefix of the write order; t
   await writeFor(db, rnd, history, () => Date.now() > stopAt)
   const last = db.sequence
   const stats = db.stats().replication!
-  t.ok(stats.tablesUploaded > 0 && stats.segmentsUploaded > 0 && stats.pointsUploaded >= 1, `shipped ${stats.tablesUploaded} tables, ${stats.segmentsUploaded} segments, ${stats.pointsUploaded} points in ${stats.requests} requests (${stats.failedRounds} failed rounds${stats.lastError !== undefined ? ": " + stats.lastError : ""})`)
+  t.ok(stats.tablesUploaded > 0 && stats.segmentsUploaded > 0 && stats.pointsUploaded >= 1, `shipped ${stats.tablesUploaded} tables, ${stats.segmentsUploaded} segments, ${stats.pointsUploaded} points in ${stats.requests} requests (${stats.failedRounds} failed rounds${stats.lastError !== undefined ? ': ' + stats.lastError : ''})`)
   await db.close()
   const newest = tempDir()
   const r0 = await LsmLevel.restore(inner, newest)
