@@ -17,7 +17,7 @@ import { tempDir } from './util/temp'
 const WRITER = path.join(__dirname, 'util', 'backup-writer.js')
 const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 
-function startWriter (dir: string, storeDir: string, until: number): { child: ChildProcess, seq: () => number, done: Promise<number | null> } {
+function startWriter (dir: string, storeDir: string, until: number | string): { child: ChildProcess, seq: () => number, done: Promise<number | null> } {
   const child = spawn(process.execPath, [WRITER, dir, storeDir, String(until)], { stdio: ['ignore', 'pipe', 'inherit'] })
   let seq = 0
   child.stdout!.setEncoding('utf8').on('data', (d: string) => {
@@ -65,13 +65,14 @@ test('a replica follows a writer in another process through the store, across a 
   const killedAt = replica.sequence
   const second = startWriter(dir, storeDir, 0)
   await second.done
-  const restarted = startWriter(dir, storeDir, 6000)
-  t.equal(await restarted.done, 0, 'the restarted writer wrote to 6000 and closed')
+  const restarted = startWriter(dir, storeDir, '+3000')
+  t.equal(await restarted.done, 0, `the restarted writer wrote 3000 more, to ${restarted.seq()}, and closed`)
+  const end = restarted.seq()
   const deadline = Date.now() + 15000
-  while (replica.sequence < 6000 && Date.now() < deadline) { await check(); await sleep(25) }
+  while (replica.sequence < end && Date.now() < deadline) { await check(); await sleep(25) }
   const stats = replica.stats().replica!
-  t.equal(replica.sequence, 6000, `converged to the writer's last write (from ${killedAt} at the kill; ${stats.segmentsApplied} segments, ${stats.batchesApplied} batches applied, generation ${stats.generation}${stats.lastError !== undefined ? ', ' + stats.lastError : ''})`)
-  t.ok(await sameAsWriter(replica, 6000), 'its state is the writer\'s')
+  t.equal(replica.sequence, end, `converged to the writer's last write (from ${killedAt} at the kill; ${stats.segmentsApplied} segments, ${stats.batchesApplied} batches applied, generation ${stats.generation}${stats.lastError !== undefined ? ', ' + stats.lastError : ''})`)
+  t.ok(await sameAsWriter(replica, end), 'its state is the writer\'s')
   t.equal(prefixes, checks, `every state seen was the writer's at the replica's sequence number (${checks} checks)`)
   t.equal(stats.lagSequences, 0, 'no lag once caught up')
   try {

@@ -169,23 +169,27 @@ export class StoreFollower {
   }
 
   /**
-   * Moves to the newest generation if it is not the current one and it
-   * continues the replica's history (a segment of it holds the next sequence
-   * number, or ends just before it); true if it did.
+   * Moves to the newest generation newer than the current one that continues
+   * the replica's history (a segment of it holds the next sequence number, or
+   * ends just before it); true if it did.
    */
   private async switchGeneration (): Promise<boolean> {
     this.counters.requests++
     const gens = await listGenerations(this.store, this.prefix, this.options.retries)
-    const newest = gens[0]
-    if (newest === undefined || newest.id === this.generation) return false
     const expected = this.target.sequence() + 1
-    if (!newest.segments.some((s) => s.first <= expected && s.last >= expected - 1)) {
-      this.counters.lastError = `The newest generation in the store (${newest.id}) does not continue the replica's sequence number ${expected - 1}: the replica stays on ${this.generation ?? 'none'}; restore a new one to follow it`
-      return false
+    // Newest first, down to the current one: the newest that continues (an older one may, when the newest
+    // starts after writes that only it shipped, e.g. a writer restarted twice).
+    for (const g of gens) {
+      if (g.id === this.generation) return false
+      if (!g.segments.some((s) => s.first <= expected && s.last >= expected - 1)) continue
+      this.generation = g.id
+      this.afterKey = undefined
+      return true
     }
-    this.generation = newest.id
-    this.afterKey = undefined
-    return true
+    if (gens.length > 0) {
+      this.counters.lastError = `No newer generation in the store continues the replica's sequence number ${expected - 1} (the newest is ${gens[0].id}): the replica stays on ${this.generation ?? 'none'}; restore a new one to follow it`
+    }
+    return false
   }
 
   /** Applies the segments listed after the last one taken; true if any batch was applied. */

@@ -1,7 +1,7 @@
 // A writer process for test/replica-store.test.ts: opens the database in
 // argv[2], ships it to the directory store in argv[3] (intervalMs 50), and
 // writes write number i (its sequence number) for i from db.sequence + 1 to
-// argv[4]: a put of key(i) = value(i), and at every 10th a delete of key(i - 5),
+// argv[4] (+n: db.sequence + n): a put of key(i) = value(i), and at every 10th a delete of key(i - 5),
 // one write at a time; prints "seq <n>" now and then and "done <n>" at the end.
 import { LsmLevel } from '../../index'
 import { DirectoryStore } from '../../hosts/node/object-store/directory-store'
@@ -21,9 +21,9 @@ export function stateAt (s: number): Map<string, string> {
 
 async function main (): Promise<void> {
   const [dir, storeDir, untilArg] = process.argv.slice(2)
-  const until = Number(untilArg)
   const db = new LsmLevel(dir)
   await db.open()
+  const until = untilArg.startsWith('+') ? db.sequence + Number(untilArg.slice(1)) : Number(untilArg)
   await db.replicate(new DirectoryStore(storeDir), { intervalMs: 50 })
   for (let i = db.sequence + 1; i <= until; i++) {
     if (i % 10 === 0) await db.del(key(i - 5))
