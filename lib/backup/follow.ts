@@ -12,12 +12,12 @@
 //                             number, each continuing it (batch by batch: a
 //                             reader sees a prefix of the writer's writes, never
 //                             a part of a batch, never a step back)
-//   generations               every generationCheckMs, and whenever the current
-//                             one holds nothing new: if a newer generation
-//                             exists (the writer restarted, or another took
-//                             over), it is followed from the segment that holds
-//                             the next sequence number; if it holds none
-//                             (its history starts after it), the replica stays
+//   generations               every generationCheckMs: the newest generation
+//                             newer than the current one that holds the next
+//                             sequence number (the writer restarted) is
+//                             followed from that segment on; if none does
+//                             (their history starts after it, or another
+//                             database ships to the prefix), the replica stays
 //                             where it is and reports it (lastError): restore
 //                             a new replica then
 //
@@ -158,7 +158,8 @@ export class StoreFollower {
     try {
       const now = Date.now()
       let progressed = this.generation !== undefined && await this.follow()
-      if (!progressed || now - this.lastGenerationCheck >= this.generationCheckMs) {
+      // Not on every idle poll: it lists the whole prefix.
+      if (this.generation === undefined || now - this.lastGenerationCheck >= this.generationCheckMs) {
         this.lastGenerationCheck = now
         if (await this.switchGeneration()) progressed = await this.follow()
       }
