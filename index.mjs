@@ -7,4 +7,7 @@ const cjs = require('./dist/node/lsm-level.js')
 
 export const LsmLevel = cjs.LsmLevel
 export const Level = cjs.Level
+export const DirectoryStore = cjs.DirectoryStore
+export const S3Store = cjs.S3Store
+export const ReplicaLevel = cjs.ReplicaLevel
 export default cjs.LsmLevel

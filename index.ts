@@ -7,4 +7,8 @@ import './adapters/multi-process/index'
 import { LsmLevel } from './adapters/lsm-level'
 
 export * from './adapters/lsm-level'
+export { DirectoryStore, type DirectoryStoreOptions } from './hosts/node/object-store/directory-store'
+export { S3Store, type S3StoreOptions } from './hosts/node/object-store/s3-store'
+export { ReplicaLevel, type ReplicaOptions } from './adapters/replica-level'
+export type { FollowStats } from './lib/backup/follow'
 export default LsmLevel

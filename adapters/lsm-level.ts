@@ -15,10 +15,13 @@ import type { LsmStats } from '../lib/stats'
 import { engineProperty } from './engine-property'
 import type { FileMeta } from '../lib/manifest/file-meta'
 import { ownedOut, toView, type EncodingName, type Format } from './bytes'
+import { restore, type RestoreOptions, type RestoreResult } from '../lib/backup/restore'
+import type { ObjectStore } from '../lib/backup/object-store'
+import type { ReplicateOptions } from '../lib/backup/shipper'
+import { platform } from '../lib/platform'
 import { LsmIterator, LsmKeyIterator, LsmValueIterator, rangeFrom, type IteratorOptions, type RangeReadOptions } from './lsm-cursor'
 import type { MultiProcessClient, MultiProcessClientOptions } from './multi-process/client'
 import { RUN_HERE, notOnClient } from './multi-process/run-here'
-import { platform } from '../lib/platform'
 
 export type { EngineOptions, LevelInfo, RecoveryReport, FileMeta, LsmStats }
 
@@ -160,7 +163,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
       deferredOpen: true,
       snapshots: true,
       signals: { iterators: true },
-      additionalMethods: { approximateSize: true, compactRange: true, getProperty: true, stats: true, levels: true, flush: true, checkpoint: true, changes: true, refresh: true, currentSequence: true, fetchStats: true, fetchProperty: true },
+      additionalMethods: { approximateSize: true, compactRange: true, getProperty: true, stats: true, levels: true, flush: true, checkpoint: true, changes: true, refresh: true, currentSequence: true, fetchStats: true, fetchProperty: true, replicate: true },
       // Not a field of abstract-level's manifest (it has none for this): ours.
       readOnly: engineOptions.readOnly === true
     } as LevelManifest, levelOptions(options ?? {}) as AbstractDatabaseOptions<K, V>)
@@ -420,6 +423,23 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     return await this.engine.checkpoint(dir)
   }
 
+  /**
+   * Ships the database to an object store from now until close (README,
+   * "Backups and replicas"; lib/backup/shipper.ts): tables once, the logs'
+   * new records at most every intervalMs, a point per version. Resolves with
+   * the generation's id once its first object is in the store.
+   */
+  async replicate (store: ObjectStore, options: ReplicateOptions = {}): Promise<{ generation: string }> {
+    if (this.status === 'opening') await this.open({ passive: true })
+    return { generation: (await this.engine.replicate(store, options)).generation }
+  }
+
+  /** Restores a backup from `store` into `dir` (lib/backup/restore.ts): the newest state, or as of options.sequence or options.time. */
+  static async restore (store: ObjectStore, dir: string, options: RestoreOptions = {}): Promise<RestoreResult> {
+    if (typeof dir !== 'string' || dir === '') throw invalidOption('dir', 'restore directory must be a non-empty string')
+    return await restore(store, platform().fileSystem, platform().resolvePath(dir), options)
+  }
+
   /** The sequence number of the last committed write (each operation of a batch takes one). */
   get sequence (): number {
     if (this.clientNow() !== undefined) throw notOnClient('sequence', 'await db.currentSequence()')
@@ -611,5 +631,8 @@ export interface LsmChainedBatch<TDatabase, K, V> extends AbstractChainedBatch<T
 }
 
 export type { ChangeBatch, ChangeOp, CheckpointResult } from '../lib/engine'
+export type { ObjectStore, ObjectInfo } from '../lib/backup/object-store'
+export type { ReplicateOptions, ReplicationStats } from '../lib/backup/shipper'
+export type { RestoreOptions, RestoreResult, RestoreProgress } from '../lib/backup/restore'
 export { LsmLevel as Level }
 export default LsmLevel

@@ -13,7 +13,7 @@ export interface Parsed {
   flags: Map<string, string | true>
 }
 
-const VALUE_FLAGS = new Set(['gte', 'gt', 'lte', 'lt', 'limit'])
+const VALUE_FLAGS = new Set(['gte', 'gt', 'lte', 'lt', 'limit', 'prefix', 'sequence', 'time', 'generation', 'endpoint'])
 const BOOL_FLAGS = new Set(['json', 'reverse', 'help'])
 
 /** Splits a command's arguments into positional ones and flags (`--name value`, `--name=value`, `--`, `-h`). */

@@ -5,7 +5,8 @@
 // Database commands open the database (never creating it) through the engine;
 // `dump` and `verify` read files directly and never take the database lock nor
 // write anything, so they can be run against a live or damaged database.
-// `import` only reads its source (a LevelDB directory) and creates a new database.
+// `import` only reads its source (a LevelDB directory) and creates a new database;
+// `restore` only reads an object store and creates a new database.
 //
 // Exit codes: 0 success, 1 failure (missing key, damaged data, locked or
 // missing database, I/O error), 2 bad usage.
@@ -14,6 +15,7 @@ import { cmdCheckpoint, cmdCompact, cmdDel, cmdGet, cmdPut, cmdRepair, cmdScan, 
 import { cmdDump } from './dump'
 import { cmdVerify } from './verify'
 import { cmdImport } from './import'
+import { cmdBackups, cmdRestore } from './backup'
 import { openFailure } from './open'
 
 const USAGE = `Usage: lsm-level <command> <dir> [args]
@@ -39,6 +41,15 @@ Commands:
                                 import a LevelDB (classic-level) database at
                                 <source>, which must be closed, into a new
                                 database at <dir>; the source is only read
+  restore <store> <dir> [--prefix p] [--sequence n | --time t] [--generation g] [--json]
+                                restore a backup that db.replicate() shipped
+                                to <store> (a directory, or s3://bucket/prefix
+                                with @aws-sdk/client-s3 installed; --endpoint
+                                url for another S3 service) into a new
+                                database at <dir>: the newest state, or as of
+                                sequence number n or time t (ISO 8601 or ms)
+  backups <store> [--prefix p] [--json]
+                                list the generations of backups in <store>
   help, --help                  print this text
 
 Keys and values are utf8. Exit codes: 0 ok, 1 failure, 2 bad usage.
@@ -55,7 +66,9 @@ const COMMANDS: Record<string, (p: Parsed) => Promise<number>> = {
   checkpoint: cmdCheckpoint,
   compact: cmdCompact,
   repair: cmdRepair,
-  import: cmdImport
+  import: cmdImport,
+  restore: cmdRestore,
+  backups: cmdBackups
 }
 
 /** Runs the command line `args`; returns the exit code (and sets process.exitCode). */

@@ -54,6 +54,8 @@ import { LogRetention } from './wal/log-retention'
 import { openUnflushedLogs, writeCheckpoint, type CheckpointResult } from './checkpoint'
 import { changes, type ChangeBatch } from './change-feed'
 import { logNumbers } from './filenames'
+import { Shipper, type ReplicateOptions } from './backup/shipper'
+import type { ObjectStore } from './backup/object-store'
 
 export { Snapshot } from './snapshots'
 export { encodeBatch, type BatchOp } from './wal/batch'
@@ -122,6 +124,8 @@ export class Engine {
    * (approximateSize waits for them; levels() and tables() do not count them).
    */
   private replayedMemTables: MemTable[] = []
+  /** Shipping to an object store (replicate), if started. */
+  private shipper: Shipper | undefined
 
   private constructor (location: string, options: EngineOptions, fs: FileSystem, workers: JobRunners | undefined) {
     this.location = location
@@ -167,6 +171,7 @@ export class Engine {
       lastSequence: () => this.pipeline.visibleSeq,
       currentLogNumber: () => this.logs.number,
       retireLog: (number) => {
+        this.shipper?.logRetired(number)
         this.logs.forget(number)
         return this.retention.retire(number)
       },
@@ -530,6 +535,36 @@ export class Engine {
     }, since)
   }
 
+  /**
+   * Starts shipping the database to `store` (lib/backup/shipper.ts): resolves
+   * once the new generation is in the store; stopped by close() after a last
+   * round. One shipper per open database.
+   */
+  async replicate (store: ObjectStore, options: ReplicateOptions = {}): Promise<Shipper> {
+    if (this.follower !== undefined) throw this.readOnlyError('replicate')
+    if (this.shipper !== undefined) throw levelError('LEVEL_INVALID_OPTION', `replicate(): the database is already shipping to ${this.shipper.storeDescription}`)
+    const shipper = new Shipper(store, {
+      fs: this.fs,
+      dir: this.location,
+      // One turn, as for a checkpoint: the version (pinned), its logNumber, the sequence number and where its writes end.
+      capture: () => {
+        const version = this.versions.current
+        version.ref()
+        return { version, logNumber: this.versions.logNumber, sequence: this.pipeline.visibleSeq, visibleEnd: this.visibleLogEnd, nextFileNumber: this.versions.nextFileNumber }
+      },
+      sealedLog: (n) => this.logs.sealedLog(n),
+      sequence: () => this.pipeline.visibleSeq
+    }, options)
+    this.shipper = shipper
+    try {
+      await shipper.start()
+    } catch (err) {
+      this.shipper = undefined
+      throw err
+    }
+    return shipper
+  }
+
   private wakeFeeds (): void {
     const waiters = this.commitWaiters
     this.commitWaiters = []
@@ -605,7 +640,8 @@ export class Engine {
         trivialMoves: c.trivialMoves,
         split: c.splitCompactions
       },
-      recovery: structuredClone(this.recovery)
+      recovery: structuredClone(this.recovery),
+      ...(this.shipper !== undefined ? { replication: this.shipper.stats() } : {})
     }
   }
 
@@ -715,6 +751,8 @@ export class Engine {
     await this.pipeline.close()
     // No file is closed under a sync; retired logs end at their last record.
     await this.logs.settle()
+    // Every write is in the logs: the shipper's last round takes them.
+    await this.shipper?.stop()
     await this.scheduler.close()
     if (this.follower === undefined) await this.recordCleanClose()
     this.closed = true

@@ -3,6 +3,8 @@
 // that they are brittle; here the object is the interface and the text is only
 // a rendering of it.
 import type { RecoveryReport } from './recovery'
+import type { ReplicationStats } from './backup/shipper'
+import type { FollowStats } from './backup/follow'
 
 export interface LevelStats {
   level: number
@@ -85,6 +87,10 @@ export interface LsmStats {
   compactions: { running: number, done: number, trivialMoves: number, split: number }
   /** What the last open() replayed from the logs and what it dropped (option walRecovery). */
   recovery: RecoveryReport
+  /** Shipping to an object store (db.replicate, lib/backup/shipper.ts), if started. */
+  replication?: ReplicationStats
+  /** A replica following an object store (ReplicaLevel, lib/backup/follow.ts). */
+  replica?: FollowStats
 }
 
 function fmtBytes (n: number): string {

@@ -1,0 +1,656 @@
+// Continuous shipping of a database to an object store (db.replicate): the
+// layout is drawn in lib/backup/layout.ts. A shipper runs rounds, one at a
+// time, at most every intervalMs (and back to back while it is behind):
+//
+//   capture (one turn)   the current version (pinned: Version.ref, so no
+//                        compaction deletes its tables under the upload), its
+//                        logNumber, the visible sequence number and where its
+//                        writes end in the logs; every log from logNumber on
+//                        opened (a flush that removes one later leaves its
+//                        bytes readable through the open file)
+//   logs                 of each open log, the bytes from where the previous
+//                        round stopped to where its visible records end: the
+//                        log of the sequence number up to it, an older (sealed)
+//                        log whole. Cut at record boundaries (at most
+//                        maxSegmentBytes an object); each a segment. First:
+//                        the recovery point waits for these, not for tables
+//   tables               if the version is not the one of the last point:
+//                        each of its tables not put yet in this generation,
+//                        read, CRC-32'd and put (TABLE_UPLOADS at once): once
+//   point                if the version is not the one of the last point: the
+//                        point (tables, range tombstones, logNumber, sequence)
+//
+// Logs are held open from round to round until they are shipped to their end
+// and retired (below the manifest's logNumber), so the segments of a log are
+// contiguous from byte 0 even when its flush removes it from the directory
+// between two rounds; a log made and flushed entirely between two rounds is
+// opened by the engine's retirement hook (logRetired) before it is deleted.
+// Held logs that are retired but not shipped keep their disk space (the
+// files are unlinked, the descriptors open): at most maxHeldLogBytes of them;
+// past it the oldest is let go, and the sequence numbers it held cannot be
+// restored on their own (restore stops at such a hole, lib/backup/restore.ts;
+// its writes are in the tables of the next point). stats().logsDropped
+// counts them.
+//
+// Failures: an object store error fails the round after the store's retries
+// (withRetries); what the round put stays put (a table once put is not put
+// again; a log's bytes continue where its last segment ended) and the next
+// round starts after a backoff that doubles up to retryDelayMsMax. The
+// database keeps working meanwhile; the lag grows and stats() reports it and
+// the last error. Nothing the database acknowledged depends on shipping.
+//
+// Memory: TABLE_UPLOADS tables or one segment (maxSegmentBytes) at a time, plus
+// the names of the objects the retention may delete.
+import type { FileSystem, RandomAccessFile } from '../fs/fs'
+import type { Version } from '../manifest/version'
+import type { FileMeta } from '../manifest/file-meta'
+import type { LogPosition, SealedLog } from '../wal/log-manager'
+import { HEADER_SIZE, RECORD_FULL, recordChecksum } from '../wal/log-format'
+import { batchCount } from '../wal/batch'
+import { getFixed32, getFixed64 } from '../util/coding'
+import { crc } from '../util/crc'
+import { nextTurn } from '../util/turn'
+import { join, logName, logNumbers, tableName } from '../filenames'
+import { corruption, levelError } from '../errors'
+import { objectKey, withRetries, type ObjectStore, type RetryPolicy } from './object-store'
+import {
+  encodePoint, GENERATION_FILE, generationStartMs, isGenerationId, LAYOUT_VERSION, newGenerationId,
+  parsePointKey, parseSegmentKey, pointKey, segmentKey, tableKey, type PointTable
+} from './layout'
+
+/** Tables put at once (each one in memory meanwhile). */
+const TABLE_UPLOADS = 4
+
+/** What a shipper needs of the engine. */
+export interface ShipperSource {
+  fs: FileSystem
+  dir: string
+  /**
+   * Synchronous, in one turn: the current version, referenced for the caller
+   * (who unrefs it), and the state that goes with it.
+   */
+  capture: () => Capture
+  sealedLog: (number: number) => SealedLog | undefined
+  /** The visible sequence number now. */
+  sequence: () => number
+}
+
+export interface Capture {
+  version: Version
+  logNumber: number
+  sequence: number
+  visibleEnd: LogPosition
+  nextFileNumber: number
+}
+
+export interface ReplicateOptions {
+  /** Keys start with this ('' or a path like 'backups/db1'). Default ''. */
+  prefix?: string
+  /** The most often a round starts (ms): writes reach the store about this often. Default 1000. */
+  intervalMs?: number
+  /** Largest log segment object (bytes); a longer stretch of log is cut in several. Default 4 MiB. */
+  maxSegmentBytes?: number
+  /** Points (and the logs and tables only they need) older than this are deleted, the newest point always kept; other generations whose newest point is older are deleted whole. 0: nothing deleted. Default 7 days. */
+  retainMs?: number
+  /** How often the retention runs (ms). Default 10 minutes. */
+  retentionIntervalMs?: number
+  /** Bytes of retired logs not shipped yet kept readable for the shipper (their disk space is not freed meanwhile). Default 256 MiB. */
+  maxHeldLogBytes?: number
+  /** Retries of one request (lib/backup/object-store.ts). */
+  retries?: RetryPolicy
+  /** The longest wait between failed rounds (ms). Default 30000. */
+  retryDelayMsMax?: number
+}
+
+export interface ReplicationStats {
+  store: string
+  prefix: string
+  generation: string
+  /** The newest sequence number in the store (restorable from it). */
+  shippedSequence: number
+  /** The database's sequence number minus shippedSequence. */
+  lagSequences: number
+  /** How long writes have been waiting to reach the store (ms): 0 when everything visible is shipped. */
+  lagMs: number
+  /** Bytes put: tables, log segments, points. */
+  bytesUploaded: number
+  tablesUploaded: number
+  segmentsUploaded: number
+  pointsUploaded: number
+  /** Requests made to the store (puts, lists, deletes, retries included). */
+  requests: number
+  objectsDeleted: number
+  /** Retired logs let go before they were shipped (maxHeldLogBytes): holes in the restorable sequence numbers. */
+  logsDropped: number
+  rounds: number
+  failedRounds: number
+  /** How long the last successful round took, and the longest one (ms), tables included. */
+  lastRoundMs: number
+  maxRoundMs: number
+  /** How long the last round took to put its log segments (from its capture), and the longest (ms): the upload time a write waits for after its round's capture. */
+  lastLogsMs: number
+  maxLogsMs: number
+  /** The last round's failure, until a round succeeds. */
+  lastError: string | undefined
+}
+
+interface HeldLog {
+  file: RandomAccessFile
+  /** Bytes put so far (a record boundary). */
+  shipped: number
+  /** Where its records end, once it is sealed. */
+  sealedLength: number | undefined
+  /** Segment keys, for the retention. */
+  keys: string[]
+  /** The last sequence number shipped from it. */
+  lastSeq: number
+}
+
+interface ShippedPoint {
+  key: string
+  ms: number
+  logNumber: number
+  tables: number[]
+}
+
+export class Shipper {
+  readonly generation: string
+  private readonly store: ObjectStore
+  private readonly source: ShipperSource
+  private readonly prefix: string
+  private readonly intervalMs: number
+  private readonly maxSegmentBytes: number
+  private readonly retainMs: number
+  private readonly retentionIntervalMs: number
+  private readonly retries: RetryPolicy | undefined
+  private readonly retryDelayMsMax: number
+  private readonly maxHeldLogBytes: number
+  /** The first capture's logNumber: the logs below it are not needed (the first point's tables hold them). */
+  private firstLog: number | undefined
+
+  private readonly tables = new Map<number, PointTable>()
+  private readonly logs = new Map<number, HeldLog>()
+  private readonly points: ShippedPoint[] = []
+  /** Segments of logs already closed, by log number, for the retention. */
+  private readonly closedLogKeys = new Map<number, string[]>()
+  private lastPointVersion: Version | undefined
+  private lastRetentionMs = 0
+  private started = false
+  private stopping = false
+  /** The last round is over: no log is opened again. */
+  private finished = false
+  private timer: NodeJS.Timeout | undefined
+  private wake: (() => void) | undefined
+  private loop: Promise<void> | undefined
+  private failures = 0
+  /** When the last round that reached its capture's sequence number took it (ms): every write acknowledged before then is in the store. */
+  private caughtUpMs = Date.now()
+  private readonly counters = {
+    shippedSequence: 0,
+    bytesUploaded: 0,
+    tablesUploaded: 0,
+    segmentsUploaded: 0,
+    pointsUploaded: 0,
+    requests: 0,
+    objectsDeleted: 0,
+    logsDropped: 0,
+    rounds: 0,
+    failedRounds: 0,
+    lastRoundMs: 0,
+    maxRoundMs: 0,
+    lastLogsMs: 0,
+    maxLogsMs: 0,
+    lastError: undefined as string | undefined
+  }
+
+  constructor (store: ObjectStore, source: ShipperSource, options: ReplicateOptions = {}) {
+    this.store = store
+    this.source = source
+    this.prefix = options.prefix ?? ''
+    this.intervalMs = options.intervalMs ?? 1000
+    this.maxSegmentBytes = options.maxSegmentBytes ?? 4 * 1024 * 1024
+    this.retainMs = options.retainMs ?? 7 * 24 * 3600 * 1000
+    this.retentionIntervalMs = options.retentionIntervalMs ?? 10 * 60 * 1000
+    this.retries = options.retries
+    this.retryDelayMsMax = options.retryDelayMsMax ?? 30000
+    this.maxHeldLogBytes = options.maxHeldLogBytes ?? 256 * 1024 * 1024
+    checkOptions({ intervalMs: this.intervalMs, maxSegmentBytes: this.maxSegmentBytes, retainMs: this.retainMs, retentionIntervalMs: this.retentionIntervalMs, retryDelayMsMax: this.retryDelayMsMax, maxHeldLogBytes: this.maxHeldLogBytes })
+    this.generation = newGenerationId(Date.now(), globalThis.crypto.getRandomValues(new Uint8Array(8)))
+  }
+
+  get storeDescription (): string {
+    return this.store.description
+  }
+
+  /** Starts the rounds; resolves once the generation's first object is put (its first failure rejects and stops). */
+  async start (): Promise<void> {
+    if (this.started) return
+    this.started = true
+    const key = this.key(`${this.generation}/${GENERATION_FILE}`)
+    const body = Buffer.from(JSON.stringify({ layout: LAYOUT_VERSION, createdMs: Date.now() }) + '\n')
+    await this.request(key, () => this.store.put(key, body, { ifAbsent: this.store.conditionalPut }))
+    this.counters.bytesUploaded += body.length
+    this.lastRetentionMs = Date.now()
+    this.loop = this.run()
+  }
+
+  /** Stops after the running round and one last round (what was written before stop() is shipped if the store takes it); then releases the logs. */
+  async stop (): Promise<void> {
+    if (this.stopping) return await this.loop
+    this.stopping = true
+    clearTimeout(this.timer)
+    this.wake?.()
+    try {
+      await this.loop
+    } finally {
+      for (const log of this.logs.values()) log.file.close()
+      this.logs.clear()
+    }
+  }
+
+  stats (): ReplicationStats {
+    const sequence = this.source.sequence()
+    const c = this.counters
+    const behind = sequence > c.shippedSequence
+    return {
+      store: this.store.description,
+      prefix: this.prefix,
+      generation: this.generation,
+      shippedSequence: c.shippedSequence,
+      lagSequences: Math.max(0, sequence - c.shippedSequence),
+      lagMs: behind ? Date.now() - this.caughtUpMs : 0,
+      bytesUploaded: c.bytesUploaded,
+      tablesUploaded: c.tablesUploaded,
+      segmentsUploaded: c.segmentsUploaded,
+      pointsUploaded: c.pointsUploaded,
+      requests: c.requests,
+      objectsDeleted: c.objectsDeleted,
+      logsDropped: c.logsDropped,
+      rounds: c.rounds,
+      failedRounds: c.failedRounds,
+      lastRoundMs: c.lastRoundMs,
+      maxRoundMs: c.maxRoundMs,
+      lastLogsMs: c.lastLogsMs,
+      maxLogsMs: c.maxLogsMs,
+      lastError: c.lastError
+    }
+  }
+
+  /**
+   * The engine's hook, called in the turn a flush retires log `number`,
+   * before the log is deleted: a log this shipper has not opened yet is
+   * opened now (its bytes stay readable after the unlink), and its length
+   * noted. Never throws: a log it cannot open is a hole, not a failure.
+   */
+  logRetired (number: number): void {
+    // Until the last round's capture (stop() waits for the running round, whose capture may be older than this log).
+    if (this.finished || this.firstLog === undefined || number < this.firstLog) return
+    try {
+      const held = this.logs.get(number)
+      if (held !== undefined) {
+        held.sealedLength ??= this.source.sealedLog(number)?.length ?? recordsEnd(held.file, held.shipped)
+        return
+      }
+      // Shipped and let go already; else a log no round opened (made and flushed between two captures,
+      // or left out of a capture that saw the flush's version before this hook ran).
+      if (this.closedLogKeys.has(number)) return
+      const { fs, dir } = this.source
+      const file = fs.openRead(join(dir, logName(number)))
+      this.logs.set(number, { file, shipped: 0, sealedLength: this.source.sealedLog(number)?.length ?? recordsEnd(file, 0), keys: [], lastSeq: 0 })
+      this.dropOverHeld()
+    } catch {
+      this.counters.logsDropped++
+    }
+  }
+
+  /** Lets go of the oldest retired, unshipped logs beyond maxHeldLogBytes. */
+  private dropOverHeld (): void {
+    let bytes = 0
+    const retired = [...this.logs].filter(([, l]) => l.sealedLength !== undefined).sort((a, b) => b[0] - a[0])
+    for (const [number, log] of retired) {
+      bytes += log.sealedLength! - log.shipped
+      if (bytes <= this.maxHeldLogBytes) continue
+      log.file.close()
+      this.logs.delete(number)
+      this.closedLogKeys.set(number, log.keys)
+      this.counters.logsDropped++
+    }
+  }
+
+  private async run (): Promise<void> {
+    for (;;) {
+      const last = this.stopping
+      const began = Date.now()
+      let behind = false
+      try {
+        behind = await this.round()
+        this.counters.lastRoundMs = Date.now() - began
+        this.counters.maxRoundMs = Math.max(this.counters.maxRoundMs, this.counters.lastRoundMs)
+        this.failures = 0
+        this.counters.lastError = undefined
+        if (!last && this.retainMs > 0 && began - this.lastRetentionMs >= this.retentionIntervalMs) {
+          this.lastRetentionMs = began
+          await this.retain(began)
+        }
+      } catch (err) {
+        this.failures++
+        this.counters.failedRounds++
+        this.counters.lastError = (err as Error).message
+      }
+      if (last) {
+        this.finished = true
+        return
+      }
+      // Behind (a segment cap reached): the next round at once; after a failure, a backoff.
+      const wait = this.failures > 0
+        ? Math.min(this.retryDelayMsMax, this.intervalMs * 2 ** Math.min(this.failures, 20))
+        : behind ? 0 : this.intervalMs - (Date.now() - began)
+      if (wait > 0) await this.sleep(wait)
+      else await nextTurn()
+    }
+  }
+
+  private async sleep (ms: number): Promise<void> {
+    if (this.stopping) return
+    await new Promise<void>((resolve) => {
+      this.wake = resolve
+      this.timer = setTimeout(resolve, ms)
+    })
+    this.wake = undefined
+  }
+
+  private key (rest: string): string {
+    return objectKey(this.prefix, rest)
+  }
+
+  private async request<T> (what: string, op: () => Promise<T>): Promise<T> {
+    return await withRetries(this.store, what, async () => {
+      this.counters.requests++
+      return await op()
+    }, this.retries)
+  }
+
+  /** One round (see the top of the file). Returns true if it stopped at its size cap, behind the database. */
+  private async round (): Promise<boolean> {
+    this.counters.rounds++
+    const cap = this.source.capture()
+    const roundMs = Date.now()
+    try {
+      this.openLogs(cap)
+      // The logs first: the recovery point waits for them, not for the tables.
+      const behind = await this.putLogs(cap, roundMs)
+      if (behind) return true
+      this.counters.shippedSequence = Math.max(this.counters.shippedSequence, cap.sequence)
+      this.caughtUpMs = roundMs
+      this.counters.lastLogsMs = Date.now() - roundMs
+      this.counters.maxLogsMs = Math.max(this.counters.maxLogsMs, this.counters.lastLogsMs)
+      if (cap.version !== this.lastPointVersion) {
+        await this.putTables(cap.version)
+        await this.putPoint(cap, roundMs)
+      }
+      return false
+    } finally {
+      cap.version.unref()
+    }
+  }
+
+  /** In the capture's turn: opens the logs from logNumber to the visible one not held yet, and notes which are sealed. */
+  private openLogs (cap: Capture): void {
+    const { fs, dir } = this.source
+    this.firstLog ??= cap.logNumber
+    for (const number of logNumbers(fs, dir, cap.logNumber)) {
+      if (number > cap.visibleEnd.number || this.logs.has(number) || this.closedLogKeys.has(number)) continue
+      this.logs.set(number, { file: fs.openRead(join(dir, logName(number))), shipped: 0, sealedLength: undefined, keys: [], lastSeq: 0 })
+    }
+    for (const [number, log] of this.logs) {
+      if (number < cap.visibleEnd.number && log.sealedLength === undefined) {
+        // A log of an earlier process (replayed at open) was not sealed by this one: its records end where the valid ones do.
+        log.sealedLength = this.source.sealedLog(number)?.length ?? recordsEnd(log.file, log.shipped)
+      }
+    }
+  }
+
+  /** The logs from logNumber to the visible one and where their writes up to the capture's sequence number end. */
+  private logLengths (cap: Capture): Array<[number, number]> {
+    const out: Array<[number, number]> = []
+    for (const [number, log] of this.logs) {
+      if (number < cap.logNumber || number > cap.visibleEnd.number) continue
+      out.push([number, number === cap.visibleEnd.number ? cap.visibleEnd.offset : log.sealedLength!])
+    }
+    return out.sort((a, b) => a[0] - b[0])
+  }
+
+  private async putTables (version: Version): Promise<void> {
+    const { fs, dir } = this.source
+    const todo = version.levels.flat().filter((meta) => !this.tables.has(meta.number))
+    let next = 0
+    let failed: { err: unknown } | undefined
+    const worker = async (): Promise<void> => {
+      while (failed === undefined && next < todo.length) {
+        const meta = todo[next++]
+        try {
+          const body = await readWhole(fs, join(dir, tableName(meta.number)), meta.size)
+          const key = this.key(tableKey(this.generation, meta.number))
+          await this.request(key, () => this.store.put(key, body))
+          this.tables.set(meta.number, { number: meta.number, size: meta.size, crc: crc(body) >>> 0 })
+          this.counters.tablesUploaded++
+          this.counters.bytesUploaded += body.length
+        } catch (err) {
+          failed ??= { err }
+        }
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(TABLE_UPLOADS, todo.length) }, worker))
+    if (failed !== undefined) throw failed.err
+  }
+
+  /** Ships every held log to where its visible records end; closes those retired and done. Returns true if a log is left behind its end (size cap). */
+  private async putLogs (cap: Capture, roundMs: number): Promise<boolean> {
+    const numbers = [...this.logs.keys()].sort((a, b) => a - b)
+    let behind = false
+    for (const number of numbers) {
+      const log = this.logs.get(number)!
+      const end = number === cap.visibleEnd.number
+        ? cap.visibleEnd.offset
+        : number > cap.visibleEnd.number ? log.shipped : (log.sealedLength ?? recordsEnd(log.file, log.shipped))
+      if (log.shipped < end) {
+        await this.putSegment(number, log, end, roundMs)
+        if (log.shipped < end) { behind = true; break }
+      }
+      if (number < cap.logNumber && log.shipped >= end) {
+        log.file.close()
+        this.logs.delete(number)
+        this.closedLogKeys.set(number, log.keys)
+      }
+    }
+    return behind
+  }
+
+  /** One segment of `log` from its shipped offset: whole records, up to `end` and at most maxSegmentBytes (one record at least). */
+  private async putSegment (number: number, log: HeldLog, end: number, roundMs: number): Promise<void> {
+    const name = logName(number)
+    let want = Math.min(end - log.shipped, this.maxSegmentBytes)
+    let bytes = readAt(log.file, log.shipped, want, name)
+    let walk = walkRecords(bytes, name, log.shipped)
+    if (walk.end === 0) {
+      // One record longer than the cap: that record alone.
+      want = HEADER_SIZE + getFixed32(bytes, 4)
+      bytes = readAt(log.file, log.shipped, want, name)
+      walk = walkRecords(bytes, name, log.shipped)
+    }
+    bytes = bytes.subarray(0, walk.end)
+    const seg = { log: number, start: log.shipped, end: log.shipped + walk.end, first: walk.first, last: walk.last, crc: crc(bytes) >>> 0, ms: roundMs }
+    const key = this.key(segmentKey(this.generation, seg))
+    await this.request(key, () => this.store.put(key, bytes))
+    log.shipped = seg.end
+    log.lastSeq = seg.last
+    log.keys.push(key)
+    this.counters.segmentsUploaded++
+    this.counters.bytesUploaded += bytes.length
+  }
+
+  private async putPoint (cap: Capture, roundMs: number): Promise<void> {
+    const files: Array<{ level: number, meta: FileMeta }> = []
+    cap.version.levels.forEach((level, n) => { for (const meta of level) files.push({ level: n, meta }) })
+    const body = encodePoint({
+      sequence: cap.sequence,
+      ms: roundMs,
+      logNumber: cap.logNumber,
+      nextFileNumber: cap.nextFileNumber,
+      logs: this.logLengths(cap),
+      tables: files.map((f) => this.tables.get(f.meta.number)!),
+      files,
+      rangeTombstones: cap.version.rangeTombstones.slice()
+    })
+    const key = this.key(pointKey(this.generation, cap.sequence, roundMs))
+    await this.request(key, () => this.store.put(key, body))
+    this.lastPointVersion = cap.version
+    this.points.push({ key, ms: roundMs, logNumber: cap.logNumber, tables: files.map((f) => f.meta.number) })
+    this.counters.pointsUploaded++
+    this.counters.bytesUploaded += body.length
+  }
+
+  /**
+   * Retention (retainMs): this generation's points older than retainMs but
+   * the newest, the segments of logs below the oldest kept point's logNumber,
+   * the tables only deleted points named; other generations whose newest
+   * point is older than retainMs, whole (never while this one has no point).
+   */
+  private async retain (nowMs: number): Promise<void> {
+    const cutoff = nowMs - this.retainMs
+    let drop = 0
+    while (drop < this.points.length - 1 && this.points[drop].ms < cutoff) drop++
+    const dropped = this.points.splice(0, drop)
+    if (dropped.length > 0) {
+      const kept = new Set<number>()
+      for (const p of this.points) for (const t of p.tables) kept.add(t)
+      const keys: string[] = []
+      const gone = new Set<number>()
+      for (const p of dropped) {
+        keys.push(p.key)
+        for (const t of p.tables) {
+          if (kept.has(t) || gone.has(t)) continue
+          gone.add(t)
+          this.tables.delete(t)
+          keys.push(this.key(tableKey(this.generation, t)))
+        }
+      }
+      const oldestLog = this.points[0].logNumber
+      for (const [n, logKeys] of this.closedLogKeys) {
+        if (n < oldestLog) { keys.push(...logKeys); this.closedLogKeys.delete(n) }
+      }
+      await this.deleteKeys(keys)
+    }
+    if (this.points.length === 0) return
+    // Other generations.
+    const root = this.prefix === '' ? '' : objectKey(this.prefix, '')
+    const all = await this.request(root || '(root)', () => this.store.list(root))
+    const newest = new Map<string, number>()
+    const byGen = new Map<string, string[]>()
+    for (const { key } of all) {
+      const gen = key.slice(root.length).split('/')[0]
+      if (!isGenerationId(gen) || gen === this.generation) continue
+      if (!byGen.has(gen)) { byGen.set(gen, []); newest.set(gen, generationStartMs(gen)) }
+      byGen.get(gen)!.push(key)
+      const ms = parsePointKey(key)?.ms ?? parseSegmentKey(key)?.ms
+      if (ms !== undefined && ms > newest.get(gen)!) newest.set(gen, ms)
+    }
+    for (const [gen, keys] of byGen) {
+      if (newest.get(gen)! >= cutoff) continue
+      // The generation's marker last: a half-deleted generation stays listed.
+      const marker = keys.filter((k) => k.endsWith('/' + GENERATION_FILE))
+      await this.deleteKeys(keys.filter((k) => !k.endsWith('/' + GENERATION_FILE)).concat(marker))
+    }
+  }
+
+  private async deleteKeys (keys: string[]): Promise<void> {
+    for (let i = 0; i < keys.length; i += 1000) {
+      const chunk = keys.slice(i, i + 1000)
+      await this.request(chunk[0], () => this.store.delete(chunk))
+      this.counters.objectsDeleted += chunk.length
+    }
+  }
+}
+
+function checkOptions (s: { intervalMs: number, maxSegmentBytes: number, retainMs: number, retentionIntervalMs: number, retryDelayMsMax: number, maxHeldLogBytes: number }): void {
+  const check = (name: string, v: number, min: number): void => {
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < min) throw levelError('LEVEL_INVALID_OPTION', `replicate(): ${name} must be a number >= ${min}, got ${String(v)}`)
+  }
+  check('intervalMs', s.intervalMs, 1)
+  check('maxSegmentBytes', s.maxSegmentBytes, 64)
+  check('retainMs', s.retainMs, 0)
+  check('retentionIntervalMs', s.retentionIntervalMs, 1)
+  check('retryDelayMsMax', s.retryDelayMsMax, 1)
+  check('maxHeldLogBytes', s.maxHeldLogBytes, 0)
+}
+
+/** Reads `length` bytes at `position`; LEVEL_CORRUPTION if the file is shorter. */
+function readAt (file: RandomAccessFile, position: number, length: number, name: string): Buffer {
+  const buf = Buffer.allocUnsafe(length)
+  let done = 0
+  while (done < length) {
+    const n = file.read(buf, done, length - done, position + done)
+    if (n === 0) throw corruption(name, `ends at ${position + done} bytes, before its records' end at ${position + length}`)
+    done += n
+  }
+  return buf
+}
+
+/** A whole file of `size` bytes, read a chunk per turn. */
+async function readWhole (fs: FileSystem, path: string, size: number): Promise<Buffer> {
+  const file = fs.openRead(path)
+  try {
+    const buf = Buffer.allocUnsafe(size)
+    const CHUNK = 1024 * 1024
+    for (let pos = 0; pos < size; pos += CHUNK) {
+      const want = Math.min(CHUNK, size - pos)
+      let done = 0
+      while (done < want) {
+        const n = file.read(buf, pos + done, want - done, pos + done)
+        if (n === 0) throw corruption(path, `is shorter (${pos + done} bytes) than the manifest says (${size})`)
+        done += n
+      }
+      if (pos + CHUNK < size) await nextTurn()
+    }
+    return buf
+  } finally {
+    file.close()
+  }
+}
+
+/**
+ * The whole records at the start of `bytes` (log bytes from file offset
+ * `base`): where the last whole one ends (0: not even one), and the sequence
+ * numbers of the first and last operations. Headers only: the CRCs are the
+ * restore's to check.
+ */
+function walkRecords (bytes: Buffer, name: string, base: number): { end: number, first: number, last: number } {
+  let pos = 0
+  let first = 0
+  let last = 0
+  while (pos + HEADER_SIZE <= bytes.length) {
+    const length = getFixed32(bytes, pos + 4)
+    if (bytes[pos + 8] !== RECORD_FULL || length < 12) throw corruption(name, `no log record at offset ${base + pos}`)
+    if (pos + HEADER_SIZE + length > bytes.length) break
+    const seq = getFixed64(bytes, pos + HEADER_SIZE)
+    if (first === 0) first = seq
+    last = seq + batchCount(bytes.subarray(pos + HEADER_SIZE, pos + HEADER_SIZE + length)) - 1
+    pos += HEADER_SIZE + length
+  }
+  return { end: pos, first, last }
+}
+
+/** Where the valid records of a retired log end, from `from` (a record boundary): its length was not noted while it was sealed. */
+function recordsEnd (file: RandomAccessFile, from: number): number {
+  const header = Buffer.allocUnsafe(HEADER_SIZE)
+  let pos = from
+  for (;;) {
+    if (file.read(header, 0, HEADER_SIZE, pos) < HEADER_SIZE) return pos
+    const length = getFixed32(header, 4)
+    if (header[8] !== RECORD_FULL || length < 12 || length > 0x7fffffff) return pos
+    const payload = Buffer.allocUnsafe(length)
+    if (file.read(payload, 0, length, pos + HEADER_SIZE) < length) return pos
+    if (recordChecksum(RECORD_FULL, payload) !== getFixed32(header, 0)) return pos
+    pos += HEADER_SIZE + length
+  }
+}

@@ -1,0 +1,85 @@
+// Read replicas that follow an object store (adapters/replica-level.ts,
+// lib/backup/follow.ts): a writer in another process ships to a directory
+// store (test/util/backup-writer.ts); a ReplicaLevel here follows it. Each
+// state the replica shows is exactly the writer's state at the replica's
+// sequence number (a prefix), the sequence number never goes back, the
+// writer is killed (SIGKILL) and restarted (a new generation, followed), and
+// the replica converges to the writer's last write; writes to the replica
+// fail with LEVEL_READ_ONLY; its stats report the lag.
+import test from 'tape'
+import * as path from 'node:path'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { ReplicaLevel } from '../index'
+import { DirectoryStore } from '../hosts/node/object-store/directory-store'
+import { stateAt } from './util/backup-writer'
+import { tempDir } from './util/temp'
+
+const WRITER = path.join(__dirname, 'util', 'backup-writer.js')
+const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
+
+function startWriter (dir: string, storeDir: string, until: number | string): { child: ChildProcess, seq: () => number, done: Promise<number | null> } {
+  const child = spawn(process.execPath, [WRITER, dir, storeDir, String(until)], { stdio: ['ignore', 'pipe', 'inherit'] })
+  let seq = 0
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+    for (const m of d.matchAll(/(?:seq|done) (\d+)/g)) seq = Number(m[1])
+  })
+  const done = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  return { child, seq: () => seq, done }
+}
+
+async function sameAsWriter (db: ReplicaLevel, seq: number): Promise<boolean> {
+  const want = stateAt(seq)
+  const got = await db.iterator().all()
+  return got.length === want.size && got.every(([k, v]) => want.get(k) === v)
+}
+
+test('a replica follows a writer in another process through the store, across a kill and a restart of the writer', async (t) => {
+  const dir = tempDir()
+  const storeDir = tempDir('lsm-store-')
+  const store = new DirectoryStore(storeDir)
+  const first = startWriter(dir, storeDir, 1_000_000)
+  while (first.seq() < 400) await sleep(20)
+  const replica = await ReplicaLevel.open(store, tempDir() + '/replica', { pollIntervalMs: 30, generationCheckMs: 150 })
+  let last = -1
+  let checks = 0
+  let prefixes = 0
+  const check = async (): Promise<void> => {
+    const snapshot = replica.snapshot()
+    const seq = replica.sequence
+    const want = stateAt(seq)
+    const got = await replica.iterator({ snapshot }).all()
+    await snapshot.close()
+    checks++
+    // The iterator's snapshot may be a batch later than `seq` was read: compare at the snapshot's own state.
+    if (got.length === want.size && got.every(([k, v]) => want.get(k) === v)) prefixes++
+    else if (await sameAsWriter(replica, replica.sequence)) prefixes++
+    if (seq < last) t.fail(`went back from ${last} to ${seq}`)
+    last = seq
+  }
+  t.ok(replica.sequence >= 1, `caught up at open: ${replica.sequence}`)
+  const until = Date.now() + 1500
+  while (Date.now() < until) { await check(); await sleep(25) }
+  // The writer killed while writing, then restarted: a new generation.
+  first.child.kill('SIGKILL')
+  await first.done
+  const killedAt = replica.sequence
+  const second = startWriter(dir, storeDir, 0)
+  await second.done
+  const restarted = startWriter(dir, storeDir, '+3000')
+  t.equal(await restarted.done, 0, `the restarted writer wrote 3000 more, to ${restarted.seq()}, and closed`)
+  const end = restarted.seq()
+  const deadline = Date.now() + 15000
+  while (replica.sequence < end && Date.now() < deadline) { await check(); await sleep(25) }
+  const stats = replica.stats().replica!
+  t.equal(replica.sequence, end, `converged to the writer's last write (from ${killedAt} at the kill; ${stats.segmentsApplied} segments, ${stats.batchesApplied} batches applied, generation ${stats.generation}${stats.lastError !== undefined ? ', ' + stats.lastError : ''})`)
+  t.ok(await sameAsWriter(replica, end), 'its state is the writer\'s')
+  t.equal(prefixes, checks, `every state seen was the writer's at the replica's sequence number (${checks} checks)`)
+  t.equal(stats.lagSequences, 0, 'no lag once caught up')
+  try {
+    await replica.put('x', 'y')
+    t.fail('a write went through')
+  } catch (err) {
+    t.equal((err as { code?: string }).code, 'LEVEL_READ_ONLY', 'writes: LEVEL_READ_ONLY')
+  }
+  await replica.close()
+})
