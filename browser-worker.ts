@@ -30,7 +30,8 @@ const RELAY_HELLO_MS = 1000
 
 interface TabsSetup { relay?: MessagePortLike, ownerTimeoutMs?: number }
 
-let relay: Promise<Relay | undefined> = Promise.resolve(undefined)
+/** The relay, once it answered this worker's hello (opens do not wait for it: one that never answers, its file missing, would hold each open back). */
+let relay: Relay | undefined
 let ownerTimeoutMs = OWNER_TIMEOUT_MS
 
 const scope = globalThis as unknown as WorkerScopeLike
@@ -41,13 +42,13 @@ scope.onmessage = (event) => {
     protocolScope.onmessage?.(event)
     return
   }
-  if (setup.relay !== undefined) relay = relayOverPort(setup.relay, RELAY_HELLO_MS)
+  if (setup.relay !== undefined) relayOverPort(setup.relay, RELAY_HELLO_MS).then((r) => { relay = r }, () => {})
   if (typeof setup.ownerTimeoutMs === 'number') ownerTimeoutMs = setup.ownerTimeoutMs
 }
 
 /** Opens this tab's share of the database; an error goes back as its cause (the client's open wraps it again). */
 async function openDatabase (location: string, options: Record<string, unknown>): Promise<TabDatabase> {
-  return await TabDatabase.open(location, options, { relay: await relay, ownerTimeoutMs })
+  return await TabDatabase.open(location, options, { relay: () => relay, ownerTimeoutMs })
 }
 
 serve(workerScopeChannel(protocolScope) as ServerChannel, new SharedDatabaseHost(openDatabase, new Set([...ENGINE_METHODS, 'tabs'])))

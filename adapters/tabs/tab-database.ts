@@ -31,8 +31,12 @@ import { Owner, clientLockName, openEngine, type OwnerInfo } from './owner'
 import { broadcastChannel, connectToOwner, randomId, type BroadcastChannelLike, type ControlMessage, type Relay } from './transports'
 
 export interface TabOptions {
-  /** This worker's port to the relay (transports.ts), if it has one that answered. */
-  relay?: Relay
+  /**
+   * This worker's port to the relay (transports.ts), once it answered (the
+   * relay may answer after the open began, or never: a relay file that did
+   * not load).
+   */
+  relay: () => Relay | undefined
   /** How long an operation waits for an owner to answer before LEVEL_OWNER_UNREACHABLE. */
   ownerTimeoutMs: number
 }
@@ -128,7 +132,10 @@ class TabIterator implements ServedIterator {
 
   async nextv (size: number): Promise<unknown[]> {
     for (let attempt = 0; ; attempt++) {
-      const { role, inner } = await this.pinned.get()
+      // Started in this turn when the iterator is made (no await first): the
+      // session starts a client's requests in order, and a seek sent after
+      // this nextv must not reach the iterator before it.
+      const { role, inner } = this.pinned.now ?? await this.pinned.get()
       try {
         const out = await this.tab.onRole(role, async () => await inner.nextv(size))
         this.delivered = true
@@ -166,8 +173,10 @@ export class TabDatabase implements OwnedDatabase {
   private ownerChanges = 0
   private closed = false
   private connectingTo: string | undefined
-  /** The relay, while it answers; once it did not, connections use the fallback. */
-  private relay: Relay | undefined
+  /** Whether the relay stopped answering: connections then use the fallback. */
+  private relayDead = false
+  /** The relay the owner here registered with, named in its announcements. */
+  private ownerRelayId: string | undefined
   private lastOpenError: Error | undefined
   private readonly control: BroadcastChannelLike
   private readonly queued = new AbortController()
@@ -181,7 +190,6 @@ export class TabDatabase implements OwnedDatabase {
 
   private constructor (readonly location: string, private readonly options: Record<string, unknown>, private readonly tab: TabOptions) {
     this.dir = resolveLocation(location)
-    this.relay = tab.relay
     this.nextRole = new Promise((resolve) => { this.roleCame = resolve })
     this.control = broadcastChannel(`lsm-level:${this.dir}`)
     this.control.onmessage = (event) => this.heard(event.data as ControlMessage)
@@ -270,8 +278,9 @@ export class TabDatabase implements OwnedDatabase {
       release()
       throw err
     }
-    if (this.relay !== undefined && !await this.relay.alive(RELAY_ALIVE_MS)) this.relay = undefined
-    const owner = new Owner(this.dir, engine, release, this.relay)
+    const relay = await this.liveRelay()
+    const owner = new Owner(this.dir, engine, release, relay)
+    this.ownerRelayId = relay?.id
     if (this.closed) {
       await owner.close()
       return
@@ -282,13 +291,22 @@ export class TabDatabase implements OwnedDatabase {
   }
 
   private announce (): void {
-    if (this.role?.kind === 'owner') this.control.postMessage({ op: 'owner', id: this.role.owner.id, relayId: this.relay?.id } satisfies ControlMessage)
+    if (this.role?.kind === 'owner') this.control.postMessage({ op: 'owner', id: this.role.owner.id, relayId: this.ownerRelayId } satisfies ControlMessage)
   }
 
   private heard (m: ControlMessage): void {
     if (this.closed) return
     if (m.op === 'who') this.announce()
     else if (m.op === 'owner' && this.role?.kind !== 'owner') this.connect(m.id, m.relayId)
+  }
+
+  /** The relay, if there is one and it answers now (see Relay.alive). */
+  private async liveRelay (): Promise<Relay | undefined> {
+    const relay = this.relayDead ? undefined : this.tab.relay()
+    if (relay === undefined) return undefined
+    if (await relay.alive(RELAY_ALIVE_MS)) return relay
+    this.relayDead = true
+    return undefined
   }
 
   /** Asks who owns the database until a role comes. */
@@ -315,10 +333,9 @@ export class TabDatabase implements OwnedDatabase {
   }
 
   private async attachTo (ownerId: string, relayId: string | undefined): Promise<void> {
-    const relay = this.relay !== undefined && this.relay.id === relayId ? this.relay : undefined
-    if (relay !== undefined && !await relay.alive(RELAY_ALIVE_MS)) this.relay = undefined
+    const relay = relayId === undefined || this.tab.relay()?.id !== relayId ? undefined : await this.liveRelay()
     if (this.connectingTo !== ownerId) return
-    const connection = new RemoteConnection(connectToOwner(this.dir, ownerId, this.clientId, relay === this.relay ? relay : undefined) as ClientChannel)
+    const connection = new RemoteConnection(connectToOwner(this.dir, ownerId, this.clientId, relay) as ClientChannel)
     const timer = setTimeout(() => connection.close(this.unreachable()), this.tab.ownerTimeoutMs)
     await RemoteDatabase.attach(connection, this.location, { ...this.options, errorIfExists: false }).then((db) => {
       clearTimeout(timer)
@@ -446,7 +463,8 @@ export class TabDatabase implements OwnedDatabase {
   /** A read: at a snapshot, on the snapshot's owner only; else retried on the next owner if this one is lost. */
   private async read<T> (snapshot: ServedSnapshot | undefined, op: (db: ServedDatabase, snapshot?: ServedSnapshot) => Promise<T>): Promise<T> {
     if (snapshot !== undefined) {
-      const { role, inner } = await (snapshot as TabSnapshot).pinned.get()
+      const pinned = (snapshot as TabSnapshot).pinned
+      const { role, inner } = pinned.now ?? await pinned.get()
       return await this.onRole(role, async () => await op(role.db, inner))
     }
     for (let attempt = 0; ; attempt++) {
