@@ -151,9 +151,17 @@ if (missing !== undefined) {
       if (how === 'close') await a.page.close()
       else if (how === 'crash') await a.crash()
       else await a.page.reload()
-      const put = await b.call('put', 'after', 'yes')
+      // A write sent before the client learns that the owner is gone may have
+      // reached it or not: the contract makes it LEVEL_OUTCOME_UNKNOWN, and the
+      // app may write again. Anything else (a hang, another code) fails.
+      let put = await b.call('put', 'after', 'yes')
+      let unknown = 0
+      while (put !== true && unknown < 3 && /^LEVEL_OUTCOME_UNKNOWN/.test(String((put as { error?: string }).error))) {
+        unknown++
+        put = await b.call('put', 'after', 'yes')
+      }
       const ms = Date.now() - t0
-      t.is(put, true, `a client's write succeeds after the owner's ${how} (${ms} ms)`)
+      t.is(put, true, `a client's write succeeds after the owner's ${how} (${ms} ms${unknown > 0 ? `; ${unknown} write(s) in flight at the loss were LEVEL_OUTCOME_UNKNOWN first` : ''})`)
       t.ok(ms < 3000, `within 3 s (${ms} ms)`)
       t.deepEqual(await c.call('count', 'ka'), 50, 'the old owner\'s acknowledged writes are there')
       t.deepEqual(await c.call('count', 'kb'), 50, 'a client\'s acknowledged writes are there')
