@@ -59,7 +59,7 @@ test('the package holds no tests, benchmarks, TypeScript sources or source maps'
 })
 
 test('the package holds only runtime code and documents', (t) => {
-  const allowed = /^(package\.json|README\.md|CHANGELOG\.md|UPGRADING\.md|LICENSE(\.md)?|index\.mjs|index\.d\.mts|bin\/[^/]+\.js|dist\/node\/(lsm-level|lsm-level-worker|cli)\.js|dist\/(index|browser|browser-in-worker)\.d\.ts|dist\/browser\/lsm-level(-worker|-in-worker|-relay)?\.js|dist\/(adapters|hosts|lib|cli)\/.+\.d\.ts)$/
+  const allowed = /^(package\.json|README\.md|CHANGELOG\.md|UPGRADING\.md|LICENSE(\.md)?|index\.mjs|index\.d\.mts|bin\/[^/]+\.js|dist\/node\/(lsm-level|lsm-level-worker|cli)\.js|dist\/(index|browser|browser-in-worker)\.d\.ts|dist\/browser\/lsm-level(-worker|-in-worker|-relay)?\.js|dist\/browser\/package\.json|dist\/(adapters|hosts|lib|cli)\/.+\.d\.ts)$/
   t.same(listed.filter((f) => !allowed.test(f)), [], 'nothing else')
   t.end()
 })
