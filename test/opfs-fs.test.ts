@@ -6,6 +6,7 @@ import { OpfsFileSystem, HEADER_BYTES } from '../hosts/browser/opfs-fs'
 import { createWhenRoom } from '../lib/fs/fs'
 import { Engine, encodeBatch } from '../hosts/node/index'
 import { KIND_VALUE } from '../lib/keys'
+import { isStorageFull } from '../lib/errors'
 import { FakeDirectory, CRASHED, readFakeSnapshot, snapshotReads } from './fs/fake-opfs'
 import { Random, seedFromEnv } from './util/random'
 
@@ -383,16 +384,21 @@ for (const { full, writeBufferSize, failsIn } of FULL_CASES) {
     await db.close().catch(() => {})
     fs.unmount(DIR)
 
-    // Still full: the open fails with LEVEL_STORAGE_FULL or succeeds; either way nothing is lost.
-    fs = await mounted(root)
-    const opened = await Engine.open(DIR, options, fs).then((e) => e, (err: unknown) => err)
-    if (opened instanceof Engine) {
-      t.pass('while still full, the database opens')
-      await opened.close().catch(() => {})
+    // Still full: the mount or the open fails with LEVEL_STORAGE_FULL, or both succeed; either way nothing is lost.
+    const remount = await mounted(root).then((f) => f, (err: unknown) => err)
+    if (remount instanceof OpfsFileSystem) {
+      fs = remount
+      const opened = await Engine.open(DIR, options, fs).then((e) => e, (err: unknown) => err)
+      if (opened instanceof Engine) {
+        t.pass('while still full, the database opens')
+        await opened.close().catch(() => {})
+      } else {
+        t.is((opened as { code?: string }).code, 'LEVEL_STORAGE_FULL', `while still full, the open fails with LEVEL_STORAGE_FULL (${codeChain(opened)})`)
+      }
+      fs.unmount(DIR)
     } else {
-      t.is((opened as { code?: string }).code, 'LEVEL_STORAGE_FULL', `while still full, the open fails with LEVEL_STORAGE_FULL (${codeChain(opened)})`)
+      t.is((remount as { code?: string }).code, 'LEVEL_STORAGE_FULL', `while still full, the mount fails with LEVEL_STORAGE_FULL (${codeChain(remount)})`)
     }
-    fs.unmount(DIR)
 
     root.quota.bytes = Infinity
     fs = await mounted(root)
@@ -406,6 +412,21 @@ for (const { full, writeBufferSize, failsIn } of FULL_CASES) {
     fs.unmount(DIR)
   })
 }
+
+test('opfs fs: a mount with no room in the quota for the pool\'s free files fails with LEVEL_STORAGE_FULL, and mounts once there is room', async (t) => {
+  const root = new FakeDirectory()
+  root.quota.bytes = 0
+  const failed = await mounted(root).then(() => undefined, (err: unknown) => err)
+  t.is(codeChain(failed).split(' <- ')[0], 'LEVEL_STORAGE_FULL', `the mount fails: ${codeChain(failed)}`)
+  t.ok(isStorageFull(failed), 'isStorageFull says so')
+  root.quota.bytes = Infinity
+  const fs = await mounted(root)
+  const db = await Engine.open(DIR, { compactionWorker: false }, fs)
+  await put(db, 'a', '1')
+  t.is(get(db, 'a'), '1', 'the database opens and takes writes')
+  await db.close()
+  fs.unmount(DIR)
+})
 
 test('opfs fs: a database of many tables keeps at most maxOpenHandles sync access handles open; tables whose handle closed are read through snapshots; a remount opens them within the bound', async (t) => {
   const rnd = new Random(seed + 11)

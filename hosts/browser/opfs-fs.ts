@@ -101,7 +101,7 @@
 // in them. Paths outside a mounted directory fail with ENOENT.
 import type { FileSystem, RandomAccessFile, WritableFile } from '../../lib/fs/fs'
 import { crc32Js } from '../../lib/util/crc32-table'
-import { ioError, levelError } from '../../lib/errors'
+import { ioError, isStorageFull, levelError } from '../../lib/errors'
 
 /** Version of the pool file header drawn above. Bump only with a migration path. */
 export const FORMAT_VERSION = 1
@@ -428,7 +428,15 @@ class Pool {
             this.spare.push(file)
             continue
           }
-          this.recycle(file)
+          try {
+            this.recycle(file)
+          } catch {
+            // Its free header did not reach the file: the pool lets it go.
+            // The name in its header (if any) is an orphan at the next mount,
+            // which the engine removes; the error that matters reaches the
+            // writer whose own write fails on the same storage.
+            this.forget(file)
+          }
         }
       } finally {
         this.freeing = false
@@ -486,6 +494,17 @@ class Pool {
     file.dirty = false
     this.unsyncedHeaders.delete(file)
     handle.close()
+    file.handle = undefined
+    this.openHandles--
+  }
+
+  /** Drops `file` from the pool after a failed write to it: its handle is closed (errors ignored) and it is never handed out again here. */
+  forget (file: PoolFile): void {
+    this.all.delete(file)
+    if (this.byName.get(file.name) === file) this.byName.delete(file.name)
+    this.unsyncedHeaders.delete(file)
+    if (file.handle === undefined) return
+    try { file.handle.close() } catch {}
     file.handle = undefined
     this.openHandles--
   }
@@ -994,6 +1013,7 @@ export class OpfsFileSystem implements FileSystem {
     try {
       this.pools.set(dir, await openPool(handle, options, this.readSnapshot, abandoned))
     } catch (err) {
+      if (isStorageFull(err)) throw ioError(`Cannot mount ${dir}: no room in the storage quota for the pool's free files`, err)
       throw notSupportedIfMissing(err)
     }
   }
