@@ -169,6 +169,60 @@ test('MemTable.addBatch: the same entries as one add() per operation, range dele
   t.end()
 })
 
+test('writeTables stopping to await (slices, new outputs, splits, incremental syncs) keeps what the drop rules keep, each key in one table', async (t) => {
+  const rnd = new Random(seed + 5)
+  const dir = tempDir()
+  nodeFileSystem.mkdirp(dir)
+  const mem = new MemTable()
+  let seq = 1
+  // Many versions of few keys, values of up to 6 KiB: megabytes of output (incremental syncs every MiB), split at 256 KiB.
+  for (let i = 0; i < 6000; i++) {
+    const key = Buffer.from('k' + String(rnd.next() % 900).padStart(4, '0'))
+    if (rnd.next() % 6 === 0) mem.add(seq++, KIND_DELETE, key, Buffer.alloc(0))
+    else mem.add(seq++, KIND_VALUE, key, rnd.bytes(rnd.next() % 6000))
+  }
+  const smallestSnapshot = Math.floor(seq / 2)
+  // The model: in key order, newest first; a version is dropped when the newer one before it is visible to every snapshot.
+  const expected: string[] = []
+  let lastKey = ''
+  let lastSeq = Infinity
+  for (const e of entries(mem.iterator())) {
+    const key = e.slice(0, e.indexOf('@'))
+    const eseq = Number(e.slice(e.indexOf('@') + 1, e.indexOf(':')))
+    if (key !== lastKey) { lastKey = key; lastSeq = Infinity }
+    if (!(lastSeq <= smallestSnapshot)) expected.push(e)
+    lastSeq = eseq
+  }
+  let next = 1
+  const result = await writeTables(mem.iterator(), {
+    fs: nodeFileSystem,
+    dir,
+    table: { blockSize: 4096, blockRestartInterval: 16, bloomBitsPerKey: 10, compression: false },
+    targetFileSize: 256 * 1024,
+    smallestSnapshot,
+    isBaseLevelForKey: () => false,
+    newFileNumber: () => next++,
+    shouldAbort: () => false
+  })
+  t.ok(result.outputs.length >= 8, `split into ${result.outputs.length} tables`)
+  t.ok(result.bytesWritten > 2 * 1024 * 1024, `${result.bytesWritten} bytes written: incremental syncs ran`)
+  t.equal(result.entriesIn, 6000, 'every entry was taken once')
+  const got: string[] = []
+  const keysPerTable: Array<Set<string>> = []
+  for (const meta of result.outputs) {
+    const table = Table.open(nodeFileSystem, join(dir, tableName(meta.number)), tableName(meta.number), new BlockCache(1 << 20))
+    const list = entries(table.iterator())
+    got.push(...list)
+    keysPerTable.push(new Set(list.map((e) => e.slice(0, e.indexOf('@')))))
+  }
+  sameList(t, got, expected, 'the entries the drop rules keep, in order')
+  t.equal(result.entriesDropped, 6000 - expected.length, 'the rest counted as dropped')
+  let shared = 0
+  for (let i = 1; i < keysPerTable.length; i++) for (const k of keysPerTable[i]) if (keysPerTable[i - 1].has(k)) shared++
+  t.equal(shared, 0, 'no user key in two tables')
+  t.end()
+})
+
 test('runFlushJob (the worker flush) writes the same table as writeTables over the memtable', async (t) => {
   const rnd = new Random(seed + 2)
   const dir = tempDir()

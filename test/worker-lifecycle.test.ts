@@ -61,6 +61,31 @@ test('a worker thread starts with the first job, stops when idle, and starts aga
   }
 })
 
+test('the flush thread starts once the active memtable is a quarter full, before the flush', async (t) => {
+  const dir = nodeFs.mkdtempSync(path.join(os.tmpdir(), 'lsm-worker-prepare-'))
+  const flush = JobThread.thread(0, 60_000)
+  const compaction = JobThread.thread(0, 60_000)
+  const writeBufferSize = 64 * 1024
+  try {
+    const engine = await Engine.open(dir, { writeBufferSize }, nodeFileSystem, { flush, compaction })
+    const value = Buffer.alloc(1000, 1)
+    let i = 0
+    const put = (): Promise<void> => engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from(`k${String(i++).padStart(6, '0')}`), value }]), false)
+    while (engine.stats().memtableBytes < writeBufferSize / 8) await put()
+    t.equal(flush.starts, 0, 'an eighth full: no thread yet')
+    while (engine.stats().memtableBytes < writeBufferSize / 4 + 2000) await put()
+    t.equal(flush.starts, 1, 'a quarter full: the flush thread is starting')
+    t.equal(flush.jobs, 0, 'no flush has been asked for yet')
+    await engine.flushMemTable()
+    t.equal(flush.starts, 1, 'the flush ran on the thread started ahead')
+    t.equal(flush.jobs, 1, 'one flush')
+    t.equal(compaction.starts, 0, 'the compaction thread is not started ahead')
+    await engine.close()
+  } finally {
+    nodeFs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
 test('lsm-level inside an app\'s own worker thread leaves that thread\'s parentPort to the app', async (t) => {
   const dir = nodeFs.mkdtempSync(path.join(os.tmpdir(), 'lsm-worker-app-'))
   // The app's worker echoes what its parent sends, after using a database (with

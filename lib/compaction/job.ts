@@ -158,6 +158,11 @@ export async function runCompactionJob (job: CompactionJob, fs: FileSystem, tabl
 export interface JobRunner {
   run (job: CompactionJob, signal?: { cancel?: () => void }): Promise<TableWriterResult>
   flush (job: FlushJob): Promise<TableWriterResult>
+  /**
+   * A flush is coming soon: a runner that starts a thread for its jobs starts
+   * it now, so that the flush does not wait for the thread's start. Optional.
+   */
+  prepare? (): void
 }
 
 /** The runners of compactions and of memtable flushes (one each, so that a long compaction never delays a flush). */

@@ -40,13 +40,20 @@ import { compactionEdit, describeTask, isTrivialMove, manualTask, mergeRuns, mov
 import { baseName, join, tableName } from '../filenames'
 import { compareBytes } from '../util/coding'
 import { ioError, type LevelError } from '../errors'
-import { tableOptionsOf } from '../sstable/table-builder'
+import { tableOptionsOf, type TableOptions } from '../sstable/table-builder'
 
 /**
  * LSM_TRACE_COMPACTIONS=1: one line on stderr per finished compaction (its input
- * runs' bytes, newest first, and the bytes it wrote): a picker's choices, to tune it.
+ * runs' bytes, newest first, and the bytes it wrote): a picker's choices, to tune it;
+ * and one per flush (its entries, and the milliseconds of its copy, its job and its
+ * install): what writes stalled on a flush waited for.
  */
 const traceCompactions = envFlag('LSM_TRACE_COMPACTIONS')
+
+/** How a flush builds its level-0 table: uncompressed (see `compression` in lib/options.ts). */
+function flushTableOptions (options: EngineOptions): TableOptions {
+  return { ...tableOptionsOf(options), compression: false }
+}
 
 /** Totals over every engine in this process (tests use them to show background work happened). */
 export const processCounters = { flushes: 0, compactions: 0, trivialMoves: 0 }
@@ -193,7 +200,7 @@ export class CompactionScheduler {
     const params: TableWriterParams = {
       fs,
       dir,
-      table: { ...tableOptionsOf(options), compression: false }, // level 0: see `compression` in lib/options.ts
+      table: flushTableOptions(options),
       targetFileSize: Infinity,
       smallestSnapshot,
       isBaseLevelForKey: () => false,
@@ -211,6 +218,8 @@ export class CompactionScheduler {
     // A flush is finished even when the database is closing (close waits for it):
     // it is short, and it saves the next open a log replay.
     let result
+    const t0 = traceCompactions ? performance.now() : 0
+    let t1 = t0
     if (this.flushRunner) {
       // On a worker thread, from a copy of the frozen memtable (SkipList.state).
       // Copied over a few turns; the parameters below are taken after the copy, together.
@@ -219,16 +228,18 @@ export class CompactionScheduler {
       const job: FlushJob = {
         dir: this.env.dir,
         entries,
-        table: { ...tableOptionsOf(options), compression: false }, // level 0: see `compression` in lib/options.ts
+        table: flushTableOptions(options),
         smallestSnapshot,
         rangeTombstones: mem.rangeTombstones().slice(),
         floorBase: this.flushTombstones(mem, smallestSnapshot).floorBase,
         fileNumber: versions.newFileNumber()
       }
+      if (traceCompactions) t1 = performance.now()
       result = await this.flushRunner.flush(job)
     } else {
       result = await this.writeLevel0(mem, this.env.smallestSnapshot(), () => false)
     }
+    const t2 = traceCompactions ? performance.now() : 0
     // The edit names the next live log: its directory entry must be durable
     // first (a flush with no output table has synced no directory).
     const logNumber = memtables.logAfterOldest(this.env.currentLogNumber())
@@ -239,6 +250,10 @@ export class CompactionScheduler {
       logNumber,
       lastSequence: this.env.lastSequence()
     })
+    if (traceCompactions) {
+      const ms = (t: number): string => t.toFixed(1)
+      process.stderr.write(`flush of ${mem.entryCount()} entries: copy ${ms(t1 - t0)} ms, job ${ms(t2 - t1)} ms, install ${ms(performance.now() - t2)} ms\n`)
+    }
     memtables.dropOldest()
     this.counters.flushes++
     processCounters.flushes++
@@ -372,6 +387,11 @@ export class CompactionScheduler {
   /** Waits for the obsolete files being deleted in the background. */
   private async settleRemovals (): Promise<void> {
     while (this.pendingRemovals.size > 0) await Promise.all(this.pendingRemovals)
+  }
+
+  /** A flush will soon be needed: its runner may get ready (start its thread). */
+  prepareFlush (): void {
+    this.flushRunner?.prepare?.()
   }
 
   /** Waits until every frozen memtable is flushed. */
