@@ -137,7 +137,7 @@ test('a replica whose history the store no longer continues (the writer restored
       if ((err as { code?: string }).code !== 'LEVEL_DATABASE_NOT_OPEN' && (err as { code?: string }).code !== 'LEVEL_ITERATOR_NOT_OPEN') throw err
     }
   }
-  const result = await Promise.race([rebuilt, sleep(1)]) as { generation?: string } | undefined
+  const result = await Promise.race([rebuilt, sleep(5000)]) as { generation?: string } | undefined
   t.equal(result?.generation, generation, 'rebuilt from the new generation (\'rebuild\' emitted)')
   t.equal(replica.sequence, last, `caught up with the restored writer at ${last} (${JSON.stringify(replica.stats().replica)})`)
   t.equal(replica.stats().replica!.rebuilds, 1, 'one rebuild')

@@ -36,8 +36,10 @@
 // the replica's sequence number, with no batch in common, is taken as a
 // continuation (it is one whenever the writer restarted; it is not if a
 // restored copy wrote exactly as many batches before it started shipping).
-// Batches older than the last RECENT_BATCHES, or applied before the replica
-// process started, are not compared.
+// Batches older than the last RECENT_BATCHES are not compared; a replica
+// restored at its open takes the CRC-32s of the batches it holds from the
+// segments of its generation (seed), one opened again on its directory has
+// none until it applies some.
 //
 // A hole (a segment the writer never put, or one deleted) stops the
 // following at the last batch before it, reported; damage is reported as
@@ -103,6 +105,7 @@ export class StoreFollower {
   /** The CRC-32 of each recently applied batch, by its first sequence number (insertion order: oldest first). */
   private readonly recent = new Map<number, number>()
   private diverged = false
+  private seeded = false
   private readonly intervalMs: number
   private readonly generationCheckMs: number
   private generation: string | undefined
@@ -190,6 +193,7 @@ export class StoreFollower {
     if (this.diverged) return
     this.counters.polls++
     try {
+      if (!this.seeded) await this.seed()
       const now = Date.now()
       let progressed = this.generation !== undefined && await this.follow()
       // Not on every idle poll: it lists the whole prefix.
@@ -216,7 +220,7 @@ export class StoreFollower {
     // starts after writes that only it shipped, e.g. a writer restarted twice).
     let why = ''
     for (const g of gens) {
-      if (g.id === this.generation) return false
+      if (g.id === this.generation) break
       // A point at the replica's sequence number with no segment past it: a writer restarted with nothing new in its logs.
       const atPoint = g.points.some((p) => p.sequence === expected - 1) && !g.segments.some((s) => s.last >= expected - 1)
       if (!atPoint && !g.segments.some((s) => s.first <= expected && s.last >= expected - 1)) {
@@ -242,6 +246,33 @@ export class StoreFollower {
     }
     this.counters.lastError = `No newer generation in the store continues the replica's sequence number ${expected - 1} (${why}): the replica stays on ${this.generation ?? 'none'} until the newest holds a point`
     return false
+  }
+
+  /**
+   * The CRC-32s of the batches the replica holds from the generation it
+   * starts on (restored from it): those of its segments at or below the
+   * replica's sequence number, the last RECENT_BATCHES. Without a generation
+   * (a replica opened again on its directory) there is nothing to take them from.
+   */
+  private async seed (): Promise<void> {
+    if (this.generation !== undefined) {
+      const upTo = this.target.sequence()
+      const root = objectKey(this.prefix, `${this.generation}/logs/`)
+      const listed = await this.request(root, () => this.store.list(root))
+      const segments: Listed[] = []
+      for (const o of listed) {
+        const s = parseSegmentKey(o.key)
+        if (s !== undefined && s.first <= upTo && s.last > upTo - RECENT_BATCHES) segments.push({ ...s, key: o.key, size: o.size })
+      }
+      segments.sort((a, b) => a.log - b.log || a.start - b.start || b.end - a.end)
+      for (const s of segments) {
+        for (const payload of await this.fetchBatches(s)) {
+          const first = getFixed64(payload, 0)
+          if (first <= upTo && !this.recent.has(first)) this.remember(first, crc(payload) >>> 0)
+        }
+      }
+    }
+    this.seeded = true
   }
 
   /**
