@@ -104,6 +104,7 @@ test('a replica whose history the store no longer continues (the writer restored
   const n = h1.batches[h1.batches.length - 1].last
   const replica = await ReplicaLevel.open<string, string>(store, tempDir() + '/replica', { pollIntervalMs: 20, generationCheckMs: 20 })
   t.equal(replica.sequence, n, `the replica holds the first writer's ${n} writes`)
+  const rebuilt = new Promise((resolve) => replica.once('rebuild', resolve))
   // The writer's database restored to about half way, and written on with other writes, past n.
   const restoredDir = tempDir()
   const r = await LsmLevel.restore(store, restoredDir, { sequence: n >> 1 })
@@ -117,7 +118,6 @@ test('a replica whose history the store no longer continues (the writer restored
   await w2.close()
   const last = h2.batches[h2.batches.length - 1].last
   t.ok(last > n, `the restored writer went from ${r.sequence} to ${last}, past the replica's ${n}`)
-  const rebuilt = new Promise((resolve) => replica.once('rebuild', resolve))
   // A state seen meanwhile is the first history's or the second's, never a mix.
   let mixed = 0
   let seen = 0
