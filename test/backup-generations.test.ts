@@ -12,7 +12,7 @@ import { LsmLevel } from '../index'
 import { DirectoryStore } from '../hosts/node/object-store/directory-store'
 import type { ObjectStore } from '../lib/backup/object-store'
 import { Random, seedFromEnv } from './util/random'
-import { contents, History, OPTIONS, sameMap, sleep, writeFor } from './util/backup-history'
+import { contents, History, OPTIONS, sameMap, sleep } from './util/backup-history'
 import { startS3 } from './util/s3-server'
 import { tempDir } from './util/temp'
 
@@ -28,12 +28,12 @@ async function writeNewKeys (db: LsmLevel<string, string>, rnd: Random, history:
   }
 }
 
-async function session (dir: string, store: ObjectStore, rnd: Random, history: History, ms: number): Promise<{ uploaded: number, reused: number, engine: number, tablesReused: number, generation: string }> {
+async function session (dir: string, store: ObjectStore, rnd: Random, history: History, puts: number): Promise<{ uploaded: number, reused: number, engine: number, tablesReused: number, generation: string }> {
   const db = new LsmLevel<string, string>(dir, OPTIONS)
   await db.open()
   const { generation } = await db.replicate(store, { intervalMs: 20 })
-  const end = Date.now() + ms
-  await writeNewKeys(db, rnd, history, () => Date.now() > end)
+  const end = history.batches.length + puts
+  await writeNewKeys(db, rnd, history, () => history.batches.length >= end)
   const engine = db.engine
   await db.close()
   // The engine's counters after the close: the last round (run by close) counted.
@@ -46,8 +46,8 @@ test('a writer restarted puts no table again: the same bytes are named, and what
   const store = new DirectoryStore(tempDir('lsm-store-'))
   const dir = tempDir()
   const history = new History()
-  const first = await session(dir, store, rnd, history, 700)
-  const second = await session(dir, store, rnd, history, 300)
+  const first = await session(dir, store, rnd, history, 3000)
+  const second = await session(dir, store, rnd, history, 1000)
   t.ok(second.tablesReused > 0, `the restarted writer named ${second.tablesReused} tables (${second.reused} bytes) the first one had put`)
   const withoutReuse = second.uploaded + second.reused
   t.comment(`first run: put ${first.uploaded} bytes for ${first.engine} written; restart: put ${second.uploaded} bytes for ${second.engine} written (${withoutReuse} without reuse)`)
@@ -65,24 +65,27 @@ test('retention by count: the newest retainPoints points and retainGenerations g
   const store = new DirectoryStore(tempDir('lsm-store-'))
   const dir = tempDir()
   const history = new History()
-  // New keys ('n...'), then random ones ('k...'): the first generation's tables stay in the version below the new writes.
-  const a = await session(dir, store, rnd, history, 800)
+  // New keys in ascending order, before and after the restart: the first generation's tables stay in the version (no flush after the restart overlaps them but the newest).
+  const a = await session(dir, store, rnd, history, 3000)
   // Restarted: its first point names the first generation's tables; that generation is then deleted by count.
   const db = new LsmLevel<string, string>(dir, OPTIONS)
   await db.open()
-  const retainPoints = 4
+  const retainPoints = 2
   const { generation } = await db.replicate(store, { intervalMs: 20, retainMs: 0, retainPoints, retainGenerations: 1, retentionIntervalMs: 20 })
-  const stopAt = Date.now() + 15000
   const enough = (): boolean => {
     const s = db.stats().replication!
-    return s.pointsDeleted >= 4 && s.generationsDeleted >= 1
+    return s.pointsDeleted >= 2 && s.generationsDeleted >= 1
   }
-  await writeFor(db, rnd, history, () => Date.now() > stopAt || enough())
-  // A few rounds without writes: the version settles (flushes, compactions), the retention runs after them.
-  await sleep(200)
+  // Until the retention deleted points and the older generation, at most 20000 puts.
+  const puts = history.batches.length + 20000
+  await writeNewKeys(db, rnd, history, () => history.batches.length >= puts || enough())
+  // The version settles (flushes, compactions), the retention runs after the rounds (bounded: a slow machine gets fewer).
+  const stopAt = Date.now() + 10000
+  while (!enough() && Date.now() < stopAt) await sleep(20)
+  await sleep(100)
   const s = db.stats().replication!
   t.ok(s.tablesReused > 0, `the restart named ${s.tablesReused} tables of generation ${a.generation}`)
-  t.ok(s.pointsDeleted >= 4 && s.generationsDeleted >= 1, `deleted ${s.pointsDeleted} points, ${s.generationsDeleted} generation, ${s.objectsDeleted} objects in all`)
+  t.ok(s.pointsDeleted >= 2 && s.generationsDeleted >= 1, `deleted ${s.pointsDeleted} points, ${s.generationsDeleted} generation, ${s.objectsDeleted} objects in all`)
   const keys = (await store.list('')).map((o) => o.key)
   const points = keys.filter((k) => k.includes('/points/'))
   t.ok(points.length <= retainPoints + 1, `${points.length} points kept (at most ${retainPoints}, and the one of a round since the retention last ran)`)
