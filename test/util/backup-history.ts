@@ -92,4 +92,3 @@ export function sameMap (a: Map<string, string>, b: Map<string, string>): boolea
 }
 
 export const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
-
