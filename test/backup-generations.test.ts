@@ -6,9 +6,13 @@
 // still gives exactly the writes up to it (nothing a kept point needs is
 // deleted, the tables of a deleted generation that a kept one names
 // included); through the S3 emulator, which has no conditional put, a second
-// live writer still fails with LEVEL_LOCKED. SEED=<n> replays.
+// live writer still fails with LEVEL_LOCKED; a backup of layout 1 is still
+// restored. SEED=<n> replays.
 import test from 'tape'
+import * as fs from 'node:fs'
+import * as path from 'node:path'
 import { LsmLevel } from '../index'
+import { crc } from '../lib/util/crc'
 import { DirectoryStore } from '../hosts/node/object-store/directory-store'
 import type { ObjectStore } from '../lib/backup/object-store'
 import { Random, seedFromEnv } from './util/random'
@@ -152,4 +156,41 @@ test('through the S3 emulator (no conditional put): a second live writer fails w
   } finally {
     await s3.close()
   }
+})
+
+test('a backup of layout 1 (tables named by number, points without table keys) is still restored', async (t) => {
+  const rnd = new Random(seed ^ 0x1a1)
+  const root = tempDir('lsm-store-')
+  const store = new DirectoryStore(root)
+  const history = new History()
+  await session(tempDir(), store, rnd, history, 2000)
+  // Rewritten as layout 1 wrote it: each table at <gen>/tables/<number>.sst, each point's JSON without keys, layout 1.
+  for (const { key } of await store.list('')) {
+    const table = /^(.*\/tables\/\d{10})-[0-9a-f]{32}\.sst$/.exec(key)
+    if (table !== null) {
+      fs.renameSync(path.join(root, key), path.join(root, table[1] + '.sst'))
+      continue
+    }
+    if (!key.endsWith('.pt')) continue
+    const buf = fs.readFileSync(path.join(root, key))
+    const jlen = buf.readUInt32LE(8)
+    const json = JSON.parse(buf.toString('utf8', 12, 12 + jlen)) as { layout: number, tables: unknown[][] }
+    json.layout = 1
+    json.tables = json.tables.map((x) => x.slice(0, 3))
+    const j = Buffer.from(JSON.stringify(json))
+    const rest = buf.subarray(12 + jlen, buf.length - 4)
+    const head = Buffer.alloc(12)
+    buf.copy(head, 0, 0, 8)
+    head.writeUInt32LE(j.length, 8)
+    const body = Buffer.concat([head, j, rest])
+    const out = Buffer.concat([body, Buffer.alloc(4)])
+    out.writeUInt32LE(crc(body) >>> 0, body.length)
+    fs.writeFileSync(path.join(root, key), out)
+  }
+  const keys = (await store.list('')).map((o) => o.key)
+  t.ok(keys.some((k) => /\/tables\/\d{10}\.sst$/.test(k)) && !keys.some((k) => /-[0-9a-f]{32}\.sst$/.test(k)), 'the tables are named as in layout 1')
+  const to = tempDir()
+  const r = await LsmLevel.restore(store, to)
+  t.equal(r.sequence, history.batches[history.batches.length - 1].last, 'restored to the end')
+  t.ok(sameMap(await contents(to), history.stateAt(r.sequence)), 'every write')
 })
