@@ -7,8 +7,9 @@
 // sequence numbers and times, each a prefix; damaged and missing objects
 // (LEVEL_CORRUPTION naming the object, nothing left in the directory); a store
 // that fails for a while (the database keeps working, the lag grows and is
-// reported, then shrinks); two writers on one prefix (no object written twice,
-// each restorable); retention. SEED=<n> replays; BACKUP_LONG=1 runs the
+// reported, then shrinks); two writers on one prefix (the second fails with
+// LEVEL_LOCKED until the first lets the lease go or stops renewing it; no
+// object written twice, each generation restorable); retention. SEED=<n> replays; BACKUP_LONG=1 runs the
 // disaster test 20 times with intervalMs 1000 and the default buffers, prints
 // the recovery point's percentiles and checks its p99 (at most 2 s).
 import test from 'tape'
@@ -16,100 +17,14 @@ import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { LsmLevel } from '../index'
 import { DirectoryStore } from '../hosts/node/object-store/directory-store'
-import type { ObjectInfo, ObjectStore } from '../lib/backup/object-store'
+import type { ObjectStore } from '../lib/backup/object-store'
 import { Random, seedFromEnv } from './util/random'
+import { contents, History, OPTIONS, sameMap, sleep, SwitchStore, writeFor } from './util/backup-history'
 import { startS3 } from './util/s3-server'
 import { tempDir } from './util/temp'
 
 const seed = seedFromEnv()
 const LONG = process.env.BACKUP_LONG === '1'
-
-/** A store in front of another: it can be switched off (every request fails), and it notes every key put. */
-class SwitchStore implements ObjectStore {
-  readonly description = 'switch'
-  off = false
-  readonly putKeys: string[] = []
-  constructor (readonly inner: ObjectStore) {}
-  get conditionalPut (): boolean { return this.inner.conditionalPut }
-  private check (): void { if (this.off) throw Object.assign(new Error('store unreachable (test)'), { code: 'ECONNREFUSED' }) }
-  async put (key: string, body: Uint8Array, options?: { ifAbsent?: boolean }): Promise<void> {
-    this.check()
-    this.putKeys.push(key)
-    await this.inner.put(key, body, options)
-  }
-
-  async get (key: string, range?: { offset: number, length: number }): Promise<Buffer> { this.check(); return await this.inner.get(key, range) }
-  async list (prefix: string, options?: { startAfter?: string }): Promise<ObjectInfo[]> { this.check(); return await this.inner.list(prefix, options) }
-  async delete (keys: string[]): Promise<void> { this.check(); await this.inner.delete(keys) }
-}
-
-type Op = { type: 'put', key: string, value: string } | { type: 'del', key: string }
-
-/** The writes of one writer, each with its sequence numbers and when it was acknowledged. */
-class History {
-  readonly batches: Array<{ last: number, ops: Op[], ackMs: number }> = []
-
-  stateAt (seq: number): Map<string, string> {
-    const m = new Map<string, string>()
-    for (const b of this.batches) {
-      if (b.last > seq) break
-      for (const op of b.ops) {
-        if (op.type === 'put') m.set(op.key, op.value)
-        else m.delete(op.key)
-      }
-    }
-    return m
-  }
-
-  /** The newest batch acknowledged at or before `ms`. */
-  lastAckedBy (ms: number): number {
-    let last = 0
-    for (const b of this.batches) if (b.ackMs <= ms) last = b.last
-    return last
-  }
-
-  ackOf (seq: number): number | undefined {
-    return this.batches.find((b) => b.last === seq)?.ackMs
-  }
-}
-
-const OPTIONS = { writeBufferSize: 32 * 1024, targetFileSize: 16 * 1024, level0CompactionTrigger: 2 }
-
-async function writeFor (db: LsmLevel<string, string>, rnd: Random, history: History, until: () => boolean): Promise<void> {
-  while (!until()) {
-    const key = (): string => 'k' + String(rnd.int(2000)).padStart(5, '0')
-    const r = rnd.int(100)
-    const ops: Op[] = r < 75
-      ? [{ type: 'put', key: key(), value: rnd.bytes(10 + rnd.int(200)).toString('hex') }]
-      : r < 90 ? [{ type: 'del', key: key() }] : [{ type: 'put', key: key(), value: 'b' + rnd.int(1e9) }, { type: 'del', key: key() }, { type: 'put', key: key(), value: 'c' }]
-    if (ops.length === 1) {
-      const op = ops[0]
-      if (op.type === 'put') await db.put(op.key, op.value)
-      else await db.del(op.key)
-    } else {
-      await db.batch(ops)
-    }
-    history.batches.push({ last: db.sequence, ops, ackMs: Date.now() })
-  }
-}
-
-async function contents (dir: string): Promise<Map<string, string>> {
-  const db = new LsmLevel<string, string>(dir)
-  await db.open()
-  try {
-    return new Map(await db.iterator().all())
-  } finally {
-    await db.close()
-  }
-}
-
-function sameMap (a: Map<string, string>, b: Map<string, string>): boolean {
-  if (a.size !== b.size) return false
-  for (const [k, v] of a) if (b.get(k) !== v) return false
-  return true
-}
-
-const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 
 async function disaster (t: test.Test, runSeed: number, intervalMs: number): Promise<number> {
   const rnd = new Random(runSeed)
@@ -309,7 +224,7 @@ test('a store that fails for a while: the database keeps working, the lag grows 
   await db.close()
 })
 
-test('two writers on one prefix, and a writer restarted: a generation each, no object written twice, the newest restored, the other by its id', async (t) => {
+test('two writers on one prefix: the second fails with LEVEL_LOCKED before it puts anything; after the first closes it takes over; a writer restarted: a generation each, no object written twice', async (t) => {
   const rnd = new Random(seed ^ 0x2222)
   const store = new SwitchStore(new DirectoryStore(tempDir('lsm-store-')))
   const a = new LsmLevel<string, string>(tempDir(), OPTIONS)
@@ -317,24 +232,43 @@ test('two writers on one prefix, and a writer restarted: a generation each, no o
   const b = new LsmLevel<string, string>(bDir, OPTIONS)
   await a.open()
   await b.open()
-  const ga = (await a.replicate(store, { prefix: 'same', intervalMs: 20 })).generation
-  const gb = (await b.replicate(store, { prefix: 'same', intervalMs: 20 })).generation
-  t.notEqual(ga, gb, 'two generations')
+  const leaseMs = 600
+  const ga = (await a.replicate(store, { prefix: 'same', intervalMs: 20, leaseMs })).generation
   const ha = new History()
   const hb = new History()
-  const stopAt = Date.now() + 500
-  await Promise.all([writeFor(a, rnd, ha, () => Date.now() > stopAt), writeFor(b, new Random(seed ^ 0x3333), hb, () => Date.now() > stopAt)])
+  let stopAt = Date.now() + 300
+  const writingA = writeFor(a, rnd, ha, () => Date.now() > stopAt)
+  const putsBefore = store.putKeys.length
+  const started = Date.now()
+  try {
+    await b.replicate(store, { prefix: 'same', intervalMs: 20, leaseMs })
+    t.fail('a second live writer started shipping')
+  } catch (err) {
+    t.equal((err as { code?: string }).code, 'LEVEL_LOCKED', `the second live writer: LEVEL_LOCKED after ${Date.now() - started} ms (${(err as Error).message})`)
+  }
+  t.ok(store.putKeys.slice(putsBefore).every((k) => k.startsWith(`same/${ga}/`) || k.startsWith('same/lease/')), 'it put nothing')
+  t.notOk(b.stats().replication, 'and ships nothing')
+  await writingA
+  t.ok(a.stats().replication!.leaseHeld, 'the first still holds the lease')
   await a.close()
+  // The first closed (its lease released): the second takes over at once.
+  const takeover = Date.now()
+  const gb = (await b.replicate(store, { prefix: 'same', intervalMs: 20, leaseMs })).generation
+  t.ok(Date.now() - takeover < leaseMs, `after a clean close, taken over at once (${Date.now() - takeover} ms)`)
+  t.notEqual(ga, gb, 'two generations')
+  stopAt = Date.now() + 300
+  await writeFor(b, new Random(seed ^ 0x3333), hb, () => Date.now() > stopAt)
   await b.close()
   // b restarted, writing on: a third generation, restored by default (the newest).
   await b.open()
-  const gb2 = (await b.replicate(store, { prefix: 'same', intervalMs: 20 })).generation
+  const gb2 = (await b.replicate(store, { prefix: 'same', intervalMs: 20, leaseMs })).generation
   const more = Date.now() + 200
   const hb2 = new History()
   hb2.batches.push(...hb.batches)
   await writeFor(b, rnd, hb2, () => Date.now() > more)
   await b.close()
-  t.equal(new Set(store.putKeys).size, store.putKeys.length, `no key put twice (${store.putKeys.length} puts)`)
+  const dataKeys = store.putKeys.filter((k) => !k.startsWith('same/lease/'))
+  t.equal(new Set(dataKeys).size, dataKeys.length, `no key put twice but the lease's (${store.putKeys.length} puts)`)
   const newest = tempDir()
   const r = await LsmLevel.restore(store.inner, newest, { prefix: 'same' })
   t.equal(r.generation, gb2, 'the newest generation is restored')
@@ -344,12 +278,51 @@ test('two writers on one prefix, and a writer restarted: a generation each, no o
   t.ok(sameMap(await contents(other), ha.stateAt(ra.sequence)) && ra.sequence === ha.batches[ha.batches.length - 1].last, 'the other writer, by its generation')
 })
 
+test('the lease expires when its holder stops renewing: a writer elsewhere takes over after leaseMs; the old holder finds out and stops shipping', async (t) => {
+  const rnd = new Random(seed ^ 0x1ea5e)
+  const inner = new DirectoryStore(tempDir('lsm-store-'))
+  const cut = new SwitchStore(inner)
+  const a = new LsmLevel<string, string>(tempDir(), OPTIONS)
+  await a.open()
+  const leaseMs = 600
+  await a.replicate(cut, { intervalMs: 20, leaseMs, retries: { attempts: 1, delayMs: 1, delayMsMax: 1 } })
+  await writeFor(a, rnd, new History(), (() => { const end = Date.now() + 200; return () => Date.now() > end })())
+  // The first writer's machine is cut off from the store: it can neither renew nor release.
+  cut.off = true
+  const b = new LsmLevel<string, string>(tempDir(), OPTIONS)
+  await b.open()
+  const started = Date.now()
+  const gb = (await b.replicate(inner, { intervalMs: 20, leaseMs })).generation
+  const waited = Date.now() - started
+  t.ok(waited >= leaseMs - 50, `taken over after the holder's leaseMs without a renewal (${waited} ms)`)
+  const hb = new History()
+  await writeFor(b, rnd, hb, (() => { const end = Date.now() + 200; return () => Date.now() > end })())
+  // The old holder reaches the store again: at its next renewal it finds the newer lease and stops.
+  cut.off = false
+  const until = Date.now() + 5000
+  while (a.stats().replication!.leaseHeld && Date.now() < until) await sleep(20)
+  const sa = a.stats().replication!
+  t.notOk(sa.leaseHeld, 'the old holder knows it lost the lease')
+  t.ok(sa.lastError !== undefined && /lost its lease/.test(sa.lastError), `and says so: ${sa.lastError ?? ''}`)
+  const rounds = sa.rounds
+  await sleep(100)
+  t.equal(a.stats().replication!.rounds, rounds, 'its rounds stopped')
+  await a.put('after', 'x')
+  t.equal(await a.get('after'), 'x', 'its database goes on')
+  await a.close()
+  await b.close()
+  const to = tempDir()
+  const r = await LsmLevel.restore(inner, to)
+  t.equal(r.generation, gb, 'the new holder is the newest generation')
+  t.ok(sameMap(await contents(to), hb.stateAt(r.sequence)) && r.sequence === hb.batches[hb.batches.length - 1].last, 'and restores whole')
+})
+
 test('retention: old points, the logs and tables only they need, and old generations are deleted; the newest state is still restored', async (t) => {
   const rnd = new Random(seed ^ 0x7e7)
   const store = new DirectoryStore(tempDir('lsm-store-'))
   const old = await shipped(store, rnd, 200)
   t.ok(old.batches.length > 0, 'an older generation')
-  const oldGens = new Set((await store.list('')).map((o) => o.key.split('/')[0]))
+  const oldGens = new Set((await store.list('')).map((o) => o.key.split('/')[0]).filter((g) => g !== 'lease'))
   await sleep(50)
   const db = new LsmLevel<string, string>(tempDir(), OPTIONS)
   await db.open()

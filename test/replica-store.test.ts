@@ -5,14 +5,21 @@
 // sequence number (a prefix), the sequence number never goes back, the
 // writer is killed (SIGKILL) and restarted (a new generation, followed), and
 // the replica converges to the writer's last write; writes to the replica
-// fail with LEVEL_READ_ONLY; its stats report the lag.
+// fail with LEVEL_READ_ONLY; its stats report the lag. Then a writer restored to
+// an earlier point that ships again: the replica, past that point, rebuilds
+// itself from the store, and no state it shows mixes the two histories.
+// SEED=<n> replays.
 import test from 'tape'
 import * as path from 'node:path'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { ReplicaLevel } from '../index'
+import { LsmLevel, ReplicaLevel } from '../index'
 import { DirectoryStore } from '../hosts/node/object-store/directory-store'
 import { stateAt } from './util/backup-writer'
 import { tempDir } from './util/temp'
+import { History, OPTIONS, sameMap, writeFor } from './util/backup-history'
+import { Random, seedFromEnv } from './util/random'
+
+const seed = seedFromEnv()
 
 const WRITER = path.join(__dirname, 'util', 'backup-writer.js')
 const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
@@ -81,5 +88,60 @@ test('a replica follows a writer in another process through the store, across a 
   } catch (err) {
     t.equal((err as { code?: string }).code, 'LEVEL_READ_ONLY', 'writes: LEVEL_READ_ONLY')
   }
+  await replica.close()
+})
+
+test('a replica whose history the store no longer continues (the writer restored to an earlier point, shipping again) rebuilds from the store, never showing a mix', async (t) => {
+  const rnd = new Random(seed ^ 0x4eb1)
+  const store = new DirectoryStore(tempDir('lsm-store-'))
+  const w1 = new LsmLevel<string, string>(tempDir(), OPTIONS)
+  await w1.open()
+  await w1.replicate(store, { intervalMs: 20, leaseMs: 300 })
+  const h1 = new History()
+  let end = Date.now() + 400
+  await writeFor(w1, rnd, h1, () => Date.now() > end)
+  await w1.close()
+  const n = h1.batches[h1.batches.length - 1].last
+  const replica = await ReplicaLevel.open<string, string>(store, tempDir() + '/replica', { pollIntervalMs: 20, generationCheckMs: 20 })
+  t.equal(replica.sequence, n, `the replica holds the first writer's ${n} writes`)
+  const rebuilt = new Promise((resolve) => replica.once('rebuild', resolve))
+  // The writer's database restored to about half way, and written on with other writes, past n.
+  const restoredDir = tempDir()
+  const r = await LsmLevel.restore(store, restoredDir, { sequence: n >> 1 })
+  const h2 = new History()
+  h2.batches.push(...h1.batches.filter((b) => b.last <= r.sequence))
+  const w2 = new LsmLevel<string, string>(restoredDir, OPTIONS)
+  await w2.open()
+  const { generation } = await w2.replicate(store, { intervalMs: 20, leaseMs: 300 })
+  end = Date.now() + 10000
+  await writeFor(w2, new Random(seed ^ 0x0de2), h2, () => Date.now() > end || w2.sequence > n + 50)
+  await w2.close()
+  const last = h2.batches[h2.batches.length - 1].last
+  t.ok(last > n, `the restored writer went from ${r.sequence} to ${last}, past the replica's ${n}`)
+  // A state seen meanwhile is the first history's or the second's, never a mix.
+  let mixed = 0
+  let seen = 0
+  const deadline = Date.now() + 15000
+  while (replica.sequence !== last && Date.now() < deadline) {
+    await sleep(10)
+    if (replica.status !== 'open') continue
+    try {
+      const snapshot = replica.snapshot()
+      const seq = replica.sequence
+      const got = new Map(await replica.iterator({ snapshot }).all())
+      await snapshot.close()
+      seen++
+      if (!sameMap(got, h1.stateAt(seq)) && !sameMap(got, h2.stateAt(seq))) mixed++
+    } catch (err) {
+      // Closed under the read by the rebuild.
+      if ((err as { code?: string }).code !== 'LEVEL_DATABASE_NOT_OPEN' && (err as { code?: string }).code !== 'LEVEL_ITERATOR_NOT_OPEN') throw err
+    }
+  }
+  const result = await Promise.race([rebuilt, sleep(5000)]) as { generation?: string } | undefined
+  t.equal(result?.generation, generation, 'rebuilt from the new generation (\'rebuild\' emitted)')
+  t.equal(replica.sequence, last, `caught up with the restored writer at ${last} (${JSON.stringify(replica.stats().replica)})`)
+  t.equal(replica.stats().replica!.rebuilds, 1, 'one rebuild')
+  t.ok(sameMap(new Map(await replica.iterator().all()), h2.stateAt(last)), 'its state is the restored writer\'s')
+  t.equal(mixed, 0, `no mixed state in ${seen} reads`)
   await replica.close()
 })

@@ -13,13 +13,33 @@
 //                             reader sees a prefix of the writer's writes, never
 //                             a part of a batch, never a step back)
 //   generations               every generationCheckMs: the newest generation
-//                             newer than the current one that holds the next
-//                             sequence number (the writer restarted) is
-//                             followed from that segment on; if none does
-//                             (their history starts after it, or another
-//                             database ships to the prefix), the replica stays
-//                             where it is and reports it (lastError): restore
-//                             a new replica then
+//                             newer than the current one that continues the
+//                             replica's history is followed from the segment
+//                             that holds the next sequence number on (the
+//                             writer restarted). It continues it if one of its
+//                             segments holds the next sequence number (or ends
+//                             just before it), or a point is at the replica's
+//                             sequence number and no segment after it, and
+//                             every batch it holds that
+//                             the replica applied recently (the CRC-32s of the
+//                             last RECENT_BATCHES are kept) is the same batch.
+//                             If none does and the newest generation holds a
+//                             point, the store's history no longer continues
+//                             the replica's (a restore to an earlier point that
+//                             ships again, another database on the prefix):
+//                             the follower stops and calls diverged(), and the
+//                             replica rebuilds itself from the store
+//                             (adapters/replica-level.ts). A generation with no
+//                             point yet is waited for.
+//
+// What the check cannot see: a generation whose batches start exactly after
+// the replica's sequence number, with no batch in common, is taken as a
+// continuation (it is one whenever the writer restarted; it is not if a
+// restored copy wrote exactly as many batches before it started shipping).
+// Batches older than the last RECENT_BATCHES are not compared; a replica
+// restored at its open takes the CRC-32s of the batches it holds from the
+// segments of its generation (seed), one opened again on its directory has
+// none until it applies some.
 //
 // A hole (a segment the writer never put, or one deleted) stops the
 // following at the last batch before it, reported; damage is reported as
@@ -33,12 +53,17 @@ import { objectKey, withRetries, type ObjectStore, type RetryPolicy } from './ob
 import { parseSegmentKey, type SegmentName } from './layout'
 import { listGenerations } from './restore'
 
+/** The batches whose CRC-32 the follower keeps, to tell a generation that continues its history from one that does not. */
+const RECENT_BATCHES = 4096
+
 /** What the follower needs of the replica's engine. */
 export interface FollowTarget {
   /** The replica's last sequence number. */
   sequence: () => number
   /** Applies one batch (an encoded batch, its sequence number the next one): resolves once it is visible. */
   apply: (batch: Buffer) => Promise<void>
+  /** The store's history does not continue the replica's; `generation` is the newest. Called once; the follower stops polling. */
+  diverged?: (generation: string, why: string) => void
 }
 
 export interface FollowOptions {
@@ -54,6 +79,8 @@ export interface FollowOptions {
 
 export interface FollowStats {
   generation: string | undefined
+  /** Times the replica rebuilt itself from the store because the store's history did not continue its own (ReplicaLevel). */
+  rebuilds?: number
   /** The replica's sequence number. */
   sequence: number
   /** The newest sequence number seen in the store. */
@@ -75,6 +102,10 @@ type Listed = SegmentName & { key: string, size: number }
 
 export class StoreFollower {
   private readonly prefix: string
+  /** The CRC-32 of each recently applied batch, by its first sequence number (insertion order: oldest first). */
+  private readonly recent = new Map<number, number>()
+  private diverged = false
+  private seeded = false
   private readonly intervalMs: number
   private readonly generationCheckMs: number
   private generation: string | undefined
@@ -125,6 +156,11 @@ export class StoreFollower {
     await this.running
   }
 
+  private remember (first: number, c: number): void {
+    this.recent.set(first, c)
+    if (this.recent.size > RECENT_BATCHES) this.recent.delete(this.recent.keys().next().value as number)
+  }
+
   stats (): FollowStats {
     const c = this.counters
     const sequence = this.target.sequence()
@@ -154,8 +190,10 @@ export class StoreFollower {
 
   /** One poll (see the top of the file); failures are kept in lastError, never thrown. */
   async poll (): Promise<void> {
+    if (this.diverged) return
     this.counters.polls++
     try {
+      if (!this.seeded) await this.seed()
       const now = Date.now()
       let progressed = this.generation !== undefined && await this.follow()
       // Not on every idle poll: it lists the whole prefix.
@@ -171,8 +209,8 @@ export class StoreFollower {
 
   /**
    * Moves to the newest generation newer than the current one that continues
-   * the replica's history (a segment of it holds the next sequence number, or
-   * ends just before it); true if it did.
+   * the replica's history (see the top of the file); true if it did. If none
+   * does and the newest holds a point: diverged.
    */
   private async switchGeneration (): Promise<boolean> {
     this.counters.requests++
@@ -180,17 +218,80 @@ export class StoreFollower {
     const expected = this.target.sequence() + 1
     // Newest first, down to the current one: the newest that continues (an older one may, when the newest
     // starts after writes that only it shipped, e.g. a writer restarted twice).
+    let why = ''
     for (const g of gens) {
-      if (g.id === this.generation) return false
-      if (!g.segments.some((s) => s.first <= expected && s.last >= expected - 1)) continue
+      if (g.id === this.generation) break
+      // A point at the replica's sequence number with no segment past it: a writer restarted with nothing new in its logs.
+      const atPoint = g.points.some((p) => p.sequence === expected - 1) && !g.segments.some((s) => s.last >= expected - 1)
+      if (!atPoint && !g.segments.some((s) => s.first <= expected && s.last >= expected - 1)) {
+        why ||= `the newest generation ${g.id} does not hold sequence number ${expected} next to the replica's ${expected - 1}`
+        continue
+      }
+      const differs = await this.firstDifference(g.segments, expected - 1)
+      if (differs !== undefined) {
+        why ||= `generation ${g.id} holds another batch ${differs} than the one the replica applied`
+        continue
+      }
       this.generation = g.id
       this.afterKey = undefined
       return true
     }
-    if (gens.length > 0) {
-      this.counters.lastError = `No newer generation in the store continues the replica's sequence number ${expected - 1} (the newest is ${gens[0].id}): the replica stays on ${this.generation ?? 'none'}; restore a new one to follow it`
+    const newest = gens[0]
+    if (newest === undefined || newest.id === this.generation) return false
+    if (newest.points.length > 0 && this.target.diverged !== undefined) {
+      this.diverged = true
+      this.counters.lastError = `The store's history does not continue the replica's (${why}): rebuilding from generation ${newest.id}`
+      this.target.diverged(newest.id, why)
+      return false
     }
+    this.counters.lastError = `No newer generation in the store continues the replica's sequence number ${expected - 1} (${why}): the replica stays on ${this.generation ?? 'none'} until the newest holds a point`
     return false
+  }
+
+  /**
+   * The CRC-32s of the batches the replica holds from the generation it
+   * starts on (restored from it): those of its segments at or below the
+   * replica's sequence number, the last RECENT_BATCHES. Without a generation
+   * (a replica opened again on its directory) there is nothing to take them from.
+   */
+  private async seed (): Promise<void> {
+    if (this.generation !== undefined) {
+      const upTo = this.target.sequence()
+      const root = objectKey(this.prefix, `${this.generation}/logs/`)
+      const listed = await this.request(root, () => this.store.list(root))
+      const segments: Listed[] = []
+      for (const o of listed) {
+        const s = parseSegmentKey(o.key)
+        if (s !== undefined && s.first <= upTo && s.last > upTo - RECENT_BATCHES) segments.push({ ...s, key: o.key, size: o.size })
+      }
+      segments.sort((a, b) => a.log - b.log || a.start - b.start || b.end - a.end)
+      for (const s of segments) {
+        for (const payload of await this.fetchBatches(s)) {
+          const first = getFixed64(payload, 0)
+          if (first <= upTo && !this.recent.has(first)) this.remember(first, crc(payload) >>> 0)
+        }
+      }
+    }
+    this.seeded = true
+  }
+
+  /**
+   * The first batch (its first sequence number) at or below `upTo` that a
+   * generation's segments hold and that differs from the one the replica
+   * applied (by CRC-32), among those the replica remembers; undefined if none.
+   */
+  private async firstDifference (segments: Listed[], upTo: number): Promise<number | undefined> {
+    if (this.recent.size === 0) return undefined
+    const oldest = this.recent.keys().next().value as number
+    for (const s of segments) {
+      if (s.last < oldest || s.first > upTo) continue
+      for (const payload of await this.fetchBatches(s)) {
+        const first = getFixed64(payload, 0)
+        const mine = this.recent.get(first)
+        if (first <= upTo && mine !== undefined && mine !== (crc(payload) >>> 0)) return first
+      }
+    }
+    return undefined
   }
 
   /** Applies the segments listed after the last one taken; true if any batch was applied. */
@@ -221,7 +322,8 @@ export class StoreFollower {
     return applied
   }
 
-  private async applySegment (s: Listed): Promise<boolean> {
+  /** A segment's batches, checked (size, CRC-32, each record's CRC and encoding) before any is returned. */
+  private async fetchBatches (s: Listed): Promise<Buffer[]> {
     const body = await this.request(s.key, () => this.store.get(s.key))
     this.counters.bytesFetched += body.length
     if (body.length !== s.end - s.start) throw corruption(s.key, `${body.length} bytes, its name says ${s.end - s.start}`)
@@ -237,6 +339,11 @@ export class StoreFollower {
       batches.push(payload)
       pos += HEADER_SIZE + length
     }
+    return batches
+  }
+
+  private async applySegment (s: Listed): Promise<boolean> {
+    const batches = await this.fetchBatches(s)
     let applied = false
     for (const payload of batches) {
       const first = getFixed64(payload, 0)
@@ -245,6 +352,7 @@ export class StoreFollower {
       if (last < next) continue
       if (first !== next) throw corruption(s.key, `batch ${first} does not continue the replica's sequence number ${next - 1}`)
       await this.target.apply(Buffer.from(payload))
+      this.remember(first, crc(payload) >>> 0)
       this.counters.batchesApplied++
       applied = true
     }

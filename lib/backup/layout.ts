@@ -1,9 +1,25 @@
 // The layout of a backup in an object store (lib/backup/object-store.ts), and
-// the encoding of its objects. LAYOUT_VERSION 1. Keys, under the user's prefix:
+// the encoding of its objects. LAYOUT_VERSION 2 (1 is still read). Keys, under
+// the user's prefix:
 //
-//   <gen>/GENERATION                         written first: {"layout":1,"createdMs":...}
-//   <gen>/tables/<number>.sst                a table's bytes, exactly as in the database
-//                                            directory; put once per generation
+//   lease/<epoch>                            the writers' lease (lib/backup/lease.ts):
+//                                            JSON, the one of the highest epoch holds it
+//   <gen>/GENERATION                         written first (after the lease):
+//                                            {"layout":2,"createdMs":...}
+//   <gen>/tables/<number>-<sha>.sst          a table's bytes, exactly as in the database
+//                                            directory; sha = the first 32 hex digits
+//                                            of its SHA-256: with the size (the
+//                                            listing's), what identifies its content.
+//                                            Put once per prefix: a generation that
+//                                            finds a table of the same size and sha
+//                                            under an older generation names that
+//                                            object in its points instead
+//                                            (layout 1: <number>.sst, never reused)
+//   <gen>/refs/<key>                         empty: this generation's points name the
+//                                            table object <key> (relative to the prefix)
+//                                            of another generation; put before the
+//                                            first point that names it. Retention
+//                                            keeps every table a kept generation refs
 //   <gen>/logs/<log>/<start>-<end>-<first>-<last>-<crc>-<ms>.seg
 //                                            bytes [start, end) of log <log>: whole log
 //                                            records (lib/wal/log-format.ts), holding the
@@ -17,9 +33,10 @@
 //   <gen>     = <ms:13 digits>-<16 hex digits, random>: when the generation started
 //               and a random tag; a generation is one run of a shipper (one
 //               db.replicate() on one open database). Two writers, or a restored copy
-//               that ships, never share one, so no object is ever written twice.
+//               that ships, never share one, so no object of a generation is ever
+//               written twice (the lease objects are the one exception: renewed in place).
 //   numbers   = decimal, zero-padded: <number>, <log> 10 digits; <start>, <end> 14;
-//               <first>, <last>, <sequence> 16; so that listing order is numeric order.
+//               <first>, <last>, <sequence>, <epoch> 16; so that listing order is numeric order.
 //
 // A point object (all integers little-endian):
 //
@@ -27,8 +44,10 @@
 //   | "LSMPOINT"| fixed32 jlen | json    | fixed32 elen | version edit   | fixed32   |
 //   | 8 bytes   |              | jlen B  |              | elen B         | CRC-32    |
 //   +-----------+--------------+---------+--------------+----------------+-----------+
-//   json = {"layout":1,"sequence":S,"ms":T,"logNumber":L,"nextFileNumber":F,
-//           "logs":[[log,length],...],"tables":[[number,size,crc32],...]}
+//   json = {"layout":2,"sequence":S,"ms":T,"logNumber":L,"nextFileNumber":F,
+//           "logs":[[log,length],...],"tables":[[number,size,crc32,key],...]}
+//   tables: key = the table's object, relative to the prefix (in this
+//   generation or an older one); layout 1 has no key: <gen>/tables/<number>.sst
 //   logs: every log >= L that holds writes <= S, and the length of its records
 //   up to S: the segments must cover [0, length) of each (else the backup is
 //   damaged: an object is missing)
@@ -54,8 +73,13 @@ import type { FileMeta } from '../manifest/file-meta'
 import type { RangeTombstone } from '../range-tombstones'
 import { corruption, levelError } from '../errors'
 
-/** The version of the layout drawn above. Bump only with a reader for the old one. */
-export const LAYOUT_VERSION = 1
+/**
+ * The version of the layout drawn above. Bump only with a reader for the old one.
+ *   1  tables at <gen>/tables/<number>.sst, points without table keys
+ *   2  tables named by content (<number>-<sha>.sst) and reused across
+ *      generations (points name each table's object; refs markers); the lease
+ */
+export const LAYOUT_VERSION = 2
 
 const POINT_MAGIC = Buffer.from('LSMPOINT', 'latin1')
 
@@ -76,8 +100,36 @@ export function generationStartMs (gen: string): number {
 
 const pad = (n: number, width: number): string => String(n).padStart(width, '0')
 
-export function tableKey (gen: string, number: number): string {
-  return `${gen}/tables/${pad(number, 10)}.sst`
+/** A table's key: layout 2 with its content hash, layout 1 (an old backup) without. */
+export function tableKey (gen: string, number: number, sha?: string): string {
+  return sha === undefined ? `${gen}/tables/${pad(number, 10)}.sst` : `${gen}/tables/${pad(number, 10)}-${sha}.sst`
+}
+
+const TABLE_RE = /^(\d{13}-[0-9a-f]{16})\/tables\/(\d{10})-([0-9a-f]{32})\.sst$/
+
+/** A layout-2 table key (relative to the prefix): its generation and content hash. */
+export function parseTableKey (rel: string): { gen: string, number: number, sha: string } | undefined {
+  const m = TABLE_RE.exec(rel)
+  return m === null ? undefined : { gen: m[1], number: Number(m[2]), sha: m[3] }
+}
+
+/** The marker that generation `gen` names table object `rel` (relative to the prefix) of another generation. */
+export function refKey (gen: string, rel: string): string {
+  return `${gen}/refs/${rel}`
+}
+
+/** The table key a refs marker (relative to the prefix) names. */
+export function parseRefKey (rel: string): { gen: string, table: string } | undefined {
+  const m = /^(\d{13}-[0-9a-f]{16})\/refs\/(.+)$/.exec(rel)
+  return m === null ? undefined : { gen: m[1], table: m[2] }
+}
+
+/** The SHA-256 of a table's bytes, its first 32 hex digits (Web Crypto: off the event loop where the runtime does so); undefined where there is no Web Crypto. */
+export async function contentHash (bytes: Uint8Array): Promise<string | undefined> {
+  const subtle = globalThis.crypto?.subtle
+  if (subtle === undefined) return undefined
+  const digest = await subtle.digest('SHA-256', bytes)
+  return Buffer.from(digest).toString('hex').slice(0, 32)
 }
 
 export interface SegmentName {
@@ -114,11 +166,12 @@ export function parsePointKey (key: string): { sequence: number, ms: number } | 
   return m === null ? undefined : { sequence: Number(m[1]), ms: Number(m[2]) }
 }
 
-/** A table as a point names it: its number, size and CRC-32 of its bytes. */
+/** A table as a point names it: its number, size and CRC-32 of its bytes, and its object (relative to the prefix; undefined in layout 1). */
 export interface PointTable {
   number: number
   size: number
   crc: number
+  key?: string
 }
 
 export interface Point {
@@ -142,7 +195,7 @@ export function encodePoint (p: Point): Buffer {
     logNumber: p.logNumber,
     nextFileNumber: p.nextFileNumber,
     logs: p.logs,
-    tables: p.tables.map((t) => [t.number, t.size, t.crc])
+    tables: p.tables.map((t) => t.key === undefined ? [t.number, t.size, t.crc] : [t.number, t.size, t.crc, t.key])
   }), 'utf8')
   const edit = encodeVersionEdit({
     formatVersion: MANIFEST_FORMAT_VERSION,
@@ -170,7 +223,7 @@ export function decodePoint (buf: Buffer, key: string): Point {
   if (getFixed32(buf, buf.length - 4) !== crc(buf.subarray(0, buf.length - 4))) throw bad('checksum mismatch')
   const jlen = getFixed32(buf, 8)
   if (12 + jlen + 4 > buf.length - 4) throw bad('bad length')
-  let json: { layout: number, sequence: number, ms: number, logNumber: number, nextFileNumber: number, logs: Array<[number, number]>, tables: number[][] }
+  let json: { layout: number, sequence: number, ms: number, logNumber: number, nextFileNumber: number, logs: Array<[number, number]>, tables: Array<[number, number, number, string?]> }
   try {
     json = JSON.parse(buf.toString('utf8', 12, 12 + jlen))
   } catch (err) {
@@ -188,7 +241,7 @@ export function decodePoint (buf: Buffer, key: string): Point {
     logNumber: json.logNumber,
     nextFileNumber: json.nextFileNumber,
     logs: json.logs,
-    tables: json.tables.map(([number, size, c]) => ({ number, size, crc: c })),
+    tables: json.tables.map(([number, size, c, key]) => ({ number, size, crc: c, ...(typeof key === 'string' ? { key } : {}) })),
     files: edit.newFiles ?? [],
     rangeTombstones: edit.rangeTombstones ?? []
   }

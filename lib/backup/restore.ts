@@ -32,7 +32,7 @@ import { crc } from '../util/crc'
 import { CURRENT, join, logName, manifestName, parentDir, tableName, tempName } from '../filenames'
 import { corruption, levelError } from '../errors'
 import { objectKey, withRetries, type ObjectStore, type RetryPolicy, type StoreError } from './object-store'
-import { decodePoint, isGenerationId, parsePointKey, parseSegmentKey, type Point, type SegmentName } from './layout'
+import { decodePoint, isGenerationId, parsePointKey, parseSegmentKey, tableKey, type Point, type SegmentName } from './layout'
 
 export interface RestoreOptions {
   prefix?: string
@@ -167,9 +167,10 @@ export async function restore (store: ObjectStore, fs: FileSystem, dir: string, 
   const syncs: Array<Promise<void>> = []
   try {
     fs.mkdirp(dir)
-    const tableKeyOf = (n: number): string => objectKey(options.prefix ?? '', `${g.id}/tables/${String(n).padStart(10, '0')}.sst`)
+    // Layout 2: the point names each table's object (maybe another generation's); layout 1: this generation's, by number.
+    const tableKeyOf = (t: Point['tables'][number]): string => objectKey(options.prefix ?? '', t.key ?? tableKey(g.id, t.number))
     await pool(point.tables, options.concurrency ?? 4, async (t) => {
-      const key = tableKeyOf(t.number)
+      const key = tableKeyOf(t)
       const body = await fetch(key)
       if (body.length !== t.size) throw corruption(key, `${body.length} bytes, the point says ${t.size}`)
       if ((crc(body) >>> 0) !== t.crc) throw corruption(key, 'checksum mismatch')

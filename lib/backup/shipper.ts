@@ -16,7 +16,13 @@
 //                        the recovery point waits for these, not for tables
 //   tables               if the version is not the one of the last point:
 //                        each of its tables not put yet in this generation,
-//                        read, CRC-32'd and put (TABLE_UPLOADS at once): once
+//                        read, CRC-32'd and SHA-256'd (TABLE_UPLOADS at once),
+//                        then put, or, if an older generation holds an object
+//                        of the same size and SHA-256 (listed at the start:
+//                        a restart, a restored copy), named instead: a refs
+//                        marker put (the retention keeps what it names) and
+//                        the point names that object. Each table's bytes
+//                        reach the store once per prefix
 //   point                if the version is not the one of the last point: the
 //                        point (tables, range tombstones, logNumber, sequence)
 //
@@ -31,6 +37,19 @@
 // restored on their own (restore stops at such a hole, lib/backup/restore.ts;
 // its writes are in the tables of the next point). stats().logsDropped
 // counts them.
+//
+// The lease (lib/backup/lease.ts): taken before the generation's first
+// object (a second live writer fails there with LEVEL_LOCKED), renewed every
+// leaseMs / 3 on its own timer (a long round does not delay it), released by
+// stop(). A shipper that finds the lease taken by another writer stops
+// shipping (lastError says so, LEVEL_LOCKED); the database goes on.
+//
+// Retention (every retentionIntervalMs, only while the lease is surely held):
+// this generation's points beyond the newest retainPoints or older than
+// retainMs, the newest always kept, with the segments and tables only they
+// needed; other generations beyond the newest retainGenerations (this one
+// counted) or whose newest object is older than retainMs, whole, except the
+// tables a kept generation's refs markers name.
 //
 // Failures: an object store error fails the round after the store's retries
 // (withRetries); what the round put stays put (a table once put is not put
@@ -53,9 +72,10 @@ import { nextTurn } from '../util/turn'
 import { join, logName, logNumbers, tableName } from '../filenames'
 import { corruption, levelError } from '../errors'
 import { objectKey, withRetries, type ObjectStore, type RetryPolicy } from './object-store'
+import { Lease } from './lease'
 import {
-  encodePoint, GENERATION_FILE, generationStartMs, isGenerationId, LAYOUT_VERSION, newGenerationId,
-  parsePointKey, parseSegmentKey, pointKey, segmentKey, tableKey, type PointTable
+  contentHash, encodePoint, GENERATION_FILE, generationStartMs, isGenerationId, LAYOUT_VERSION, newGenerationId,
+  parsePointKey, parseRefKey, parseSegmentKey, parseTableKey, pointKey, refKey, segmentKey, tableKey, type PointTable
 } from './layout'
 
 /** Tables put at once (each one in memory meanwhile). */
@@ -90,8 +110,14 @@ export interface ReplicateOptions {
   intervalMs?: number
   /** Largest log segment object (bytes); a longer stretch of log is cut in several. Default 4 MiB. */
   maxSegmentBytes?: number
-  /** Points (and the logs and tables only they need) older than this are deleted, the newest point always kept; other generations whose newest point is older are deleted whole. 0: nothing deleted. Default 7 days. */
+  /** Points (and the logs and tables only they need) older than this are deleted, the newest point always kept; other generations whose newest object is older are deleted whole. 0: no bound by age. Default 7 days. */
   retainMs?: number
+  /** At most this many points of this generation are kept (the newest; with their logs and tables). Default: no bound by count. */
+  retainPoints?: number
+  /** At most this many generations are kept, this one included (the newest by their newest object); older ones are deleted whole. Default: no bound by count. */
+  retainGenerations?: number
+  /** The writers' lease (lib/backup/lease.ts): renewed every leaseMs / 3; a writer that stops renewing loses it after leaseMs. Default 30000. */
+  leaseMs?: number
   /** How often the retention runs (ms). Default 10 minutes. */
   retentionIntervalMs?: number
   /** Bytes of retired logs not shipped yet kept readable for the shipper (their disk space is not freed meanwhile). Default 256 MiB. */
@@ -115,11 +141,19 @@ export interface ReplicationStats {
   /** Bytes put: tables, log segments, points. */
   bytesUploaded: number
   tablesUploaded: number
+  /** Tables found in the store under an older generation (same size and SHA-256) and named instead of put, and their bytes. */
+  tablesReused: number
+  bytesReused: number
   segmentsUploaded: number
   pointsUploaded: number
   /** Requests made to the store (puts, lists, deletes, retries included). */
   requests: number
   objectsDeleted: number
+  /** Points of this generation, and other generations, deleted by the retention. */
+  pointsDeleted: number
+  generationsDeleted: number
+  /** This shipper holds the writers' lease on the prefix (false once it is lost or released). */
+  leaseHeld: boolean
   /** Retired logs let go before they were shipped (maxHeldLogBytes): holes in the restorable sequence numbers. */
   logsDropped: number
   rounds: number
@@ -153,6 +187,9 @@ interface ShippedPoint {
   tables: number[]
 }
 
+/** A table object of an older generation that a table of this one may be: by size and SHA-256. */
+const contentId = (size: number, sha: string): string => `${size}-${sha}`
+
 export class Shipper {
   readonly generation: string
   private readonly store: ObjectStore
@@ -165,6 +202,19 @@ export class Shipper {
   private readonly retries: RetryPolicy | undefined
   private readonly retryDelayMsMax: number
   private readonly maxHeldLogBytes: number
+  private readonly retainPoints: number
+  private readonly retainGenerations: number
+  private readonly leaseMs: number
+  private readonly lease: Lease
+  /** Table objects of older generations, by content (contentId), relative to the prefix: listed at start. */
+  private readonly reusable = new Map<string, string>()
+  /** Refs markers put (relative keys of the tables named), for the retention. */
+  private readonly refs = new Set<string>()
+  /** The lease was lost: no more rounds. */
+  private halted = false
+  private renewTimer: NodeJS.Timeout | undefined
+  private renewWake: (() => void) | undefined
+  private renewing: Promise<void> | undefined
   /** The first capture's logNumber: the logs below it are not needed (the first point's tables hold them). */
   private firstLog: number | undefined
 
@@ -189,10 +239,14 @@ export class Shipper {
     shippedSequence: 0,
     bytesUploaded: 0,
     tablesUploaded: 0,
+    tablesReused: 0,
+    bytesReused: 0,
     segmentsUploaded: 0,
     pointsUploaded: 0,
     requests: 0,
     objectsDeleted: 0,
+    pointsDeleted: 0,
+    generationsDeleted: 0,
     logsDropped: 0,
     rounds: 0,
     failedRounds: 0,
@@ -214,24 +268,79 @@ export class Shipper {
     this.retries = options.retries
     this.retryDelayMsMax = options.retryDelayMsMax ?? 30000
     this.maxHeldLogBytes = options.maxHeldLogBytes ?? 256 * 1024 * 1024
-    checkOptions({ intervalMs: this.intervalMs, maxSegmentBytes: this.maxSegmentBytes, retainMs: this.retainMs, retentionIntervalMs: this.retentionIntervalMs, retryDelayMsMax: this.retryDelayMsMax, maxHeldLogBytes: this.maxHeldLogBytes })
+    this.retainPoints = options.retainPoints ?? Infinity
+    this.retainGenerations = options.retainGenerations ?? Infinity
+    this.leaseMs = options.leaseMs ?? 30000
+    checkOptions({ intervalMs: this.intervalMs, maxSegmentBytes: this.maxSegmentBytes, retainMs: this.retainMs, retentionIntervalMs: this.retentionIntervalMs, retryDelayMsMax: this.retryDelayMsMax, maxHeldLogBytes: this.maxHeldLogBytes, retainPoints: this.retainPoints, retainGenerations: this.retainGenerations, leaseMs: this.leaseMs })
     this.generation = newGenerationId(Date.now(), globalThis.crypto.getRandomValues(new Uint8Array(8)))
+    this.lease = new Lease(store, this.prefix, this.generation, { leaseMs: this.leaseMs, request: async (what, op) => await this.request(what, op) })
+  }
+
+  /** Whether the retention may run: by age or by count. */
+  private get retaining (): boolean {
+    return this.retainMs > 0 || this.retainPoints < Infinity || this.retainGenerations < Infinity
   }
 
   get storeDescription (): string {
     return this.store.description
   }
 
-  /** Starts the rounds; resolves once the generation's first object is put (its first failure rejects and stops). */
+  /**
+   * Takes the lease (LEVEL_LOCKED if another writer holds it), puts the
+   * generation's first object, lists the tables older generations hold, and
+   * starts the rounds; a failure rejects and stops.
+   */
   async start (): Promise<void> {
     if (this.started) return
     this.started = true
-    const key = this.key(`${this.generation}/${GENERATION_FILE}`)
-    const body = Buffer.from(JSON.stringify({ layout: LAYOUT_VERSION, createdMs: Date.now() }) + '\n')
-    await this.request(key, () => this.store.put(key, body, { ifAbsent: this.store.conditionalPut }))
-    this.counters.bytesUploaded += body.length
+    await this.lease.acquire()
+    try {
+      const key = this.key(`${this.generation}/${GENERATION_FILE}`)
+      const body = Buffer.from(JSON.stringify({ layout: LAYOUT_VERSION, createdMs: Date.now() }) + '\n')
+      await this.request(key, () => this.store.put(key, body, { ifAbsent: this.store.conditionalPut }))
+      this.counters.bytesUploaded += body.length
+      await this.listReusable()
+    } catch (err) {
+      await this.lease.release().catch(() => {})
+      throw err
+    }
     this.lastRetentionMs = Date.now()
     this.loop = this.run()
+    this.renewing = this.renewLoop()
+  }
+
+  /** The layout-2 table objects under the prefix, by content. */
+  private async listReusable (): Promise<void> {
+    const root = this.prefix === '' ? '' : objectKey(this.prefix, '')
+    const all = await this.request(root || '(root)', () => this.store.list(root))
+    for (const { key, size } of all) {
+      const rel = key.slice(root.length)
+      const t = parseTableKey(rel)
+      if (t !== undefined && t.gen !== this.generation) this.reusable.set(contentId(size, t.sha), rel)
+    }
+  }
+
+  /** Renews the lease every leaseMs / 3 until stop(); a lost lease halts the rounds. */
+  private async renewLoop (): Promise<void> {
+    while (!this.stopping && !this.halted) {
+      await new Promise<void>((resolve) => {
+        this.renewWake = resolve
+        this.renewTimer = setTimeout(resolve, this.leaseMs / 3)
+      })
+      if (this.stopping) return
+      try {
+        await this.lease.renew()
+      } catch (err) {
+        if ((err as { code?: string }).code === 'LEVEL_LOCKED') {
+          this.halted = true
+          this.counters.lastError = (err as Error).message
+          clearTimeout(this.timer)
+          this.wake?.()
+          return
+        }
+        // The store unreachable: tried again at the next turn; the lease lapses meanwhile (valid() is false).
+      }
+    }
   }
 
   /** Stops after the running round and one last round (what was written before stop() is shipped if the store takes it); then releases the logs. */
@@ -240,8 +349,12 @@ export class Shipper {
     this.stopping = true
     clearTimeout(this.timer)
     this.wake?.()
+    clearTimeout(this.renewTimer)
+    this.renewWake?.()
     try {
       await this.loop
+      await this.renewing
+      await this.lease.release().catch(() => {})
     } finally {
       for (const log of this.logs.values()) log.file.close()
       this.logs.clear()
@@ -261,10 +374,15 @@ export class Shipper {
       lagMs: behind ? Date.now() - this.caughtUpMs : 0,
       bytesUploaded: c.bytesUploaded,
       tablesUploaded: c.tablesUploaded,
+      tablesReused: c.tablesReused,
+      bytesReused: c.bytesReused,
       segmentsUploaded: c.segmentsUploaded,
       pointsUploaded: c.pointsUploaded,
       requests: c.requests,
       objectsDeleted: c.objectsDeleted,
+      pointsDeleted: c.pointsDeleted,
+      generationsDeleted: c.generationsDeleted,
+      leaseHeld: this.lease.held,
       logsDropped: c.logsDropped,
       rounds: c.rounds,
       failedRounds: c.failedRounds,
@@ -319,6 +437,10 @@ export class Shipper {
 
   private async run (): Promise<void> {
     for (;;) {
+      if (this.halted) {
+        this.finished = true
+        return
+      }
       const last = this.stopping
       const began = Date.now()
       let behind = false
@@ -328,14 +450,14 @@ export class Shipper {
         this.counters.maxRoundMs = Math.max(this.counters.maxRoundMs, this.counters.lastRoundMs)
         this.failures = 0
         this.counters.lastError = undefined
-        if (!last && this.retainMs > 0 && began - this.lastRetentionMs >= this.retentionIntervalMs) {
+        if (!last && this.retaining && began - this.lastRetentionMs >= this.retentionIntervalMs) {
           this.lastRetentionMs = began
           await this.retain(began)
         }
       } catch (err) {
         this.failures++
         this.counters.failedRounds++
-        this.counters.lastError = (err as Error).message
+        if (!this.halted) this.counters.lastError = (err as Error).message
       }
       if (last) {
         this.finished = true
@@ -430,9 +552,25 @@ export class Shipper {
         const meta = todo[next++]
         try {
           const body = await readWhole(fs, join(dir, tableName(meta.number)), meta.size)
-          const key = this.key(tableKey(this.generation, meta.number))
+          const sha = await contentHash(body)
+          const c = crc(body) >>> 0
+          const found = sha === undefined ? undefined : this.reusable.get(contentId(body.length, sha))
+          if (found !== undefined) {
+            // The same bytes are in the store already (an older generation's): a marker, so that the retention keeps them.
+            if (!this.refs.has(found)) {
+              const marker = this.key(refKey(this.generation, found))
+              await this.request(marker, () => this.store.put(marker, Buffer.alloc(0)))
+              this.refs.add(found)
+            }
+            this.tables.set(meta.number, { number: meta.number, size: meta.size, crc: c, key: found })
+            this.counters.tablesReused++
+            this.counters.bytesReused += body.length
+            continue
+          }
+          const rel = tableKey(this.generation, meta.number, sha)
+          const key = this.key(rel)
           await this.request(key, () => this.store.put(key, body))
-          this.tables.set(meta.number, { number: meta.number, size: meta.size, crc: crc(body) >>> 0 })
+          this.tables.set(meta.number, { number: meta.number, size: meta.size, crc: c, key: rel })
           this.counters.tablesUploaded++
           this.counters.bytesUploaded += body.length
         } catch (err) {
@@ -511,60 +649,108 @@ export class Shipper {
   }
 
   /**
-   * Retention (retainMs): this generation's points older than retainMs but
-   * the newest, the segments of logs below the oldest kept point's logNumber,
-   * the tables only deleted points named; other generations whose newest
-   * point is older than retainMs, whole (never while this one has no point).
+   * Retention (see the top of the file). Runs only while the lease is surely
+   * this shipper's (with a quarter of leaseMs to spare), checked again before
+   * each delete request.
    */
   private async retain (nowMs: number): Promise<void> {
-    const cutoff = nowMs - this.retainMs
+    if (!this.lease.valid(this.leaseMs / 4)) return
+    const cutoff = this.retainMs > 0 ? nowMs - this.retainMs : -Infinity
+    await this.retainPointsOfThis(cutoff)
+    if (this.points.length > 0) await this.retainOthers(nowMs, cutoff)
+  }
+
+  /** This generation's points beyond retainPoints or older than `cutoff` (the newest kept), and what only they needed. */
+  private async retainPointsOfThis (cutoff: number): Promise<void> {
+    const n = this.points.length
     let drop = 0
-    while (drop < this.points.length - 1 && this.points[drop].ms < cutoff) drop++
+    while (drop < n - 1 && (n - drop > this.retainPoints || this.points[drop].ms < cutoff)) drop++
+    if (drop === 0) return
     const dropped = this.points.splice(0, drop)
-    if (dropped.length > 0) {
-      const kept = new Set<number>()
-      for (const p of this.points) for (const t of p.tables) kept.add(t)
-      const keys: string[] = []
-      const gone = new Set<number>()
-      for (const p of dropped) {
-        keys.push(p.key)
-        for (const t of p.tables) {
-          if (kept.has(t) || gone.has(t)) continue
-          gone.add(t)
-          this.tables.delete(t)
-          keys.push(this.key(tableKey(this.generation, t)))
-        }
+    const kept = new Set<number>()
+    for (const p of this.points) for (const t of p.tables) kept.add(t)
+    const keys: string[] = []
+    const gone = new Map<number, PointTable>()
+    for (const p of dropped) {
+      keys.push(p.key)
+      for (const t of p.tables) {
+        const meta = this.tables.get(t)
+        if (kept.has(t) || gone.has(t) || meta === undefined) continue
+        gone.set(t, meta)
+        this.tables.delete(t)
       }
-      const oldestLog = this.points[0].logNumber
-      for (const [n, logKeys] of this.closedLogKeys) {
-        if (n < oldestLog) { keys.push(...logKeys); this.closedLogKeys.delete(n) }
-      }
-      await this.deleteKeys(keys)
     }
-    if (this.points.length === 0) return
-    // Other generations.
+    // The tables only dropped points named: this generation's deleted; another's let go (its refs marker deleted, after the points).
+    const stillNamed = new Set([...this.tables.values()].map((t) => t.key))
+    const markers: string[] = []
+    for (const meta of gone.values()) {
+      if (meta.key === undefined) continue
+      if (meta.key.startsWith(this.generation + '/')) keys.push(this.key(meta.key))
+      else if (!stillNamed.has(meta.key) && this.refs.delete(meta.key)) markers.push(this.key(refKey(this.generation, meta.key)))
+    }
+    const oldestLog = this.points[0].logNumber
+    for (const [log, logKeys] of this.closedLogKeys) {
+      if (log < oldestLog) { keys.push(...logKeys); this.closedLogKeys.delete(log) }
+    }
+    await this.deleteKeys(keys.concat(markers))
+    this.counters.pointsDeleted += dropped.length
+  }
+
+  /**
+   * Other generations: beyond the newest retainGenerations - 1 that hold a
+   * point, or whose newest object is older than `cutoff`, deleted whole but
+   * for the tables that a kept generation's refs markers name (the
+   * generation's own marker last: a half-deleted generation stays listed).
+   * One that holds no point yet is deleted only once its newest object is
+   * older than twice the lease and the retention interval (its writer gone).
+   */
+  private async retainOthers (nowMs: number, cutoff: number): Promise<void> {
     const root = this.prefix === '' ? '' : objectKey(this.prefix, '')
     const all = await this.request(root || '(root)', () => this.store.list(root))
-    const newest = new Map<string, number>()
-    const byGen = new Map<string, string[]>()
+    interface Gen { id: string, keys: string[], newestMs: number, points: number, marker: boolean, refs: string[] }
+    const gens = new Map<string, Gen>()
     for (const { key } of all) {
-      const gen = key.slice(root.length).split('/')[0]
-      if (!isGenerationId(gen) || gen === this.generation) continue
-      if (!byGen.has(gen)) { byGen.set(gen, []); newest.set(gen, generationStartMs(gen)) }
-      byGen.get(gen)!.push(key)
-      const ms = parsePointKey(key)?.ms ?? parseSegmentKey(key)?.ms
-      if (ms !== undefined && ms > newest.get(gen)!) newest.set(gen, ms)
+      const rel = key.slice(root.length)
+      const id = rel.split('/')[0]
+      if (!isGenerationId(id)) continue
+      let g = gens.get(id)
+      if (g === undefined) gens.set(id, g = { id, keys: [], newestMs: generationStartMs(id), points: 0, marker: false, refs: [] })
+      g.keys.push(key)
+      const point = parsePointKey(key)
+      if (point !== undefined) g.points++
+      if (rel === `${id}/${GENERATION_FILE}`) g.marker = true
+      const ref = parseRefKey(rel)
+      if (ref !== undefined) g.refs.push(ref.table)
+      const ms = point?.ms ?? parseSegmentKey(key)?.ms
+      if (ms !== undefined && ms > g.newestMs) g.newestMs = ms
     }
-    for (const [gen, keys] of byGen) {
-      if (newest.get(gen)! >= cutoff) continue
-      // The generation's marker last: a half-deleted generation stays listed.
-      const marker = keys.filter((k) => k.endsWith('/' + GENERATION_FILE))
-      await this.deleteKeys(keys.filter((k) => !k.endsWith('/' + GENERATION_FILE)).concat(marker))
+    const others = [...gens.values()].filter((g) => g.id !== this.generation)
+    const restorable = others.filter((g) => g.points > 0).sort((a, b) => b.newestMs - a.newestMs || (a.id < b.id ? 1 : -1))
+    const keep = new Set(restorable.slice(0, Math.max(0, this.retainGenerations - 1)).filter((g) => g.newestMs >= cutoff).map((g) => g.id))
+    const idleMs = 2 * Math.max(this.leaseMs, this.retentionIntervalMs)
+    for (const g of others) if (g.points === 0 && g.marker && g.newestMs >= nowMs - idleMs) keep.add(g.id)
+    // The tables kept generations name, this one's included.
+    const named = new Set(this.refs)
+    for (const g of gens.values()) if (g.id === this.generation || keep.has(g.id)) for (const t of g.refs) named.add(t)
+    for (const g of others) {
+      if (keep.has(g.id)) continue
+      const doomed = g.keys.filter((k) => !named.has(k.slice(root.length)))
+      const marker = doomed.filter((k) => k.endsWith('/' + GENERATION_FILE))
+      const rest = doomed.filter((k) => !k.endsWith('/' + GENERATION_FILE))
+      if (doomed.length === 0) continue
+      await this.deleteKeys(rest.concat(marker))
+      for (const k of rest) {
+        const t = parseTableKey(k.slice(root.length))
+        if (t !== undefined) for (const [id, rel] of this.reusable) if (rel === k.slice(root.length)) this.reusable.delete(id)
+      }
+      if (g.marker || g.points > 0) this.counters.generationsDeleted++
     }
   }
 
   private async deleteKeys (keys: string[]): Promise<void> {
     for (let i = 0; i < keys.length; i += 1000) {
+      // Nothing deleted once the lease may be another writer's.
+      if (!this.lease.valid(this.leaseMs / 4)) throw levelError('LEVEL_LOCKED', `Retention stopped: the lease on ${this.store.description} may have lapsed (not renewed for ${this.leaseMs} ms)`)
       const chunk = keys.slice(i, i + 1000)
       await this.request(chunk[0], () => this.store.delete(chunk))
       this.counters.objectsDeleted += chunk.length
@@ -572,7 +758,7 @@ export class Shipper {
   }
 }
 
-function checkOptions (s: { intervalMs: number, maxSegmentBytes: number, retainMs: number, retentionIntervalMs: number, retryDelayMsMax: number, maxHeldLogBytes: number }): void {
+function checkOptions (s: { intervalMs: number, maxSegmentBytes: number, retainMs: number, retentionIntervalMs: number, retryDelayMsMax: number, maxHeldLogBytes: number, retainPoints: number, retainGenerations: number, leaseMs: number }): void {
   const check = (name: string, v: number, min: number): void => {
     if (typeof v !== 'number' || !Number.isFinite(v) || v < min) throw levelError('LEVEL_INVALID_OPTION', `replicate(): ${name} must be a number >= ${min}, got ${String(v)}`)
   }
@@ -582,6 +768,10 @@ function checkOptions (s: { intervalMs: number, maxSegmentBytes: number, retainM
   check('retentionIntervalMs', s.retentionIntervalMs, 1)
   check('retryDelayMsMax', s.retryDelayMsMax, 1)
   check('maxHeldLogBytes', s.maxHeldLogBytes, 0)
+  check('leaseMs', s.leaseMs, 30)
+  for (const [name, v] of [['retainPoints', s.retainPoints], ['retainGenerations', s.retainGenerations]] as const) {
+    if (v !== Infinity && (!Number.isInteger(v) || v < 1)) throw levelError('LEVEL_INVALID_OPTION', `replicate(): ${name} must be an integer >= 1, got ${String(v)}`)
+  }
 }
 
 /** Reads `length` bytes at `position`; LEVEL_CORRUPTION if the file is shorter. */

@@ -1,5 +1,6 @@
 // A writer process for test/replica-store.test.ts: opens the database in
-// argv[2], ships it to the directory store in argv[3] (intervalMs 50), and
+// argv[2], ships it to the directory store in argv[3] (intervalMs 50; leaseMs 1000: a
+// restart after a kill waits a second for the lease), and
 // writes write number i (its sequence number) for i from db.sequence + 1 to
 // argv[4] (+n: db.sequence + n): a put of key(i) = value(i), and at every 10th a delete of key(i - 5),
 // one write at a time; prints "seq <n>" now and then and "done <n>" at the end.
@@ -24,7 +25,7 @@ async function main (): Promise<void> {
   const db = new LsmLevel(dir)
   await db.open()
   const until = untilArg.startsWith('+') ? db.sequence + Number(untilArg.slice(1)) : Number(untilArg)
-  await db.replicate(new DirectoryStore(storeDir), { intervalMs: 50 })
+  await db.replicate(new DirectoryStore(storeDir), { intervalMs: 50, leaseMs: 1000 })
   for (let i = db.sequence + 1; i <= until; i++) {
     if (i % 10 === 0) await db.del(key(i - 5))
     else await db.put(key(i), value(i))

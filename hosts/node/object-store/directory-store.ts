@@ -123,8 +123,13 @@ export class DirectoryStore implements ObjectStore {
         // Descend only where keys under the prefix may be.
         if (prefix.startsWith(key + '/') || (key + '/').startsWith(prefix) || key.startsWith(prefix)) await this.walk(key, prefix, out)
       } else if (e.isFile() && key.startsWith(prefix)) {
-        const st = await fsp.stat(this.file(key))
-        out.push({ key, size: st.size })
+        try {
+          const st = await fsp.stat(this.file(key))
+          out.push({ key, size: st.size })
+        } catch (err) {
+          // Deleted since the directory was read: not listed (a list sees the objects of before it started).
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+        }
       }
     }
   }
