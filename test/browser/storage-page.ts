@@ -53,7 +53,7 @@ async function readBack (db: BrowserLevel): Promise<void> {
   check(await db.get(key(7)) === 'value7' && await db.get(key(10)) === undefined, 'get: a key written, a key deleted')
   const many = await db.getMany([key(1), key(20), key(21)])
   check(many[0] === 'value1' && many[1] === undefined && many[2] === 'value21', `getMany: ${JSON.stringify(many)}`)
-  check(await db.get('last') === 'synced', "the write with { sync: true } is there")
+  check(await db.get('last') === 'synced', 'the write with { sync: true } is there')
 }
 
 async function write (location: string): Promise<void> {
