@@ -6,7 +6,6 @@ import type { AbstractDatabaseOptions, AbstractPutOptions, AbstractDelOptions, A
 import ModuleError = require('module-error')
 import { Engine, encodeBatch, type BatchOp, type LevelInfo, type RecoveryReport, type ChangeBatch, type CheckpointResult } from '../lib/engine'
 import type { Snapshot } from '../lib/snapshots'
-import { nextTurn } from '../lib/util/turn'
 import { KIND_DELETE, KIND_VALUE } from '../lib/keys'
 import { resolveOptions, type EngineOptions } from '../lib/options'
 import { pickEngineOptions, withoutEngineOptions } from './engine-options'
@@ -283,24 +282,6 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
   }
 
   /**
-   * Runs `read` at the read's snapshot: the caller's, or the current sequence
-   * number. When the event loop's turn is used up the read runs on the next
-   * turn, still at the point taken now (abstract-level's snapshot contract),
-   * which is given back after.
-   */
-  private async atReadPoint<T> (engine: Engine, options: ReadOptions, read: (at: Snapshot | undefined) => T): Promise<T> {
-    const snapshot = options.snapshot?.inner
-    if (!engine.turn.exhausted()) return read(snapshot)
-    const point = snapshot ?? engine.pointInTime()
-    try {
-      await nextTurn()
-      return read(point)
-    } finally {
-      if (point !== snapshot) engine.releasePointInTime(point)
-    }
-  }
-
-  /**
    * Returns the value itself, not a promise, when the read completes now (the
    * common case: abstract-level awaits it either way, and a plain value saves
    * the async function's promise); a promise when the read waits for the next turn.
@@ -314,20 +295,16 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
   }
 
   private async getLater (engine: Engine, key: Format, options: ReadOptions): Promise<Format | undefined> {
-    const at = options.snapshot?.inner ?? engine.pointInTime()
-    try {
-      await nextTurn()
+    return await engine.readAtPoint(options.snapshot?.inner, (at) => {
       const value = engine.get(toView(key), at)
       return value === undefined ? undefined : ownedOut(value, options.valueEncoding)
-    } finally {
-      if (at !== options.snapshot?.inner) engine.releasePointInTime(at)
-    }
+    })
   }
 
   async _getMany (keys: Format[], options: ReadOptions): Promise<Array<Format | undefined>> {
     const engine = this[ENGINE]
     if (engine === undefined) return await this.onOwner((c) => c.getMany(keys, options), async () => await this._getMany(keys, options))
-    return await this.atReadPoint(engine, options, (at) => {
+    return await engine.readAtPoint(options.snapshot?.inner, (at) => {
       const out = new Array(keys.length)
       for (let i = 0; i < keys.length; i++) {
         const value = engine.get(toView(keys[i]), at)
@@ -340,13 +317,13 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
   async _has (key: Format, options: ReadOptions): Promise<boolean> {
     const engine = this[ENGINE]
     if (engine === undefined) return await this.onOwner((c) => c.has(key, options), async () => await this._has(key, options))
-    return await this.atReadPoint(engine, options, (at) => engine.get(toView(key), at) !== undefined)
+    return await engine.readAtPoint(options.snapshot?.inner, (at) => engine.get(toView(key), at) !== undefined)
   }
 
   async _hasMany (keys: Format[], options: ReadOptions): Promise<boolean[]> {
     const engine = this[ENGINE]
     if (engine === undefined) return await this.onOwner((c) => c.hasMany(keys, options), async () => await this._hasMany(keys, options))
-    return await this.atReadPoint(engine, options, (at) => keys.map((k) => engine.get(toView(k), at) !== undefined))
+    return await engine.readAtPoint(options.snapshot?.inner, (at) => keys.map((k) => engine.get(toView(k), at) !== undefined))
   }
 
   _iterator (options: IteratorOptions): LsmIterator<this, K, V> {

@@ -49,7 +49,7 @@ import { KIND_DELETE, KIND_VALUE } from './keys'
 import { compareBytes } from './util/coding'
 import { ioError, isLevelError, levelError, type LevelError } from './errors'
 import type { LsmStats } from './stats'
-import { TurnBudget } from './util/turn'
+import { nextTurn, TurnBudget } from './util/turn'
 import { LogRetention } from './wal/log-retention'
 import { openUnflushedLogs, writeCheckpoint, type CheckpointResult } from './checkpoint'
 import { changes, type ChangeBatch } from './change-feed'
@@ -443,6 +443,22 @@ export class Engine {
 
   releasePointInTime (s: Snapshot): void {
     if (s.pinned !== undefined) this.releaseSnapshot(s)
+  }
+
+  /**
+   * Runs `read` at `snapshot`, or at the current sequence number: now, or,
+   * when this turn's budget is used up, on the next turn at the point taken
+   * now (a read sees the state as of its call, whenever it runs).
+   */
+  async readAtPoint<T> (snapshot: Snapshot | undefined, read: (at: Snapshot | undefined) => T): Promise<T> {
+    if (!this.turn.exhausted()) return read(snapshot)
+    const point = snapshot ?? this.pointInTime()
+    try {
+      await nextTurn()
+      return read(point)
+    } finally {
+      if (point !== snapshot) this.releasePointInTime(point)
+    }
   }
 
   releaseSnapshot (s: Snapshot): void {

@@ -3,27 +3,11 @@
 import test from 'tape'
 import * as nodeFs from 'node:fs'
 import * as path from 'node:path'
-import { spawn } from 'node:child_process'
+
 import { LsmLevel } from '../index'
 import { DirectoryStore } from '../hosts/node/object-store/directory-store'
 import { tempDir } from './util/temp'
-
-const ROOT = path.join(__dirname, '..', '..')
-const BIN = path.join(ROOT, 'bin', 'lsm-level.js')
-
-interface Run { code: number | null, stdout: string, stderr: string }
-
-function cli (...args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d })
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d })
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
+import { cli } from './util/cli'
 
 async function all (dir: string): Promise<Array<[string, string]>> {
   const db = new LsmLevel(dir)

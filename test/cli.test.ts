@@ -3,27 +3,11 @@
 import test from 'tape'
 import * as nodeFs from 'node:fs'
 import * as path from 'node:path'
-import { spawn } from 'node:child_process'
+
 import { LsmLevel } from '../index'
 import { tempDir } from './util/temp'
+import { cli } from './util/cli'
 import { parseFileName } from '../lib/filenames'
-
-const ROOT = path.join(__dirname, '..', '..')
-const BIN = path.join(ROOT, 'bin', 'lsm-level.js')
-
-interface Run { code: number | null, stdout: string, stderr: string }
-
-function cli (...args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d })
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d })
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
 
 /** A database with flushed tables (two of them) and writes still in its log. */
 async function makeDb (): Promise<string> {
@@ -136,7 +120,7 @@ test('dump', async (t) => {
   t.match(r.stdout, /^key000 @\d+ put value0$/m, 'table: entries as key @seq kind value')
   t.match(r.stdout, /format version 3$/m, 'table: new tables are format 3')
   // A format 1 table, written by lsm-level 0.2.0 (test/fixtures/table-v1-db, see table-format.test.ts).
-  const v1dir = path.join(ROOT, 'test', 'fixtures', 'table-v1-db')
+  const v1dir = path.join(__dirname, '..', '..', 'test', 'fixtures', 'table-v1-db')
   for (const v1 of filesOf(v1dir, 'table')) {
     r = await cli('dump', path.join(v1dir, v1))
     t.is(r.code, 0, `format 1 table ${v1}: exit 0`)

@@ -11,19 +11,11 @@ import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import { LsmLevel } from '../index'
+import { TINY_OPTIONS } from './util/compliance'
 
 // The suite ships no typings.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const suite = require('abstract-level/test')
-
-const TINY = {
-  writeBufferSize: 1024,
-  blockSize: 256,
-  targetFileSize: 1024,
-  maxBytesForLevelBase: 4096,
-  cacheSize: 16 * 1024,
-  level0CompactionTrigger: 1
-}
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-compliance-mp-'))
 const clients: ThroughOwner[] = []
@@ -35,7 +27,7 @@ class ThroughOwner extends LsmLevel<any, any> {
   roles: Array<string | undefined> = []
 
   override async _open (options: Record<string, unknown> & { createIfMissing: boolean, errorIfExists: boolean }): Promise<void> {
-    const owner = new LsmLevel(this.location, { ...TINY, multiProcess: true })
+    const owner = new LsmLevel(this.location, { ...TINY_OPTIONS, multiProcess: true })
     try {
       await owner.open({ createIfMissing: options.createIfMissing, errorIfExists: options.errorIfExists })
     } catch (err) {
@@ -64,7 +56,7 @@ class ThroughOwner extends LsmLevel<any, any> {
 suite({
   test,
   factory (options?: Record<string, unknown>) {
-    const db = new ThroughOwner(path.join(root, String(n++)), { ...TINY, ...options, multiProcess: true })
+    const db = new ThroughOwner(path.join(root, String(n++)), { ...TINY_OPTIONS, ...options, multiProcess: true })
     clients.push(db)
     return db
   }

@@ -9,19 +9,11 @@ import * as os from 'node:os'
 import * as path from 'node:path'
 import { RemoteLevel } from '../adapters/remote-level'
 import { TestServer } from './util/remote-server'
+import { TINY_OPTIONS } from './util/compliance'
 
 // The suite ships no typings.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const suite = require('abstract-level/test')
-
-const TINY = {
-  writeBufferSize: 1024,
-  blockSize: 256,
-  targetFileSize: 1024,
-  maxBytesForLevelBase: 4096,
-  cacheSize: 16 * 1024,
-  level0CompactionTrigger: 1
-}
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-compliance-remote-'))
 const servers: TestServer[] = []
@@ -43,7 +35,7 @@ suite({
   factory (options?: Record<string, unknown>) {
     const server = new TestServer()
     servers.push(server)
-    const db = new ClosingCounted(path.join(root, String(n++)), { ...TINY, ...options, connect: () => server.connect() })
+    const db = new ClosingCounted(path.join(root, String(n++)), { ...TINY_OPTIONS, ...options, connect: () => server.connect() })
     clients.push(db)
     return db
   }

@@ -5,13 +5,12 @@
 // (their keys and values arrive encoded). Reads share the engine's turn
 // budget with the owner's (a long run of them waits for the next turn), and
 // iterators are LsmLevel's cursors.
-import type { Engine, RangeOptions } from '../../lib/engine'
+import type { Engine } from '../../lib/engine'
 import { encodeBatch, type BatchOp } from '../../lib/engine'
 import type { Snapshot } from '../../lib/snapshots'
 import { KIND_DELETE, KIND_VALUE } from '../../lib/keys'
-import { nextTurn } from '../../lib/util/turn'
 import { levelError } from '../../lib/errors'
-import { Cursor, ENTRIES } from '../lsm-cursor'
+import { Cursor, ENTRIES, rangeFrom } from '../lsm-cursor'
 import { toView } from '../bytes'
 import { engineProperty } from '../engine-property'
 import type { ServedDatabase, ServedIterator, ServedSnapshot } from './host'
@@ -57,15 +56,6 @@ function snapshotOf (options: ReadOptions): Snapshot | undefined {
   return s.inner
 }
 
-function rangeOf (options: RangeMessage): RangeOptions {
-  const range: RangeOptions = { reverse: options.reverse === true }
-  if (options.gt !== undefined) range.gt = toView(options.gt)
-  if (options.gte !== undefined) range.gte = toView(options.gte)
-  if (options.lt !== undefined) range.lt = toView(options.lt)
-  if (options.lte !== undefined) range.lte = toView(options.lte)
-  return range
-}
-
 export class EngineDatabase implements ServedDatabase {
   constructor (private readonly engine: Engine) {}
 
@@ -89,32 +79,32 @@ export class EngineDatabase implements ServedDatabase {
   }
 
   async get (key: Uint8Array, options: ReadOptions): Promise<Uint8Array | undefined> {
-    return await this.atReadPoint(options, (at) => this.engine.get(toView(key), at))
+    return await this.engine.readAtPoint(snapshotOf(options), (at) => this.engine.get(toView(key), at))
   }
 
   async getMany (keys: Uint8Array[], options: ReadOptions): Promise<Array<Uint8Array | undefined>> {
-    return await this.atReadPoint(options, (at) => keys.map((k) => this.engine.get(toView(k), at)))
+    return await this.engine.readAtPoint(snapshotOf(options), (at) => keys.map((k) => this.engine.get(toView(k), at)))
   }
 
   async has (key: Uint8Array, options: ReadOptions): Promise<boolean> {
-    return await this.atReadPoint(options, (at) => this.engine.get(toView(key), at) !== undefined)
+    return await this.engine.readAtPoint(snapshotOf(options), (at) => this.engine.get(toView(key), at) !== undefined)
   }
 
   async hasMany (keys: Uint8Array[], options: ReadOptions): Promise<boolean[]> {
-    return await this.atReadPoint(options, (at) => keys.map((k) => this.engine.get(toView(k), at) !== undefined))
+    return await this.engine.readAtPoint(snapshotOf(options), (at) => keys.map((k) => this.engine.get(toView(k), at) !== undefined))
   }
 
   async clear (options: Record<string, unknown> & ReadOptions): Promise<void> {
     const range = options as RangeMessage
     const limit = typeof range.limit === 'number' && range.limit >= 0 ? range.limit : Infinity
-    await this.engine.clear(rangeOf(range), limit, snapshotOf(options))
+    await this.engine.clear(rangeFrom(range), limit, snapshotOf(options))
   }
 
   iterator (options: Record<string, unknown> & ReadOptions): ServedIterator {
     const range = options as RangeMessage & { keys?: boolean, values?: boolean }
     const snapshot = snapshotOf(options)
     const cursor = new Cursor({
-      ...rangeOf(range),
+      ...rangeFrom(range),
       snapshot: snapshot === undefined ? undefined : { inner: snapshot },
       keys: range.keys !== false,
       values: range.values !== false,
@@ -168,17 +158,4 @@ export class EngineDatabase implements ServedDatabase {
     return await this.engine.checkpoint(dir)
   }
 
-  /** Runs `read` at the read's snapshot, or now; when the turn is used up, on the next turn at the point taken now. */
-  private async atReadPoint<T> (options: ReadOptions, read: (at: Snapshot | undefined) => T): Promise<T> {
-    const snapshot = snapshotOf(options)
-    const engine = this.engine
-    if (!engine.turn.exhausted()) return read(snapshot)
-    const point = snapshot ?? engine.pointInTime()
-    try {
-      await nextTurn()
-      return read(point)
-    } finally {
-      if (point !== snapshot) engine.releasePointInTime(point)
-    }
-  }
 }

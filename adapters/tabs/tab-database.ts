@@ -29,6 +29,7 @@ import { resolveLocation } from '../../hosts/browser/platform'
 import { requestWebLock } from '../../hosts/browser/tab-lock'
 import { Owner, clientLockName, openEngine, type OwnerInfo } from './owner'
 import { broadcastChannel, connectToOwner, randomId, type BroadcastChannelLike, type ControlMessage, type Relay } from './transports'
+import { Pinned, READ_RETRIES, TabIterator, TabSnapshot } from './role-handles'
 
 export interface TabOptions {
   /**
@@ -47,12 +48,10 @@ export const OWNER_TIMEOUT_MS = 5000
 const WHO_MS = 100
 /** A client's request older than this makes it ping the owner (is it alive?). */
 const STALL_MS = 1000
-/** Retries of a read whose owner was lost. */
-const READ_RETRIES = 4
 /** How long the relay has to answer before a connection goes over the fallback instead (see Relay.alive). */
 const RELAY_ALIVE_MS = 250
 
-type Role =
+export type Role =
   | { kind: 'owner', owner: Owner, db: ServedDatabase }
   | { kind: 'client', ownerId: string, connection: RemoteConnection, db: RemoteDatabase }
 
@@ -69,98 +68,6 @@ export interface TabInfo {
 
 function ownerLockName (dir: string): string {
   return `lsm-level:${dir}:owner`
-}
-
-/** A handle (snapshot or iterator) made under one role: usable while that role lasts. */
-class Pinned<T> {
-  private made: { role: Role, inner: T } | undefined
-  private readonly waiting: Promise<{ role: Role, inner: T }> | undefined
-
-  constructor (tab: TabDatabase, make: (role: Role) => T) {
-    const role = tab.currentRole
-    if (role !== undefined) this.made = { role, inner: make(role) }
-    else {
-      this.waiting = tab.usable().then((r) => {
-        this.made = { role: r, inner: make(r) }
-        return this.made
-      })
-      this.waiting.catch(() => {})
-    }
-  }
-
-  get now (): { role: Role, inner: T } | undefined {
-    return this.made
-  }
-
-  async get (): Promise<{ role: Role, inner: T }> {
-    return this.made ?? await this.waiting!
-  }
-}
-
-class TabSnapshot implements ServedSnapshot {
-  constructor (readonly pinned: Pinned<ServedSnapshot>) {}
-
-  async close (): Promise<void> {
-    const made = await this.pinned.get().catch(() => undefined)
-    await made?.inner.close().catch(() => {})
-  }
-}
-
-/**
- * An iterator on the role that made it. One that has delivered nothing yet
- * (and reads at no explicit snapshot) is made again on the next owner if its
- * owner is lost: as if it had been made a moment later. After its first
- * entries, a lost owner is LEVEL_OWNER_CHANGED.
- */
-class TabIterator implements ServedIterator {
-  private pinned: Pinned<ServedIterator>
-  private delivered = false
-  private lastSeek: Uint8Array | undefined
-
-  constructor (private readonly tab: TabDatabase, private readonly options: Record<string, unknown>, private readonly snapshot: TabSnapshot | undefined) {
-    this.pinned = this.make()
-  }
-
-  private make (): Pinned<ServedIterator> {
-    return new Pinned(this.tab, (role) => {
-      if (this.snapshot !== undefined && this.snapshot.pinned.now?.role !== role) throw this.tab.ownerChanged()
-      const it = role.db.iterator({ ...this.options, snapshot: this.snapshot?.pinned.now?.inner })
-      if (this.lastSeek !== undefined) it.seek(this.lastSeek)
-      return it
-    })
-  }
-
-  async nextv (size: number): Promise<unknown[]> {
-    for (let attempt = 0; ; attempt++) {
-      // Started in this turn when the iterator is made (no await first): the
-      // session starts a client's requests in order, and a seek sent after
-      // this nextv must not reach the iterator before it.
-      const { role, inner } = this.pinned.now ?? await this.pinned.get()
-      try {
-        const out = await this.tab.onRole(role, async () => await inner.nextv(size))
-        this.delivered = true
-        return out
-      } catch (err) {
-        const code = (err as { code?: string }).code
-        if (code !== 'LEVEL_OWNER_CHANGED' || this.delivered || this.snapshot !== undefined || attempt >= READ_RETRIES) throw err
-        this.pinned = this.make()
-      }
-    }
-  }
-
-  seek (target: Uint8Array): void {
-    // A seek starts the iterator afresh: what it delivered before does not pin it.
-    this.delivered = false
-    this.lastSeek = target
-    const made = this.pinned.now
-    if (made !== undefined) made.inner.seek(target)
-    else this.pinned.get().then(({ inner }) => inner.seek(target), () => {})
-  }
-
-  async close (): Promise<void> {
-    const made = await this.pinned.get().catch(() => undefined)
-    await made?.inner.close().catch(() => {})
-  }
 }
 
 export class TabDatabase implements OwnedDatabase {

@@ -12,6 +12,16 @@ import { LsmLevel } from '../../index'
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const suite = require('abstract-level/test')
 
+/** Engine options so small that flushes, compactions and block cache evictions happen inside the suite's own tests. */
+export const TINY_OPTIONS = {
+  writeBufferSize: 1024,
+  blockSize: 256,
+  targetFileSize: 1024,
+  maxBytesForLevelBase: 4096,
+  cacheSize: 16 * 1024,
+  level0CompactionTrigger: 1
+}
+
 export function runCompliance (name: string, engineOptions: Record<string, unknown>, Db: typeof LsmLevel = LsmLevel): void {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), `lsm-compliance-${name}-`))
   let n = 0
