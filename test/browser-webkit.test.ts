@@ -67,8 +67,10 @@ if (missing !== undefined) {
       const { pass, fail, failures } = summarize(await session.run(`${base}/storage.html?run=compliance`, COMPLIANCE_TIMEOUT_MS))
       for (const f of failures.slice(0, 20)) t.comment(f)
       t.is(fail, 0, `no failure in WebKit (${pass} passed, ${fail} failed, ${((Date.now() - t0) / 1000).toFixed(1)} s)`)
-      // BrowserLevel's manifest makes 4,670 assertions of the suite (test/browser.test.ts); a run that stopped early passes fewer.
-      t.ok(pass >= 4670, `the whole suite ran (${pass} assertions passed)`)
+      // BrowserLevel's manifest makes 4,670 assertions of the suite (test/browser.test.ts), less the 2 of
+      // its Symbol.asyncDispose tests, which run only where the symbol exists (not in WebKitGTK 2.50);
+      // a run that stopped early passes fewer.
+      t.ok(pass >= 4668, `the whole suite ran (${pass} assertions passed)`)
     } finally {
       await session.close()
     }
