@@ -101,6 +101,20 @@ if (missing !== undefined) {
     t.ok(pass >= 4670, `the whole suite ran (${pass} assertions passed)`)
   })
 
+  // Opt-in (LSM_BROWSER_IDB_MIB=16,64,256): what a database of each size costs on each storage, for the README's limits.
+  const sizes = (process.env.LSM_BROWSER_IDB_MIB ?? '').split(',').filter((s) => s !== '').map(Number)
+  test('browser-idb: databases of LSM_BROWSER_IDB_MIB MiB on IndexedDB and on OPFS: writes, close, open, gets', { skip: sizes.length === 0 }, async (t) => {
+    for (const mib of sizes) {
+      for (const storage of ['indexeddb', 'opfs']) {
+        const context = await browser.newContext()
+        const lines = await run(context, `${base}/storage.html?run=size&mib=${mib}&storage=${storage}`, 30 * 60_000)
+        await context.close()
+        expectChecks(t, lines, 1)
+        for (const line of lines.filter((l) => l.startsWith('# size'))) t.comment(line.slice(2))
+      }
+    }
+  })
+
   test('browser-idb: close', async (t) => {
     await browser.close()
     server.close()

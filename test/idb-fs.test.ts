@@ -12,7 +12,7 @@ import test from 'tape'
 import { OpfsLevel } from '../adapters/opfs-level'
 import { installBrowserPlatform } from '../hosts/browser/platform'
 import { IndexedDbFileSystem } from '../hosts/browser/idb-fs'
-import { CHUNK_BYTES } from '../hosts/browser/idb-store'
+import { CHUNK_BYTES, LOG_CHUNK_BYTES } from '../hosts/browser/idb-store'
 import { FakeIdbFactory, FakeKeyRange, type IdbImage } from './fs/fake-idb'
 import { Random, seedFromEnv } from './util/random'
 
@@ -75,28 +75,39 @@ test('idb-fs: files across chunk boundaries, rename, remove; all back after a re
     await w.syncAsync()
     w.close()
   }
+  // A log (preallocate): smaller chunks, synced after each append.
+  const log = fs.openWrite('/files/000003.log', { preallocate: true })
+  for (let at = 0; at < 3 * LOG_CHUNK_BYTES + 5; at += 1000) {
+    log.append(pattern(1000, at))
+    if (at % 7000 === 0) await log.syncAsync()
+  }
+  log.close()
   fs.openWrite('/files/sub/gone').close()
   fs.remove('/files/sub/gone')
   fs.createExclusive('/files/tmp', Buffer.from('current'))
   fs.rename('/files/tmp', '/files/CURRENT')
   fs.openWrite('/files/f1').append(Buffer.from('rewritten'))
-  t.deepEqual(fs.list('/files').sort(), ['CURRENT', 'f0', 'f1', 'f2', 'f3', 'f4', 'f5'], 'list()')
+  t.deepEqual(fs.list('/files').sort(), ['000003.log', 'CURRENT', 'f0', 'f1', 'f2', 'f3', 'f4', 'f5'], 'list()')
   t.throws(() => fs.createExclusive('/files/CURRENT', Buffer.from('x')), /EEXIST/, 'createExclusive of an existing file: EEXIST')
   await fs.close()
   t.deepEqual(factory.durabilities.filter((d) => d !== undefined), factory.durabilities.filter((d) => d === 'strict'), "every readwrite transaction asked for durability 'strict'")
 
   const again = await IndexedDbFileSystem.open('/files', idb())
-  t.deepEqual(again.list('/files').sort(), ['CURRENT', 'f0', 'f1', 'f2', 'f3', 'f4', 'f5'], 'the same names after a reopen')
+  t.deepEqual(again.list('/files').sort(), ['000003.log', 'CURRENT', 'f0', 'f1', 'f2', 'f3', 'f4', 'f5'], 'the same names after a reopen')
   for (const [i, size] of sizes.entries()) {
     if (i === 1) continue
     t.ok(readAll(again, `/files/f${i}`).equals(pattern(size, i)), `f${i} (${size} bytes) read back`)
   }
+  const logBytes = readAll(again, '/files/000003.log')
+  let logOk = logBytes.length === 3 * LOG_CHUNK_BYTES + 1000 - (3 * LOG_CHUNK_BYTES) % 1000
+  for (let at = 0; logOk && at < logBytes.length; at += 1000) logOk = logBytes.subarray(at, at + 1000).equals(pattern(1000, at))
+  t.ok(logOk, `the log (${logBytes.length} bytes in ${LOG_CHUNK_BYTES}-byte chunks) read back`)
   t.is(readAll(again, '/files/f1').toString(), 'rewritten', 'a file written anew holds its new contents only')
   t.is(again.readSmallFile('/files/CURRENT').toString(), 'current', 'the renamed file')
   t.notOk(again.exists('/files/tmp') || again.exists('/files/sub'), 'the rename source and the removed file are gone')
   // Nothing orphaned: the chunks stored are exactly those of the files named.
   const stored = factory.snapshot().get('lsm-level:/files')!.stores.get('chunks')!
-  const want = sizes.reduce((n, size, i) => n + (i === 1 ? 1 : Math.ceil(size / CHUNK_BYTES)), 0) + 1
+  const want = sizes.reduce((n, size, i) => n + (i === 1 ? 1 : Math.ceil(size / CHUNK_BYTES)), 0) + 1 + Math.ceil(logBytes.length / LOG_CHUNK_BYTES)
   t.is(stored.size, want, `${want} chunks stored, none orphaned`)
   await again.close()
 })
@@ -148,16 +159,16 @@ function applyOp (model: Map<string, string>, op: Op): void {
   for (const [k, v] of op.puts) model.set(k, v)
 }
 
-/** The k such that the state is the model after the first k ops, or -1. */
+/** The largest k such that the state is the model after the first k ops (an op may change nothing), or -1. */
 function prefixLength (ops: Op[], state: Map<string, string>): number {
   const model = new Map<string, string>()
   const same = (): boolean => model.size === state.size && [...state].every(([k, v]) => model.get(k) === v)
-  if (same()) return 0
+  let found = same() ? 0 : -1
   for (let i = 0; i < ops.length; i++) {
     applyOp(model, ops[i])
-    if (same()) return i + 1
+    if (same()) found = i + 1
   }
-  return -1
+  return found
 }
 
 test('IndexedDB storage: a crash after any committed transaction reopens to a prefix of the writes holding every acknowledged sync write', async (t) => {

@@ -29,7 +29,7 @@
 // Every later change and sync then throws that error; reads go on from
 // memory; a reopen loads the last committed state.
 import type { FileSystem, RandomAccessFile, WritableFile } from '../../lib/fs/fs'
-import { CHUNK_BYTES, commit, loadFiles, openStore, storageError, type Changes, type IdbDatabase, type IdbFactory, type IdbKeyRangeStatic } from './idb-store'
+import { CHUNK_BYTES, LOG_CHUNK_BYTES, commit, loadFiles, openStore, storageError, type Changes, type IdbDatabase, type IdbFactory, type IdbKeyRangeStatic } from './idb-store'
 
 function errnoError (code: string, message: string): Error {
   const err = new Error(`${code}: ${message}`) as Error & { code: string }
@@ -37,27 +37,27 @@ function errnoError (code: string, message: string): Error {
   return err
 }
 
-/** One file's bytes in CHUNK_BYTES chunks (the last may be shorter, or have room). */
+/** One file's bytes in chunks of chunkBytes (the last may be shorter, or have room). */
 class MemFile {
   /** Chunks changed since the last transaction captured this file. */
   readonly dirty = new Set<number>()
   /** Dropped: no name carries it any more (its chunks go at the next transaction). */
   dropped = false
 
-  constructor (readonly id: number, public name: string, public size: number, readonly chunks: Uint8Array[]) {}
+  constructor (readonly id: number, public name: string, public size: number, readonly chunkBytes: number, readonly chunks: Uint8Array[]) {}
 
   append (data: Uint8Array): void {
     let at = this.size
     for (let from = 0; from < data.length;) {
-      const index = Math.floor(at / CHUNK_BYTES)
-      const offset = at - index * CHUNK_BYTES
+      const index = Math.floor(at / this.chunkBytes)
+      const offset = at - index * this.chunkBytes
       let chunk = this.chunks[index]
-      if (chunk === undefined || chunk.length < CHUNK_BYTES) {
-        const grown = new Uint8Array(CHUNK_BYTES)
+      if (chunk === undefined || chunk.length < this.chunkBytes) {
+        const grown = new Uint8Array(this.chunkBytes)
         if (chunk !== undefined) grown.set(chunk)
         chunk = this.chunks[index] = grown
       }
-      const n = Math.min(CHUNK_BYTES - offset, data.length - from)
+      const n = Math.min(this.chunkBytes - offset, data.length - from)
       chunk.set(data.subarray(from, from + n), offset)
       this.dirty.add(index)
       from += n
@@ -70,9 +70,9 @@ class MemFile {
     const end = Math.min(this.size, position + out.length)
     let done = 0
     for (let at = position; at < end;) {
-      const index = Math.floor(at / CHUNK_BYTES)
-      const offset = at - index * CHUNK_BYTES
-      const n = Math.min(CHUNK_BYTES - offset, end - at)
+      const index = Math.floor(at / this.chunkBytes)
+      const offset = at - index * this.chunkBytes
+      const n = Math.min(this.chunkBytes - offset, end - at)
       out.set(this.chunks[index].subarray(offset, offset + n), done)
       done += n
       at += n
@@ -82,7 +82,7 @@ class MemFile {
 
   /** Chunk `index` as stored: its own bytes, exactly as long as the file has there. */
   stored (index: number): Uint8Array {
-    const length = Math.min(CHUNK_BYTES, this.size - index * CHUNK_BYTES)
+    const length = Math.min(this.chunkBytes, this.size - index * this.chunkBytes)
     return this.chunks[index].slice(0, length)
   }
 }
@@ -166,7 +166,7 @@ export class IndexedDbFileSystem implements FileSystem {
     try {
       const fs = new IndexedDbFileSystem(dir, db, idb)
       for (const [name, stored] of await loadFiles(db, idb.keyRange, dir)) {
-        fs.files.set(name, new MemFile(stored.id, name, stored.size, stored.chunks))
+        fs.files.set(name, new MemFile(stored.id, name, stored.size, stored.chunkBytes, stored.chunks))
         if (stored.id >= fs.nextId) fs.nextId = stored.id + 1
       }
       return fs
@@ -234,15 +234,15 @@ export class IndexedDbFileSystem implements FileSystem {
   }
 
   private capture (): Changes {
-    const names = new Map<string, { id: number, size: number } | undefined>()
+    const names: Changes['names'] = new Map()
     for (const name of this.dirtyNames) {
       const f = this.files.get(name)
-      names.set(name, f === undefined ? undefined : { id: f.id, size: f.size })
+      names.set(name, f === undefined ? undefined : { id: f.id, size: f.size, chunkBytes: f.chunkBytes })
     }
     const chunks: Changes['chunks'] = []
     for (const f of this.dirtyFiles) {
-      names.set(f.name, { id: f.id, size: f.size })
-      for (const index of f.dirty) if (index * CHUNK_BYTES < f.size) chunks.push({ id: f.id, index, bytes: f.stored(index) })
+      names.set(f.name, { id: f.id, size: f.size, chunkBytes: f.chunkBytes })
+      for (const index of f.dirty) if (index * f.chunkBytes < f.size) chunks.push({ id: f.id, index, bytes: f.stored(index) })
       f.dirty.clear()
     }
     const out = { dropIds: this.dropIds, names, chunks }
@@ -315,12 +315,13 @@ export class IndexedDbFileSystem implements FileSystem {
     return new MemReader(this.fileAt(path))
   }
 
-  openWrite (path: string): WritableFile {
+  /** `preallocate` (a write-ahead log, synced often): smaller chunks, so that a sync rewrites less. */
+  openWrite (path: string, options?: { preallocate?: boolean }): WritableFile {
     const name = this.nameOf(path)
     this.changing()
     const old = this.files.get(name)
     if (old !== undefined) this.drop(old)
-    const file = new MemFile(this.nextId++, name, 0, [])
+    const file = new MemFile(this.nextId++, name, 0, options?.preallocate === true ? LOG_CHUNK_BYTES : CHUNK_BYTES, [])
     this.files.set(name, file)
     this.named(name)
     return new MemWriter(this, file)

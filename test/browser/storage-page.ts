@@ -9,6 +9,10 @@
 //   ?run=read&location=...     the data set again, in a new page load
 //   ?run=option                an invalid `storage` is LEVEL_INVALID_OPTION
 //   ?run=compliance            the abstract-level compliance suite
+//   ?run=size&mib=<n>          a database of n MiB of incompressible values:
+//                              times the writes, the close, the open (the
+//                              IndexedDB storage loads it all) and 1,000
+//                              random gets ('# size ...', for the README's limits)
 // Lines go to the test as TAP: pushed to window.lsmLines, which the test
 // drains (a WebDriver client cannot expose a function), ending with '# done'.
 import test from 'tape'
@@ -31,7 +35,7 @@ const worker = (): never => {
 const KEYS = 500
 
 function key (i: number): string {
-  return `key${String(i).padStart(4, '0')}`
+  return `key${String(i).padStart(7, '0')}`
 }
 
 let n = 0
@@ -100,6 +104,41 @@ function compliance (): void {
   })
 }
 
+/** Writes `mib` MiB of incompressible 1,000-byte values, then times a close, an open and random gets. */
+async function size (mib: number): Promise<void> {
+  const location = `size-${storage}-${mib}-${Date.now()}`
+  const count = Math.floor(mib * 1024 * 1024 / 1000)
+  const value = (i: number): string => {
+    let out = ''
+    for (let x = (i + 1) * 2654435761; out.length < 1000; x = (x * 1103515245 + 12345) >>> 0) out += (x >>> 8).toString(36)
+    return out.slice(0, 1000)
+  }
+  let db = new BrowserLevel(location, { worker, storage })
+  await db.open()
+  let t0 = performance.now()
+  for (let i = 0; i < count; i += 256) {
+    await db.batch(Array.from({ length: Math.min(256, count - i) }, (_, j) => ({ type: 'put' as const, key: key(i + j), value: value(i + j) })))
+  }
+  const writeMs = performance.now() - t0
+  t0 = performance.now()
+  await db.close()
+  const closeMs = performance.now() - t0
+  db = new BrowserLevel(location, { worker, storage })
+  t0 = performance.now()
+  await db.open()
+  const openMs = performance.now() - t0
+  t0 = performance.now()
+  let wrong = 0
+  for (let i = 0; i < 1000; i++) {
+    const k = (i * 7919) % count
+    if (await db.get(key(k)) !== value(k)) wrong++
+  }
+  const getMs = (performance.now() - t0) / 1000
+  check(wrong === 0, `${mib} MiB on ${String(db.storage)}: every value read back`)
+  report(`# size ${String(db.storage)} ${mib} MiB: writes ${(mib / (writeMs / 1000)).toFixed(1)} MiB/s, close ${closeMs.toFixed(0)} ms, open ${openMs.toFixed(0)} ms, get ${getMs.toFixed(3)} ms`)
+  await db.close()
+}
+
 async function main (): Promise<void> {
   const run = params.get('run')
   if (run === 'compliance') {
@@ -111,6 +150,7 @@ async function main (): Promise<void> {
     if (run === 'write') await write(location)
     else if (run === 'read') await read(location)
     else if (run === 'option') option()
+    else if (run === 'size') await size(Number(params.get('mib') ?? '16'))
     else check(false, `unknown run ${String(run)}`)
   } catch (err) {
     check(false, `threw ${codes(err)}`)
