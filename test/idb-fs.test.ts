@@ -12,7 +12,7 @@ import test from 'tape'
 import { OpfsLevel } from '../adapters/opfs-level'
 import { installBrowserPlatform } from '../hosts/browser/platform'
 import { IndexedDbFileSystem } from '../hosts/browser/idb-fs'
-import { CHUNK_BYTES, LOG_CHUNK_BYTES } from '../hosts/browser/idb-store'
+import { CHUNK_BYTES } from '../hosts/browser/idb-store'
 import { FakeIdbFactory, FakeKeyRange, type IdbImage } from './fs/fake-idb'
 import { Random, seedFromEnv } from './util/random'
 
@@ -75,9 +75,9 @@ test('idb-fs: files across chunk boundaries, rename, remove; all back after a re
     await w.syncAsync()
     w.close()
   }
-  // A log (preallocate): smaller chunks, synced after each append.
-  const log = fs.openWrite('/files/000003.log', { preallocate: true })
-  for (let at = 0; at < 3 * LOG_CHUNK_BYTES + 5; at += 1000) {
+  // A log: appends synced as they come (each sync rewrites its last chunk).
+  const log = fs.openWrite('/files/000003.log')
+  for (let at = 0; at < 3 * CHUNK_BYTES + 5; at += 1000) {
     log.append(pattern(1000, at))
     if (at % 7000 === 0) await log.syncAsync()
   }
@@ -99,15 +99,15 @@ test('idb-fs: files across chunk boundaries, rename, remove; all back after a re
     t.ok(readAll(again, `/files/f${i}`).equals(pattern(size, i)), `f${i} (${size} bytes) read back`)
   }
   const logBytes = readAll(again, '/files/000003.log')
-  let logOk = logBytes.length === 3 * LOG_CHUNK_BYTES + 1000 - (3 * LOG_CHUNK_BYTES) % 1000
+  let logOk = logBytes.length === 3 * CHUNK_BYTES + 1000 - (3 * CHUNK_BYTES) % 1000
   for (let at = 0; logOk && at < logBytes.length; at += 1000) logOk = logBytes.subarray(at, at + 1000).equals(pattern(1000, at))
-  t.ok(logOk, `the log (${logBytes.length} bytes in ${LOG_CHUNK_BYTES}-byte chunks) read back`)
+  t.ok(logOk, `the log (${logBytes.length} bytes in ${CHUNK_BYTES}-byte chunks) read back`)
   t.is(readAll(again, '/files/f1').toString(), 'rewritten', 'a file written anew holds its new contents only')
   t.is(again.readSmallFile('/files/CURRENT').toString(), 'current', 'the renamed file')
   t.notOk(again.exists('/files/tmp') || again.exists('/files/sub'), 'the rename source and the removed file are gone')
   // Nothing orphaned: the chunks stored are exactly those of the files named.
   const stored = factory.snapshot().get('lsm-level:/files')!.stores.get('chunks')!
-  const want = sizes.reduce((n, size, i) => n + (i === 1 ? 1 : Math.ceil(size / CHUNK_BYTES)), 0) + 1 + Math.ceil(logBytes.length / LOG_CHUNK_BYTES)
+  const want = sizes.reduce((n, size, i) => n + (i === 1 ? 1 : Math.ceil(size / CHUNK_BYTES)), 0) + 1 + Math.ceil(logBytes.length / CHUNK_BYTES)
   t.is(stored.size, want, `${want} chunks stored, none orphaned`)
   await again.close()
 })

@@ -29,7 +29,7 @@
 // Every later change and sync then throws that error; reads go on from
 // memory; a reopen loads the last committed state.
 import type { FileSystem, RandomAccessFile, WritableFile } from '../../lib/fs/fs'
-import { CHUNK_BYTES, LOG_CHUNK_BYTES, commit, loadFiles, openStore, storageError, type Changes, type IdbDatabase, type IdbFactory, type IdbKeyRangeStatic } from './idb-store'
+import { CHUNK_BYTES, commit, loadFiles, openStore, storageError, type Changes, type IdbDatabase, type IdbFactory, type IdbKeyRangeStatic } from './idb-store'
 
 function errnoError (code: string, message: string): Error {
   const err = new Error(`${code}: ${message}`) as Error & { code: string }
@@ -315,13 +315,12 @@ export class IndexedDbFileSystem implements FileSystem {
     return new MemReader(this.fileAt(path))
   }
 
-  /** `preallocate` (a write-ahead log, synced often): smaller chunks, so that a sync rewrites less. */
-  openWrite (path: string, options?: { preallocate?: boolean }): WritableFile {
+  openWrite (path: string): WritableFile {
     const name = this.nameOf(path)
     this.changing()
     const old = this.files.get(name)
     if (old !== undefined) this.drop(old)
-    const file = new MemFile(this.nextId++, name, 0, options?.preallocate === true ? LOG_CHUNK_BYTES : CHUNK_BYTES, [])
+    const file = new MemFile(this.nextId++, name, 0, CHUNK_BYTES, [])
     this.files.set(name, file)
     this.named(name)
     return new MemWriter(this, file)

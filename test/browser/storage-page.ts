@@ -10,7 +10,7 @@
 //   ?run=option                an invalid `storage` is LEVEL_INVALID_OPTION
 //   ?run=compliance            the abstract-level compliance suite
 //   ?run=size&mib=<n>          a database of n MiB of incompressible values:
-//                              times the writes, the close, the open (the
+//                              times the writes, 100 puts with sync, the close, the open (the
 //                              IndexedDB storage loads it all) and 1,000
 //                              random gets ('# size ...', for the README's limits)
 // Lines go to the test as TAP: pushed to window.lsmLines, which the test
@@ -121,6 +121,9 @@ async function size (mib: number): Promise<void> {
   }
   const writeMs = performance.now() - t0
   t0 = performance.now()
+  for (let i = 0; i < 100; i++) await db.put(`sync${i}`, value(i), { sync: true } as object)
+  const syncMs = (performance.now() - t0) / 100
+  t0 = performance.now()
   await db.close()
   const closeMs = performance.now() - t0
   db = new BrowserLevel(location, { worker, storage })
@@ -135,7 +138,7 @@ async function size (mib: number): Promise<void> {
   }
   const getMs = (performance.now() - t0) / 1000
   check(wrong === 0, `${mib} MiB on ${String(db.storage)}: every value read back`)
-  report(`# size ${String(db.storage)} ${mib} MiB: writes ${(mib / (writeMs / 1000)).toFixed(1)} MiB/s, close ${closeMs.toFixed(0)} ms, open ${openMs.toFixed(0)} ms, get ${getMs.toFixed(3)} ms`)
+  report(`# size ${String(db.storage)} ${mib} MiB: writes ${(mib / (writeMs / 1000)).toFixed(1)} MiB/s, sync put ${syncMs.toFixed(1)} ms, close ${closeMs.toFixed(0)} ms, open ${openMs.toFixed(0)} ms, get ${getMs.toFixed(3)} ms`)
   await db.close()
 }
 
