@@ -82,6 +82,13 @@ test('idb-fs: files across chunk boundaries, rename, remove; all back after a re
     if (at % 7000 === 0) await log.syncAsync()
   }
   log.close()
+  // A file removed while its writer still appends stays removed.
+  const zombie = fs.openWrite('/files/zombie')
+  zombie.append(pattern(10, 1))
+  await zombie.syncAsync()
+  fs.remove('/files/zombie')
+  zombie.append(pattern(10, 2))
+  await zombie.syncAsync()
   fs.openWrite('/files/sub/gone').close()
   fs.remove('/files/sub/gone')
   fs.createExclusive('/files/tmp', Buffer.from('current'))
@@ -104,7 +111,7 @@ test('idb-fs: files across chunk boundaries, rename, remove; all back after a re
   t.ok(logOk, `the log (${logBytes.length} bytes in ${CHUNK_BYTES}-byte chunks) read back`)
   t.is(readAll(again, '/files/f1').toString(), 'rewritten', 'a file written anew holds its new contents only')
   t.is(again.readSmallFile('/files/CURRENT').toString(), 'current', 'the renamed file')
-  t.notOk(again.exists('/files/tmp') || again.exists('/files/sub'), 'the rename source and the removed file are gone')
+  t.notOk(again.exists('/files/tmp') || again.exists('/files/sub') || again.exists('/files/zombie'), 'the rename source and the removed files are gone')
   // Nothing orphaned: the chunks stored are exactly those of the files named.
   const stored = factory.snapshot().get('lsm-level:/files')!.stores.get('chunks')!
   const want = sizes.reduce((n, size, i) => n + (i === 1 ? 1 : Math.ceil(size / CHUNK_BYTES)), 0) + 1 + Math.ceil(logBytes.length / CHUNK_BYTES)

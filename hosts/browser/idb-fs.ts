@@ -37,6 +37,9 @@ function errnoError (code: string, message: string): Error {
   return err
 }
 
+/** The smallest room given to a file's last chunk: it grows by doubling up to chunkBytes (a small file holds no whole chunk). */
+const MIN_CHUNK_ROOM = 4096
+
 /** One file's bytes in chunks of chunkBytes (the last may be shorter, or have room). */
 class MemFile {
   /** Chunks changed since the last transaction captured this file. */
@@ -51,13 +54,14 @@ class MemFile {
     for (let from = 0; from < data.length;) {
       const index = Math.floor(at / this.chunkBytes)
       const offset = at - index * this.chunkBytes
+      const n = Math.min(this.chunkBytes - offset, data.length - from)
       let chunk = this.chunks[index]
-      if (chunk === undefined || chunk.length < this.chunkBytes) {
-        const grown = new Uint8Array(this.chunkBytes)
+      if (chunk === undefined || chunk.length < offset + n) {
+        const room = Math.min(this.chunkBytes, Math.max(offset + n, 2 * (chunk?.length ?? 0), MIN_CHUNK_ROOM))
+        const grown = new Uint8Array(room)
         if (chunk !== undefined) grown.set(chunk)
         chunk = this.chunks[index] = grown
       }
-      const n = Math.min(this.chunkBytes - offset, data.length - from)
       chunk.set(data.subarray(from, from + n), offset)
       this.dirty.add(index)
       from += n
@@ -80,10 +84,17 @@ class MemFile {
     return done
   }
 
-  /** Chunk `index` as stored: its own bytes, exactly as long as the file has there. */
+  /**
+   * Chunk `index` as stored: bytes of its own, exactly as long as the file
+   * has there (IndexedDB stores a view's whole buffer). A whole chunk is not
+   * copied: it never changes again (files only grow), and put() clones it
+   * at once.
+   */
   stored (index: number): Uint8Array {
     const length = Math.min(this.chunkBytes, this.size - index * this.chunkBytes)
-    return this.chunks[index].slice(0, length)
+    const chunk = this.chunks[index]
+    if (chunk.length === length && chunk.byteOffset === 0 && chunk.buffer.byteLength === length) return chunk
+    return chunk.slice(0, length)
   }
 }
 
@@ -198,6 +209,8 @@ export class IndexedDbFileSystem implements FileSystem {
   }
 
   touched (file: MemFile): void {
+    // A file removed or written anew while a writer still appends: its chunks are gone from the store.
+    if (file.dropped) return
     this.dirtyFiles.add(file)
     this.schedule()
   }
