@@ -157,5 +157,4 @@ export class EngineDatabase implements ServedDatabase {
   async checkpoint (dir: string): Promise<unknown> {
     return await this.engine.checkpoint(dir)
   }
-
 }
