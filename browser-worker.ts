@@ -10,9 +10,9 @@
 // event loop, in slices between requests.
 //
 // Besides the protocol's messages (arrays), the page may send one object:
-// { lsmLevelTabs: { relay?: MessagePort, ownerTimeoutMs?: number } }, the port
-// to the relay SharedWorker it started (browser-relay.ts) and the options of
-// the next open.
+// { lsmLevelTabs: { relay?: MessagePort, ownerTimeoutMs?: number, storage?: string } },
+// the port to the relay SharedWorker it started (browser-relay.ts) and the
+// options of the next open.
 import './hosts/browser/globals'
 import { installBrowserPlatform } from './hosts/browser/platform'
 import { workerScopeChannel, type MessagePortLike, type WorkerScopeLike } from './adapters/remote/channel'
@@ -28,11 +28,13 @@ installBrowserPlatform().catch(() => {})
 /** How long the relay has to answer this worker's hello before the fallback transport is used instead. */
 const RELAY_HELLO_MS = 1000
 
-interface TabsSetup { relay?: MessagePortLike, ownerTimeoutMs?: number }
+interface TabsSetup { relay?: MessagePortLike, ownerTimeoutMs?: number, storage?: string }
 
 /** The relay, once it answered this worker's hello (opens do not wait for it: one that never answers, its file missing, would hold each open back). */
 let relay: Relay | undefined
 let ownerTimeoutMs = OWNER_TIMEOUT_MS
+/** The `storage` option of the next open (BrowserLevel checked it). */
+let storage: string | undefined
 
 const scope = globalThis as unknown as WorkerScopeLike
 const protocolScope: WorkerScopeLike = { postMessage: (m, t) => scope.postMessage(m, t), onmessage: null }
@@ -44,11 +46,12 @@ scope.onmessage = (event) => {
   }
   if (setup.relay !== undefined) relayOverPort(setup.relay, RELAY_HELLO_MS).then((r) => { relay = r }, () => {})
   if (typeof setup.ownerTimeoutMs === 'number') ownerTimeoutMs = setup.ownerTimeoutMs
+  storage = setup.storage
 }
 
 /** Opens this tab's share of the database; an error goes back as its cause (the client's open wraps it again). */
 async function openDatabase (location: string, options: Record<string, unknown>): Promise<TabDatabase> {
-  return await TabDatabase.open(location, options, { relay: () => relay, ownerTimeoutMs })
+  return await TabDatabase.open(location, storage === undefined ? options : { ...options, storage }, { relay: () => relay, ownerTimeoutMs })
 }
 
 serve(workerScopeChannel(protocolScope) as ServerChannel, new SharedDatabaseHost(openDatabase, new Set([...ENGINE_METHODS, 'tabs'])))

@@ -17,6 +17,7 @@ import ModuleError = require('module-error')
 import { workerChannel, type WorkerLike } from './remote/channel'
 import { RemoteConnection, type ClientChannel } from './remote/connection'
 import { RemoteLevel, type RemoteLevelOptions } from './remote-level'
+import { storageOption, type StorageChoice, type StorageKind } from '../hosts/browser/storage-option'
 
 // Replaced by the bundler (scripts/build-browser.js) with import.meta.url: the
 // worker bundle sits beside this one. Undefined when this file runs unbundled.
@@ -61,6 +62,15 @@ export interface BrowserLevelOptions<K = string, V = string> {
    * with LEVEL_OWNER_UNREACHABLE. Default 5000.
    */
   ownerTimeoutMs?: number
+  /**
+   * Where the database's files are: 'opfs' (the Origin Private File System,
+   * through sync access handles), 'indexeddb' (the fallback: the whole
+   * database held in memory and persisted to IndexedDB; README, "Fallback
+   * storage"), or 'auto' (default): a database already in IndexedDB stays
+   * there, else OPFS where the worker's probe opens a sync access handle, else
+   * IndexedDB. `db.storage` says which one the open database uses.
+   */
+  storage?: StorageChoice
   /** Engine options (lib/options.ts), passed to the worker as they are. */
   [engineOption: string]: unknown
 }
@@ -105,7 +115,7 @@ const IDLE_WORKER_MS = 5000
 /** The worker behind each connection, for the setup message of each open. */
 const workers = new WeakMap<RemoteConnection, WorkerLike>()
 
-interface TabsSetup { relay: RelayFactory | false | undefined, ownerTimeoutMs: number | undefined }
+interface TabsSetup { relay: RelayFactory | false | undefined, ownerTimeoutMs: number | undefined, storage: StorageChoice }
 
 /** A connection to a worker (new, or an idle one), told the options of the open that follows (and, if new, given a port to the relay). */
 function connect (factory: WorkerFactory, setup: TabsSetup): RemoteConnection {
@@ -113,13 +123,13 @@ function connect (factory: WorkerFactory, setup: TabsSetup): RemoteConnection {
   if (idle !== undefined) {
     clearTimeout(idleTimers.get(idle))
     idleTimers.delete(idle)
-    workers.get(idle)?.postMessage({ lsmLevelTabs: { ownerTimeoutMs: setup.ownerTimeoutMs } })
+    workers.get(idle)?.postMessage({ lsmLevelTabs: { ownerTimeoutMs: setup.ownerTimeoutMs, storage: setup.storage } })
     return idle
   }
   const worker = factory()
   const relay = relayPort(setup.relay)
   // Sent before the attach that the connection's first turn carries.
-  worker.postMessage({ lsmLevelTabs: { relay, ownerTimeoutMs: setup.ownerTimeoutMs } }, relay === undefined ? [] : [relay as ArrayBuffer])
+  worker.postMessage({ lsmLevelTabs: { relay, ownerTimeoutMs: setup.ownerTimeoutMs, storage: setup.storage } }, relay === undefined ? [] : [relay as ArrayBuffer])
   const connection = new RemoteConnection(workerChannel(worker) as ClientChannel)
   workers.set(connection, worker)
   return connection
@@ -163,14 +173,35 @@ export interface TabsInfo {
  * and another takes over when it goes (README, "Many tabs").
  */
 export class BrowserLevel<K = string, V = string> extends RemoteLevel<K, V> {
+  private storageInUse: StorageKind | undefined
+
   constructor (location: string, options: BrowserLevelOptions<K, V> = {}) {
-    const { worker, relay, ownerTimeoutMs, ...rest } = options
+    const { worker, relay, ownerTimeoutMs, storage, ...rest } = options
     if (ownerTimeoutMs !== undefined && !(typeof ownerTimeoutMs === 'number' && ownerTimeoutMs > 0)) {
       throw new ModuleError("Invalid option 'ownerTimeoutMs': must be a positive number", { code: 'LEVEL_INVALID_OPTION' })
     }
     const factory = worker ?? defaultWorker
-    const setup = { relay, ownerTimeoutMs }
+    const setup = { relay, ownerTimeoutMs, storage: storageOption(storage) }
     super(location, { ...rest, connect: () => connect(factory, setup), release: (connection) => retire(factory, connection) })
+  }
+
+  /**
+   * The storage the open database is on: 'opfs' or 'indexeddb' (the
+   * fallback, README "Fallback storage"); the owner's, when another tab owns
+   * it. Undefined while not open.
+   */
+  get storage (): StorageKind | undefined {
+    return this.status === 'open' ? this.storageInUse : undefined
+  }
+
+  override async _open (options: Record<string, unknown> & { createIfMissing: boolean, errorIfExists: boolean }): Promise<void> {
+    await super._open(options)
+    try {
+      this.storageInUse = await this.callServer('getProperty', ['lsm.storage']) as StorageKind
+    } catch (err) {
+      await super._close().catch(() => {})
+      throw err
+    }
   }
 
   /** Whether this tab owns the database or is a client of the tab that does, and what the owner serves. */

@@ -290,6 +290,11 @@ export class RemoteLevel<K = string, V = string> extends AbstractLevel<Uint8Arra
     return (key) => enc.encode(key)
   }
 
+  /** Calls one of the server's additional methods now (in _open, after the attach: callWhenOpen would wait for the open itself). */
+  protected async callServer (method: string, args: unknown[]): Promise<unknown> {
+    return await this.server.call(method, args)
+  }
+
   /** Calls one of the server's additional methods by name, once open. */
   protected async callWhenOpen (method: string, args: unknown[]): Promise<unknown> {
     if (this.status === 'opening') await this.open({ passive: true } as object)

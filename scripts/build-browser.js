@@ -7,7 +7,8 @@
 //                           workers of the tabs sharing a database reach its owner
 // `--tests` also bundles the page that test/browser.test.ts loads and the
 // worker that page starts for OpfsLevel, and the page of
-// test/browser-tabs.test.ts (tabs.js), into dist/browser-test/, and the page
+// test/browser-tabs.test.ts (tabs.js), and the page of the fallback-storage
+// tests (storage.js), into dist/browser-test/, and the page
 // of the browser benchmark (benchmarks/browser-page.ts, with browser-level)
 // and its worker (benchmarks/browser-worker.ts), and the page of the many-tabs
 // benchmark (benchmarks/browser-tabs-page.ts), into dist/browser-bench/.
@@ -52,7 +53,7 @@ async function main () {
   if (process.argv.includes('--tests')) {
     await esbuild.build({
       ...common,
-      entryPoints: { page: path.join(root, 'test/browser/page.ts'), worker: path.join(root, 'test/browser/worker-runner.ts'), tabs: path.join(root, 'test/browser/tabs-page.ts') },
+      entryPoints: { page: path.join(root, 'test/browser/page.ts'), worker: path.join(root, 'test/browser/worker-runner.ts'), tabs: path.join(root, 'test/browser/tabs-page.ts'), storage: path.join(root, 'test/browser/storage-page.ts') },
       outdir: path.join(root, 'dist/browser-test'),
       // tape's node-side modules, as browserify would substitute them.
       alias: { stream: 'readable-stream', path: path.join(root, 'test/browser/path-shim.js') },

@@ -8,7 +8,7 @@ import test from 'tape'
 import { OpfsLevel } from '../adapters/opfs-level'
 import { installBrowserPlatform } from '../hosts/browser/platform'
 import { FakeDirectory } from './fs/fake-opfs'
-import type { OpfsFileSystem } from '../hosts/browser/opfs-fs'
+import type { BrowserFileSystem } from '../hosts/browser/storage'
 
 /** navigator.locks.request() with ifAvailable, as far as hosts/browser/tab-lock.ts uses it. */
 class FakeLocks {
@@ -45,7 +45,7 @@ test('OpfsLevel without OPFS sync access handles (on a page, in Node): LEVEL_NOT
 const LOCK = 'lsm-level:/dbs/a'
 
 /** Fakes a dedicated worker's globals (once; after the test above, which needs none). */
-async function fakeWorker (): Promise<{ locks: FakeLocks, fs: OpfsFileSystem }> {
+async function fakeWorker (): Promise<{ locks: FakeLocks, fs: BrowserFileSystem }> {
   const locks = new FakeLocks()
   const root = new FakeDirectory()
   Object.defineProperty(globalThis, 'navigator', { value: { storage: { getDirectory: async () => root }, locks }, configurable: true })

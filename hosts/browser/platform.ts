@@ -1,11 +1,13 @@
-// The browser platform (lib/platform.ts): the OPFS file system (its database
-// directories mounted before each open), '/'-rooted paths, a lock table for
-// this worker (other tabs and workers are kept out by the Web Lock that
-// OpfsLevel takes, tab-lock.ts, and by OPFS itself: a file's sync access handle
+// The browser platform (lib/platform.ts): each database directory mounted on
+// its storage before each open (storage.ts: the OPFS pool, or the fallback in
+// memory persisted to IndexedDB), '/'-rooted paths, a lock table for this
+// worker (other tabs and workers are kept out by the Web Lock that OpfsLevel
+// takes, tab-lock.ts, and on OPFS by OPFS itself: a file's sync access handle
 // is exclusive, so a second mount fails with LEVEL_LOCKED), and flushes and
 // compactions on this worker's event loop, in slices.
 import { installPlatform, type LockHandle } from '../../lib/platform'
 import { OpfsFileSystem, type DirectoryHandle } from './opfs-fs'
+import { BrowserFileSystem } from './storage'
 import { levelError } from '../../lib/errors'
 
 /** A location as an absolute OPFS path: '/' + its components, '.' and '..' resolved. */
@@ -28,23 +30,21 @@ function acquireLock (_fs: unknown, dir: string): LockHandle {
   return { dir, release, restore: release }
 }
 
-let installing: Promise<OpfsFileSystem> | undefined
+let installed: BrowserFileSystem | undefined
 
 /**
- * Installs the platform over the origin's OPFS root, once per worker (the
- * worker entry and every OpfsLevel share it); resolves to its file system.
+ * Installs the platform, once per context (the worker entry and every
+ * OpfsLevel share it); resolves to its file system. The OPFS root is asked
+ * for when a database is first mounted on OPFS (or the probe runs): where
+ * there is none, only the IndexedDB storage works.
  */
-export function installBrowserPlatform (): Promise<OpfsFileSystem> {
-  // A failed install (no OPFS here) is not kept: a later open tries again.
-  installing ??= install().catch((err: unknown) => {
-    installing = undefined
-    throw err
-  })
-  return installing
+export async function installBrowserPlatform (): Promise<BrowserFileSystem> {
+  installed ??= install()
+  return installed
 }
 
-async function install (): Promise<OpfsFileSystem> {
-  const fs = new OpfsFileSystem(await opfsRoot())
+function install (): BrowserFileSystem {
+  const fs = new BrowserFileSystem(opfsFileSystem, rootOnce)
   installPlatform({
     fileSystem: fs,
     resolvePath: resolveLocation,
@@ -52,6 +52,26 @@ async function install (): Promise<OpfsFileSystem> {
     jobRunners: () => undefined
   })
   return fs
+}
+
+/** `get`'s promise, kept once it resolves (a failure is not kept: the next call tries again). */
+function cached<T> (get: () => Promise<T>): () => Promise<T> {
+  let kept: Promise<T> | undefined
+  return async () => {
+    kept ??= get().catch((err: unknown) => {
+      kept = undefined
+      throw err
+    })
+    return await kept
+  }
+}
+
+const rootOnce = cached(opfsRoot)
+const opfsOnce = cached(async () => new OpfsFileSystem(await rootOnce()))
+
+/** The OPFS pool's file system over the origin's root, made once. */
+async function opfsFileSystem (): Promise<OpfsFileSystem> {
+  return await opfsOnce()
 }
 
 /**
