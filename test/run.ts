@@ -6,10 +6,11 @@
 //
 // Files run in two lanes at once (LSM_TEST_LANES=1 runs them one after the
 // other): the browser files (test/browser*.test.ts, bundlers) are one lane's
-// queue and the Node files the other's, so that at most one browser runs at a
-// time while Node files run beside it; a lane whose queue is empty takes the
-// last file of the other's. Each file's output is buffered and printed whole
-// when it ends, with its counts and time.
+// queue and the Node files the other's, so that one browser runs at a time
+// while Node files run beside it; a lane whose queue is empty takes the next
+// file of the other's. Each queue starts with its longest files (LONGEST), so
+// that the lanes end close together. Each file's output is buffered and
+// printed whole when it ends, with its counts and time.
 //
 // Each process preloads util/assertion-guard.js, which fails a test that makes
 // no assertion.
@@ -27,7 +28,14 @@ const files = fs.readdirSync(dir)
 const lanes = Math.max(1, Number(process.env.LSM_TEST_LANES ?? 2) | 0)
 /** Files that drive a browser: the longest ones, and heavy on both cores. */
 const isBrowserFile = (f: string): boolean => f.startsWith('browser') || f.startsWith('bundlers')
-const queues = lanes === 1 ? [files.slice()] : [files.filter(isBrowserFile), files.filter((f) => !isBrowserFile(f))]
+/** The longest files, longest first (minutes each on 2 cores); the others follow in name order. */
+const LONGEST = ['browser-firefox', 'browser', 'browser-tabs', 'browser-firefox-tabs', 'engine', 'crash-sweep', 'model', 'compliance-default', 'compaction']
+const rank = (f: string): number => {
+  const i = LONGEST.indexOf(f.replace(/\.test\.js$/, ''))
+  return i < 0 ? LONGEST.length : i
+}
+const byLength = (list: string[]): string[] => list.slice().sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0))
+const queues = lanes === 1 ? [files.slice()] : [byLength(files.filter(isBrowserFile)), byLength(files.filter((f) => !isBrowserFile(f)))]
 
 let passed = 0
 let failed = 0
@@ -80,12 +88,11 @@ function report (file: string, r: Outcome, seconds: number): void {
   console.log(`== ${file}: ${pass} passed, ${fail} failed${skipped.length > 0 ? `, ${skipped.length} skipped` : ''}${crashed ? ', crashed' : ''} (${seconds.toFixed(1)} s)`)
 }
 
-/** The next file for lane `i`: the first of its own queue, or else the last of another's. */
+/** The next file for lane `i`: the first of its own queue, or else the first of another's. */
 function next (i: number): string | undefined {
   const own = queues[i % queues.length]
   if (own.length > 0) return own.shift()
-  const other = queues.find((q) => q.length > 0)
-  return other?.pop()
+  return queues.find((q) => q.length > 0)?.shift()
 }
 
 async function lane (i: number): Promise<void> {

@@ -37,6 +37,8 @@ export interface TabEngine {
   launch: () => Promise<Browser>
   /** Why this browser cannot crash one tab's renderer from here; undefined when it can (Tab.crash). */
   crash?: string
+  /** Why the compliance suite through a client tab does not run by default here (TABS_COMPLIANCE=1 runs it); undefined: it does. */
+  compliance?: string
 }
 
 /** Registers the many-tabs tests (tape) for one browser. */
@@ -91,7 +93,9 @@ export function registerTabTests (engine: TabEngine): void {
     return { lines, seconds: (Date.now() - t0) / 1000 }
   }
   const COMPLIANCE = `${prefix}: the abstract-level compliance suite through a client tab (another tab owns each database)`
-  const runCompliance = only === undefined || COMPLIANCE.includes(only)
+  const wanted = only === undefined || COMPLIANCE.includes(only)
+  const runCompliance = wanted && (engine.compliance === undefined || process.env.TABS_COMPLIANCE === '1')
+  if (wanted && !runCompliance) skipped(COMPLIANCE, `${engine.compliance!}; TABS_COMPLIANCE=1 runs it`)
   if (runCompliance) {
     test(`${prefix}: start the compliance suite through a client tab (checked at the end)`, async (t) => {
       compliance = startCompliance()
