@@ -15,7 +15,9 @@
 //
 // Long mode: LSM_FIREFOX_RUNS=<n> runs the engine checks n times in a row
 // (each with its own seed; SEED=<s> makes them s, s+1, ...) and reports how
-// many passed; FIREFOX_ONLY=<words> runs only the tests whose name has them.
+// many passed; FIREFOX_ONLY=<words> runs only the tests whose name has them;
+// FIREFOX_FULL=1 also runs the compliance suite through OpfsLevel in a worker
+// (reported as skipped otherwise, for its time).
 // A failed run prints its failures, the page's console errors and Firefox's
 // last lines of output.
 import test from 'tape'
@@ -137,6 +139,20 @@ if (missing !== undefined) {
     }
     t.comment(`engine checks in Firefox: ${passedRuns} of ${RUNS} runs passed (the last ${inARow} in a row); SEED=${seed0} replays the first`)
   })
+
+  const WORKER_COMPLIANCE = 'firefox: OpfsLevel in a dedicated worker: the abstract-level compliance suite (default options) on OPFS'
+  if (process.env.FIREFOX_FULL !== '1') {
+    if (only === undefined || WORKER_COMPLIANCE.includes(only)) test(`${WORKER_COMPLIANCE} (skipped: minutes more, as the suite above; FIREFOX_FULL=1 runs it)`, { skip: true }, (t) => { t.end() })
+  } else {
+    firefoxTest(WORKER_COMPLIANCE, async (t) => {
+      const t0 = Date.now()
+      const lines = await run(t, 'run=in-worker&what=compliance')
+      const { pass, fail, failures } = summarize(lines)
+      t.is(fail, 0, `no failure in the worker (${pass} passed, ${fail} failed, ${((Date.now() - t0) / 1000).toFixed(1)} s)`)
+      t.ok(pass >= 5170, `the whole suite ran (${pass} assertions passed)`)
+      if (fail > 0 || pass < 5170) diagnose(t, failures, lines)
+    })
+  }
 
   firefoxTest('firefox: OpfsLevel in a worker: getSync = get through flushes and a compaction; a second database there gets LEVEL_LOCKED; a failed open holds nothing', async (t) => {
     const lines = await run(t, 'run=in-worker&what=checks')
