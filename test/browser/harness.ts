@@ -102,14 +102,20 @@ export interface ReportingPage {
   console: () => string[]
 }
 
-/** A new page of `context` that reports through window.lsmReport; a run not done within `timeoutMs` rejects with its last lines. */
-export async function reportingPage (context: Context, timeoutMs: number): Promise<ReportingPage> {
+/**
+ * A new page of `context` that reports through window.lsmReport. A run that
+ * reports no line for `idleMs` rejects with its last lines: a hang, told apart
+ * from a run that is slow on a busy machine but goes on.
+ */
+export async function reportingPage (context: Context, idleMs: number): Promise<ReportingPage> {
   const page = await context.newPage()
   let lines: string[] = []
   const messages: string[] = []
   let done: (() => void) | undefined
+  let progressed: (() => void) | undefined
   await page.exposeFunction('lsmReport', (line: string) => {
     for (const l of line.split('\n')) lines.push(l)
+    progressed?.()
     if (line === '# done') done?.()
   })
   page.on('pageerror', (err) => {
@@ -124,10 +130,17 @@ export async function reportingPage (context: Context, timeoutMs: number): Promi
   })
   const run = async (url: string): Promise<string[]> => {
     lines = []
+    const t0 = Date.now()
     const finished = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no '# done' from ${url} in ${timeoutMs} ms; last lines:\n${lines.slice(-10).join('\n')}`)), timeoutMs)
+      const hung = (): void => reject(new Error(`no line from ${url} in ${idleMs} ms (no '# done' after ${((Date.now() - t0) / 1000).toFixed(0)} s); last lines:\n${lines.slice(-10).join('\n')}`))
+      let timer = setTimeout(hung, idleMs)
+      progressed = () => {
+        clearTimeout(timer)
+        timer = setTimeout(hung, idleMs)
+      }
       done = () => {
         clearTimeout(timer)
+        progressed = undefined
         resolve()
       }
     })
