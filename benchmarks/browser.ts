@@ -82,7 +82,7 @@ async function measure (page: Page): Promise<Map<Workload, Map<EngineName, numbe
 async function launch (): Promise<{ version: string, driver: string, context: Context, close: () => Promise<void> }> {
   if (FIREFOX) {
     const firefox = await launchFirefox()
-    return { version: `Mozilla Firefox ${firefox.version}`, driver: 'puppeteer-core over WebDriver BiDi', context: firefox.defaultContext, close: firefox.close }
+    return { version: `Mozilla Firefox ${firefox.version.replace(/^firefox\//, '')}`, driver: 'puppeteer-core over WebDriver BiDi', context: firefox.defaultContext, close: firefox.close }
   }
   const executablePath = findChromium()
   if (executablePath === undefined) throw new Error(`no Chromium found (${CHROMIUM_CANDIDATES.join(', ')}); set CHROMIUM_PATH`)
