@@ -91,7 +91,9 @@ test('a long for-await or nextv loop lets timers run (the iterator yields a turn
     const ms = Date.now() - started
     clearInterval(timer)
     t.is(n, 100_000, `${mode}: every entry`)
-    t.ok(ticks >= Math.min(5, ms / 4) && longest < 100, `${mode}: a 1 ms timer ran ${ticks} times in ${ms} ms (longest gap ${longest} ms)`)
+    // Counted in ticks, not in the longest gap between them, which a loaded
+    // machine lengthens whatever the code does; a slower machine only gives more ticks.
+    t.ok(ticks >= Math.min(5, ms / 4), `${mode}: a 1 ms timer ran ${ticks} times in ${ms} ms (longest gap ${longest} ms)`)
   }
   await db.close()
   fs.rmSync(dir, { recursive: true, force: true })
