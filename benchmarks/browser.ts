@@ -2,7 +2,9 @@
 // File System, as BrowserLevel used from a page and as OpfsLevel used inside a
 // worker, against browser-level, the Level project's IndexedDB engine, in one
 // page of headless Chromium (the distribution's package, driven by
-// playwright-core as in test/browser.test.ts). The page is
+// playwright-core as in test/browser.test.ts), or with BENCH_BROWSER=firefox
+// of headless Firefox (the distribution's firefox-esr, driven by puppeteer-core
+// over WebDriver BiDi, test/browser/firefox.ts). The page is
 // benchmarks/browser-page.ts (it starts benchmarks/browser-worker.ts for
 // OpfsLevel), bundled by `npm run build`; this driver serves it, asks it for
 // one measurement at a time (page.evaluate), interleaves the engines (their
@@ -11,6 +13,8 @@
 // The browser gets a profile directory on disk (launchPersistentContext): a
 // plain new context is incognito-like, and keeps OPFS and IndexedDB in memory.
 //
+//   BENCH_BROWSER=firefox npm run bench:browser    the same in Firefox (section
+//                                                  "browser-firefox" of BENCH_MARKDOWN)
 //   npm run bench:browser                          the default sizes (a few minutes)
 //   BENCH_KEYS=20000 BENCH_PUTS=2000 ...           smaller: keys of fillbatch (and
 //                                                  of the reads), awaited puts
@@ -21,7 +25,8 @@ import { execFileSync } from 'node:child_process'
 import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
-import { findChromium, CHROMIUM_CANDIDATES, type Page, playwrightChromium, serveDist } from '../test/browser/harness'
+import { findChromium, CHROMIUM_CANDIDATES, type Context, type Page, playwrightChromium, serveDist } from '../test/browser/harness'
+import { launchFirefox } from '../test/browser/firefox'
 import type { Bench, BenchConfig, EngineName, Workload } from './browser-page'
 import { median, rotated } from './child'
 import { commandLine, dateLine, describeMachine, gitCommit, int, loadNote, machine, ratio, writeSection } from './report'
@@ -35,7 +40,8 @@ const CONFIG: BenchConfig = {
 }
 const RUNS = Number(process.env.BENCH_RUNS ?? 3)
 const MARKDOWN = process.env.BENCH_MARKDOWN
-const ENV_NAMES = ['BENCH_PUTS', 'BENCH_KEYS', 'BENCH_GETS', 'BENCH_SEEKS', 'BENCH_RUNS', 'BENCH_SEED']
+const FIREFOX = process.env.BENCH_BROWSER === 'firefox'
+const ENV_NAMES = ['BENCH_BROWSER', 'BENCH_PUTS', 'BENCH_KEYS', 'BENCH_GETS', 'BENCH_SEEKS', 'BENCH_RUNS', 'BENCH_SEED']
 const ENGINES: readonly EngineName[] = ['lsm-level', 'lsm-level in a worker', 'browser-level']
 
 /** The workloads (db_bench names), in the order of a run, and what each counts. */
@@ -72,16 +78,34 @@ async function measure (page: Page): Promise<Map<Workload, Map<EngineName, numbe
   return results
 }
 
-async function main (): Promise<void> {
+/** The browser, with its profile on disk: its version, its context, and how to end it. */
+async function launch (): Promise<{ version: string, driver: string, context: Context, close: () => Promise<void> }> {
+  if (FIREFOX) {
+    const firefox = await launchFirefox()
+    return { version: `Mozilla Firefox ${firefox.version.replace(/^firefox\//, '')}`, driver: 'puppeteer-core over WebDriver BiDi', context: firefox.defaultContext, close: firefox.close }
+  }
   const executablePath = findChromium()
   if (executablePath === undefined) throw new Error(`no Chromium found (${CHROMIUM_CANDIDATES.join(', ')}); set CHROMIUM_PATH`)
-  const chromiumVersion = execFileSync(executablePath, ['--version'], { encoding: 'utf8' }).trim()
+  const version = execFileSync(executablePath, ['--version'], { encoding: 'utf8' }).trim()
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-browser-bench-'))
+  const context = await playwrightChromium().launchPersistentContext(profile, { executablePath, args: ['--no-sandbox'] })
+  return {
+    version,
+    driver: 'playwright-core',
+    context,
+    close: async () => {
+      await context.close()
+      fs.rmSync(profile, { recursive: true, force: true })
+    }
+  }
+}
+
+async function main (): Promise<void> {
   const started = new Date()
   const startLoad = loadNote()
-  console.error(`# browser: ${chromiumVersion}, ${RUNS} runs, ${JSON.stringify(CONFIG)}; ${describeMachine(machine())}`)
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-browser-bench-'))
   const { server, base } = await serveDist({ '/bench.html': '/browser-bench/page.js' })
-  const context = await playwrightChromium().launchPersistentContext(profile, { executablePath, args: ['--no-sandbox'] })
+  const { version, driver, context, close } = await launch()
+  console.error(`# browser: ${version}, ${RUNS} runs, ${JSON.stringify(CONFIG)}; ${describeMachine(machine())}`)
   try {
     const page = await context.newPage()
     page.on('pageerror', (err) => console.error(`page error: ${err.message}`))
@@ -91,26 +115,26 @@ async function main (): Promise<void> {
     const results = await measure(page)
     const snapshots = new Map<EngineName, string>()
     for (const engine of ['lsm-level', 'browser-level'] as const) snapshots.set(engine, await page.evaluate(async (e) => await (globalThis as unknown as PageGlobal).lsmBench.snapshots(e), engine))
-    const md = report(started, startLoad, chromiumVersion, results, snapshots)
+    const md = report(started, startLoad, version, driver, results, snapshots)
     console.log(md)
     if (MARKDOWN !== undefined) {
-      writeSection(MARKDOWN, 'browser', md)
-      console.error(`# wrote the section "browser" of ${MARKDOWN}`)
+      const section = FIREFOX ? 'browser-firefox' : 'browser'
+      writeSection(MARKDOWN, section, md)
+      console.error(`# wrote the section "${section}" of ${MARKDOWN}`)
     }
   } finally {
-    await context.close()
+    await close()
     server.close()
-    fs.rmSync(profile, { recursive: true, force: true })
   }
 }
 
-function report (started: Date, startLoad: string, chromiumVersion: string, results: Map<Workload, Map<EngineName, number[]>>, snapshots: Map<EngineName, string>): string {
+function report (started: Date, startLoad: string, version: string, driver: string, results: Map<Workload, Map<EngineName, number[]>>, snapshots: Map<EngineName, string>): string {
   const lines: string[] = []
-  lines.push('### In the browser: lsm-level on OPFS against browser-level on IndexedDB')
+  lines.push(`### In the browser${FIREFOX ? ' (Firefox)' : ''}: lsm-level on OPFS against browser-level on IndexedDB`)
   lines.push('')
   lines.push(dateLine(started, startLoad))
   lines.push(`- Machine: ${describeMachine(machine())}; the browser's profile (OPFS and IndexedDB) in a directory there`)
-  lines.push(`- Browser: ${chromiumVersion}, headless, driven by playwright-core`)
+  lines.push(`- Browser: ${version}, headless, driven by ${driver}`)
   lines.push(`- Commit: ${gitCommit()}`)
   lines.push(`- Command: \`${commandLine(ENV_NAMES)}\``)
   lines.push(`- Data: keys of 16 random bytes, values of 100 random bytes (seeded LCG, seed ${CONFIG.seed}), the same for every engine, all with the \`'view'\` encoding (Uint8Array keys and values, which both store as they are). ` +

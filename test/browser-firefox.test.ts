@@ -1,82 +1,50 @@
-// lsm-level in a second browser: headless Firefox ESR (the distribution's
-// package), driven over WebDriver BiDi by puppeteer-core (playwright-core
-// drives only Playwright's own Firefox builds). The same page as the Chromium
-// test (test/browser/page.ts, bundled by scripts/build-browser.js --tests): the
-// abstract-level compliance suite with default options through the main
-// thread's database on OPFS, and the engine checks (test/browser/engine-checks.ts).
-// Opt-in (LSM_FIREFOX=1), not part of `npm test` yet: on this 2-core machine
-// under load the compliance suite took 326 s with an on-disk profile. The
-// engine checks failed in 3 runs of 6 with "Background flush or compaction
-// failed", caused by "No free file in the OPFS pool": a burst of flushes took
-// the pool's free files faster than its growth, then one new file's sync
-// access handle at a time, refilled it. The pool now grows several files at a
-// time and the engine waits for it (hosts/browser/opfs-fs.ts); the engine checks'
-// burst test, which failed in every run before, passes. Opt-in until it has
-// passed 20 runs in a row. With LSM_FIREFOX=1 and Firefox or puppeteer-core
-// missing, the file's tests are reported as skipped, and it says so loudly on its last lines.
+// lsm-level in a second browser: headless Firefox (the distribution's
+// firefox-esr, test/browser/firefox.ts, driven over WebDriver BiDi by
+// puppeteer-core), one browser and one page for the whole file, its profile
+// on disk (OPFS as a user's Firefox keeps it). The same page as the Chromium
+// test (test/browser/page.ts, bundled by scripts/build-browser.js --tests):
+// the abstract-level compliance suite with default options through the main
+// thread's database on OPFS; the data surviving a new page load; a second tab
+// on an open database; the engine checks (test/browser/engine-checks.ts); and
+// OpfsLevel in a dedicated worker (getSync, the lock, many tables under a bound
+// of open handles). The many-tabs tests: test/browser-firefox-tabs.test.ts.
+//
+// Runs wherever Firefox is found; without it (or esbuild or puppeteer-core)
+// its tests are reported as skipped and it says so loudly on its last lines;
+// LSM_REQUIRE_BROWSERS=firefox (CI) makes that a failure.
+//
+// Long mode: LSM_FIREFOX_RUNS=<n> runs the engine checks n times in a row
+// (each with its own seed; SEED=<s> makes them s, s+1, ...) and reports how
+// many passed; FIREFOX_ONLY=<words> runs only the tests whose name has them;
+// FIREFOX_FULL=1 also runs the compliance suite through OpfsLevel in a worker
+// (reported as skipped otherwise, for its time).
+// A failed run prints its failures, the page's console errors and Firefox's
+// last lines of output.
 import test from 'tape'
-import * as fs from 'node:fs'
-import * as os from 'node:os'
 import * as path from 'node:path'
 import { spawnSync } from 'node:child_process'
 import type * as http from 'node:http'
-import { canRequire, serveDist, summarize } from './browser/harness'
+import { type ReportingPage, reportingPage, serveDist, summarize } from './browser/harness'
+import { type Firefox, firefoxMissing, launchFirefox } from './browser/firefox'
 import { skipBrowserTests } from './browser/skip'
 
 const root = path.join(__dirname, '..', '..')
-const CANDIDATES = [process.env.FIREFOX_PATH, '/usr/bin/firefox-esr', '/usr/bin/firefox'].filter((p): p is string => typeof p === 'string' && p !== '')
-/** Per page run: the compliance suite takes under a minute here. */
-const RUN_TIMEOUT_MS = 6 * 60 * 1000
-
-// puppeteer-core's typings, as far as they are used.
-interface Page {
-  exposeFunction (name: string, fn: (line: string) => void): Promise<void>
-  goto (url: string): Promise<unknown>
-  on (event: 'pageerror', fn: (err: Error) => void): void
-  close (): Promise<void>
-}
-interface Browser { newPage (): Promise<Page>, version (): Promise<string>, close (): Promise<void> }
-interface Puppeteer { launch (options: { browser: 'firefox', executablePath: string, headless: boolean, userDataDir: string }): Promise<Browser> }
-
-/** Loads `url` in a new page; resolves with the TAP lines it reported up to '# done'. */
-async function runPage (browser: Browser, url: string): Promise<string[]> {
-  const page = await browser.newPage()
-  const lines: string[] = []
-  try {
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no '# done' from ${url} in ${RUN_TIMEOUT_MS} ms; last lines:\n${lines.slice(-10).join('\n')}`)), RUN_TIMEOUT_MS)
-      const finish = (): void => {
-        clearTimeout(timer)
-        resolve()
-      }
-      page.on('pageerror', (err) => {
-        lines.push(`not ok - page error: ${err.message}`)
-        finish()
-      })
-      page.exposeFunction('lsmReport', (line: string) => {
-        for (const l of line.split('\n')) lines.push(l)
-        if (line === '# done') finish()
-      }).then(() => page.goto(url)).catch(reject)
-    })
-  } finally {
-    await page.close()
-  }
-  return lines
+/**
+ * A page run that reports no line for this long is taken as hung (the
+ * compliance suite takes 5 minutes or more on 2 cores, over 10 at a load
+ * average of 20, reporting all the while: each of its opens costs Firefox
+ * about a second there).
+ */
+const RUN_TIMEOUT_MS = 5 * 60 * 1000
+const RUNS = Math.max(1, Number(process.env.LSM_FIREFOX_RUNS ?? 1) | 0)
+const only = process.env.FIREFOX_ONLY
+const firefoxTest = (name: string, fn: (t: test.Test) => Promise<void>): void => {
+  if (only === undefined || name.includes(only)) test(name, fn)
 }
 
-const executablePath = CANDIDATES.find((p) => fs.existsSync(p))
-const optedIn = process.env.LSM_FIREFOX === '1'
-function whatIsMissing (): string | undefined {
-  if (executablePath === undefined) return 'no Firefox found (' + CANDIDATES.join(', ') + ')'
-  if (!canRequire('esbuild')) return 'esbuild is not installed'
-  if (!canRequire('puppeteer-core')) return 'puppeteer-core is not installed'
-  return undefined
-}
-const missing = optedIn ? whatIsMissing() : undefined
+const missing = firefoxMissing()
 
-if (!optedIn) {
-  skipBrowserTests('firefox', 'opt-in with LSM_FIREFOX=1 (see the top of this file)')
-} else if (missing !== undefined) {
+if (missing !== undefined) {
   skipBrowserTests('firefox', missing)
   // Registered last: the loud message ends the file's output.
   process.on('exit', () => {
@@ -84,51 +52,140 @@ if (!optedIn) {
     console.log(`${bar}\n# FIREFOX TESTS SKIPPED: ${missing}\n# Install it (apt-get install firefox-esr) to run them; .ci/run does.\n${bar}`)
   })
 } else {
-  let browser: Browser
+  let firefox: Firefox
   let server: http.Server
   let base = ''
-  // A profile on disk: OPFS as a user's Firefox keeps it.
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-firefox-'))
+  let page: ReportingPage
+
+  /** Prints what a failed run needs for its diagnosis: the failures, the page's console, Firefox's output. */
+  const diagnose = (t: test.Test, failures: string[], lines: string[]): void => {
+    for (const f of failures.slice(0, 20)) t.comment(f)
+    if (failures.length === 0 && lines.length > 0) t.comment(`the page's last lines:\n${lines.slice(-15).join('\n')}`)
+    const messages = page.console()
+    if (messages.length > 0) t.comment(`the page's last console errors and warnings:\n${messages.slice(-20).join('\n')}`)
+    const output = firefox.output()
+    if (output.length > 0) t.comment(`Firefox's last lines of output:\n${output.slice(-20).join('\n')}`)
+  }
+
+  /** Loads `query` in the page; a run that times out or throws is a failure with its diagnosis, not a crash of the file. */
+  const run = async (t: test.Test, query: string): Promise<string[]> => {
+    try {
+      return await page.run(`${base}/test.html?${query}`)
+    } catch (err) {
+      t.fail(`the page run ${query}: ${(err as Error).message}`)
+      diagnose(t, [], [])
+      return []
+    }
+  }
 
   test('firefox: bundle, serve, launch', async (t) => {
     const build = spawnSync(process.execPath, [path.join(root, 'scripts', 'build-browser.js'), '--tests'], { encoding: 'utf8' })
     t.is(build.status, 0, `scripts/build-browser.js --tests${build.status === 0 ? '' : ': ' + build.stderr}`)
     ;({ server, base } = await serveDist({ '/test.html': '/browser-test/page.js' }))
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const puppeteer = require('puppeteer-core') as Puppeteer
-    browser = await puppeteer.launch({ browser: 'firefox', executablePath: executablePath!, headless: true, userDataDir: profile })
-    t.pass(`Firefox launched (${executablePath!}, ${await browser.version()})`)
+    firefox = await launchFirefox()
+    page = await reportingPage(firefox.defaultContext, RUN_TIMEOUT_MS)
+    t.pass(`Firefox launched (${firefox.executablePath}, ${firefox.version})`)
   })
 
-  test('firefox: the abstract-level compliance suite (default options) through the main thread\'s database, on OPFS', async (t) => {
+  firefoxTest('firefox: the abstract-level compliance suite (default options) through the main thread\'s database, on OPFS', async (t) => {
     const t0 = Date.now()
-    const { pass, fail, failures } = summarize(await runPage(browser, `${base}/test.html?run=compliance&config=default`))
-    for (const f of failures.slice(0, 20)) t.comment(f)
+    const lines = await run(t, 'run=compliance&config=default')
+    const { pass, fail, failures } = summarize(lines)
     t.is(fail, 0, `no failure in the browser (${pass} passed, ${fail} failed, ${((Date.now() - t0) / 1000).toFixed(1)} s)`)
     // 4,668 assertions pass in Firefox ESR 140 (4,670 in Chromium); a run that stopped early passes fewer.
     t.ok(pass >= 4668, `the whole suite ran (${pass} assertions passed)`)
+    if (fail > 0 || pass < 4668) diagnose(t, failures, lines)
   })
 
-  test('firefox: engine checks (random writes against a model with reopens, snapshots, range deletes)', async (t) => {
-    const seed = process.env.SEED !== undefined && process.env.SEED !== '' ? Number(process.env.SEED) >>> 0 : Math.floor(Math.random() * 0x100000000)
-    t.comment(`SEED=${seed} (SEED=${seed} replays it)`)
-    const { pass, fail, failures } = summarize(await runPage(browser, `${base}/test.html?run=engine&seed=${seed}`))
-    for (const f of failures.slice(0, 20)) t.comment(f)
-    t.is(fail, 0, `no failure in the browser (${pass} passed)`)
-    t.ok(pass >= 40, `every check ran (${pass} assertions passed; see test/browser.test.ts)`)
+  firefoxTest('firefox: data survives a new page load (OPFS on disk), synced write included', async (t) => {
+    const location = `persist-${Date.now()}`
+    const wrote = summarize(await run(t, `run=persist-write&location=${location}`))
+    t.is(wrote.failures.length, 0, 'wrote the data set' + (wrote.failures[0] !== undefined ? `: ${wrote.failures[0]}` : ''))
+    const lines = await run(t, `run=persist-read&location=${location}`)
+    const read = lines.filter((l) => /^(not )?ok /.test(l))
+    t.is(read.length, 2, 'two checks reported by the new page')
+    for (const line of read) t.ok(line.startsWith('ok '), line)
+    if (read.length !== 2 || read.some((l) => l.startsWith('not ok'))) diagnose(t, [], lines)
   })
 
-  test('firefox: a database of many tables keeps at most maxOpenHandles (16 here) sync access handles open, and reads every key, before and after a reopen', async (t) => {
-    const lines = await runPage(browser, `${base}/test.html?run=in-worker&what=many-tables&bound=16`)
+  firefoxTest('firefox: a second tab opens a database another tab holds open (as its client), and opens it again once the first is closed', async (t) => {
+    const second = await reportingPage(firefox.defaultContext, RUN_TIMEOUT_MS)
+    const location = `tabs-${Date.now()}`
+    const held = await page.run(`${base}/test.html?run=two-tabs&location=${location}&hold=1`)
+    t.ok(held.includes('# opened'), 'the first tab opened the database and holds it')
+    const shared = await second.run(`${base}/test.html?run=two-tabs&location=${location}&hold=0`)
+    t.ok(shared.includes('# opened'), `the second tab opens it too: ${shared.filter((l) => l.startsWith('# open')).join(' ')}`)
+    // The first tab lets go of it by loading another page.
+    await page.page.goto('about:blank')
+    const after = await second.run(`${base}/test.html?run=two-tabs&location=${location}&hold=0`)
+    t.ok(after.includes('# opened'), `once the first tab has left it, the second opens it: ${after.filter((l) => l.startsWith('# open')).join(' ')}`)
+    await second.page.close()
+  })
+
+  const seed0 = process.env.SEED !== undefined && process.env.SEED !== '' ? Number(process.env.SEED) >>> 0 : Math.floor(Math.random() * 0x100000000)
+  firefoxTest(`firefox: engine checks (random writes against a model with reopens, snapshots, range deletes, a burst of flushes)${RUNS > 1 ? `, ${RUNS} runs in a row` : ''}`, async (t) => {
+    let passedRuns = 0
+    let inARow = 0
+    for (let i = 0; i < RUNS; i++) {
+      const seed = (seed0 + i) >>> 0
+      const t0 = Date.now()
+      const lines = await run(t, `run=engine&seed=${seed}`)
+      const { pass, fail, failures } = summarize(lines)
+      const ok = fail === 0 && pass >= 40
+      // 8 rounds of 3 checks and the background-work check (25), the snapshot test (6), the range-delete test (6), the burst (3).
+      t.ok(ok, `run ${i + 1} of ${RUNS}, SEED=${seed}: ${pass} passed, ${fail} failed (${((Date.now() - t0) / 1000).toFixed(1)} s)`)
+      if (ok) {
+        passedRuns++
+        inARow++
+      } else {
+        inARow = 0
+        diagnose(t, failures, lines)
+      }
+    }
+    t.comment(`engine checks in Firefox: ${passedRuns} of ${RUNS} runs passed (the last ${inARow} in a row); SEED=${seed0} replays the first`)
+  })
+
+  const WORKER_COMPLIANCE = 'firefox: OpfsLevel in a dedicated worker: the abstract-level compliance suite (default options) on OPFS'
+  if (process.env.FIREFOX_FULL !== '1') {
+    if (only === undefined || WORKER_COMPLIANCE.includes(only)) test(`${WORKER_COMPLIANCE} (skipped: minutes more, as the suite above; FIREFOX_FULL=1 runs it)`, { skip: true }, (t) => { t.end() })
+  } else {
+    firefoxTest(WORKER_COMPLIANCE, async (t) => {
+      const t0 = Date.now()
+      const lines = await run(t, 'run=in-worker&what=compliance')
+      const { pass, fail, failures } = summarize(lines)
+      t.is(fail, 0, `no failure in the worker (${pass} passed, ${fail} failed, ${((Date.now() - t0) / 1000).toFixed(1)} s)`)
+      t.ok(pass >= 5170, `the whole suite ran (${pass} assertions passed)`)
+      if (fail > 0 || pass < 5170) diagnose(t, failures, lines)
+    })
+  }
+
+  firefoxTest('firefox: OpfsLevel in a worker: getSync = get through flushes and a compaction; a second database there gets LEVEL_LOCKED; a failed open holds nothing', async (t) => {
+    const lines = await run(t, 'run=in-worker&what=checks')
+    const { pass, fail, failures } = summarize(lines)
+    t.is(fail, 0, `no failure in the worker (${pass} passed)`)
+    t.ok(pass >= 9, `every check ran (${pass} assertions passed)`)
+    if (fail > 0 || pass < 9) diagnose(t, failures, lines)
+  })
+
+  firefoxTest('firefox: OpfsLevel is LEVEL_NOT_SUPPORTED on a page; a page\'s BrowserLevel gets LEVEL_LOCKED while a worker\'s OpfsLevel holds the location', async (t) => {
+    const lines = await run(t, `run=in-worker-lock&location=in-worker-lock-${Date.now()}`)
+    const checks = lines.filter((l) => /^(not )?ok /.test(l))
+    t.is(checks.length, 3, 'three checks reported by the page')
+    for (const line of checks) t.ok(line.startsWith('ok '), line)
+    if (checks.length !== 3 || checks.some((l) => l.startsWith('not ok'))) diagnose(t, [], lines)
+  })
+
+  firefoxTest('firefox: a database of many tables keeps at most maxOpenHandles (16 here) sync access handles open, and reads every key, before and after a reopen', async (t) => {
+    const lines = await run(t, 'run=in-worker&what=many-tables&bound=16')
     const checks = lines.filter((l) => /^(not )?ok /.test(l))
     t.is(checks.length, 5, 'five checks reported by the worker')
     for (const line of checks) t.ok(line.startsWith('ok '), line)
+    if (checks.length !== 5 || checks.some((l) => l.startsWith('not ok'))) diagnose(t, [], lines)
   })
 
   test('firefox: close', async (t) => {
-    await browser.close()
+    await firefox.close()
     await new Promise((resolve) => server.close(resolve))
-    fs.rmSync(profile, { recursive: true, force: true })
     t.pass('closed')
   })
 }

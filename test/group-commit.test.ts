@@ -66,11 +66,15 @@ test('writes issued in one tick share one write(2); sync writes share one fsync'
 // inlineSync: a sync write's fdatasync runs on the event loop (WritableFile.sync)
 // while it is fast; one slower than 1 ms sends the next 256 to the thread pool
 // (syncAsync), after which inline syncs are tried again. On the in-memory file
-// system, so that only the wrapper's busy wait decides what is slow.
+// system and a clock of the test's own (performance.now, which the pipeline
+// times a sync with, stands still but for the wrapper's slowMs), so that only
+// the wrapper decides what is slow: with the real clock, a process descheduled
+// during a sync on a loaded machine made a fast sync slow.
+let clockMs = 0
 class SlowSyncFs extends MemFileSystem {
   inline = 0
   pooled = 0
-  /** Milliseconds each inline log sync takes (busy wait on top of the real fdatasync). */
+  /** Milliseconds each inline log sync takes on the test's clock. */
   slowMs = 0
   override openWrite (path: string): WritableFile {
     const f = super.openWrite(path)
@@ -79,8 +83,7 @@ class SlowSyncFs extends MemFileSystem {
       sync: () => {
         this.inline++
         f.sync()
-        const until = performance.now() + this.slowMs
-        while (performance.now() < until) { /* a slow disk */ }
+        clockMs += this.slowMs
       },
       syncAsync: () => { this.pooled++; return f.syncAsync() }
     })
@@ -88,6 +91,12 @@ class SlowSyncFs extends MemFileSystem {
 }
 
 test('inlineSync: fast fdatasyncs run inline; a slow one sends the next 256 to the thread pool', async (t) => {
+  const realNow = Object.getOwnPropertyDescriptor(performance, 'now')
+  performance.now = () => clockMs
+  t.teardown(() => {
+    if (realNow !== undefined) Object.defineProperty(performance, 'now', realNow)
+    else delete (performance as { now?: unknown }).now
+  })
   const fs = new SlowSyncFs()
   const engine = await Engine.open(tempDir(), { compactionWorker: false }, fs)
   for (let i = 0; i < 20; i++) await engine.write(encodeBatch(put(i)), true)

@@ -1,10 +1,20 @@
-// Runs every test file (dist/test/*.test.js) in its own process, one after the
-// other, and prints a summary line: "N passed, N failed" (", N skipped" when
-// files registered skipped tests, which it lists: a browser test that cannot
-// run here). Exits non-zero on any failure. `node dist/test/run.js wal memtable` runs only files matching a name.
+// Runs every test file (dist/test/*.test.js) in its own process and prints a
+// summary line: "N passed, N failed" (", N skipped" when files registered
+// skipped tests, which it lists: a browser test that cannot run here). Exits
+// non-zero on any failure. `node dist/test/run.js wal memtable` runs only files
+// matching a name.
+//
+// Files run in two lanes at once (LSM_TEST_LANES=1 runs them one after the
+// other): the browser files (test/browser*.test.ts, bundlers) are one lane's
+// queue and the Node files the other's, so that one browser runs at a time
+// while Node files run beside it; a lane whose queue is empty takes the next
+// file of the other's. Each queue starts with its longest files (LONGEST), so
+// that the lanes end close together. Each file's output is buffered and
+// printed whole when it ends, with its counts and time.
+//
 // Each process preloads util/assertion-guard.js, which fails a test that makes
 // no assertion.
-import { spawnSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
@@ -15,6 +25,18 @@ const files = fs.readdirSync(dir)
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
   .sort()
 
+const lanes = Math.max(1, Number(process.env.LSM_TEST_LANES ?? 2) | 0)
+/** Files that drive a browser: the longest ones, and heavy on both cores. */
+const isBrowserFile = (f: string): boolean => f.startsWith('browser') || f.startsWith('bundlers')
+/** The longest files, longest first (minutes each on 2 cores); the others follow in name order. */
+const LONGEST = ['browser-firefox', 'browser', 'browser-tabs', 'browser-firefox-tabs', 'engine', 'crash-sweep', 'model', 'compliance-default', 'compaction']
+const rank = (f: string): number => {
+  const i = LONGEST.indexOf(f.replace(/\.test\.js$/, ''))
+  return i < 0 ? LONGEST.length : i
+}
+const byLength = (list: string[]): string[] => list.slice().sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0))
+const queues = lanes === 1 ? [files.slice()] : [byLength(files.filter(isBrowserFile)), byLength(files.filter((f) => !isBrowserFile(f)))]
+
 let passed = 0
 let failed = 0
 const failures: string[] = []
@@ -22,20 +44,34 @@ const failures: string[] = []
 const skips: string[] = []
 const started = Date.now()
 
-for (const file of files) {
-  const t0 = Date.now()
-  const r = spawnSync(process.execPath, ['--expose-gc', '--require', path.join(dir, 'util', 'assertion-guard.js'), path.join(dir, file)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    encoding: 'utf8',
-    maxBuffer: 256 * 1024 * 1024,
-    env: { ...process.env, LSM_PARANOID: process.env.LSM_PARANOID ?? '1' }
+interface Outcome { status: number | null, signal: NodeJS.Signals | null, stdout: string, stderr: string }
+
+/** Runs one test file to its end, its output kept, not printed. */
+async function runFile (file: string): Promise<Outcome> {
+  return await new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--expose-gc', '--require', path.join(dir, 'util', 'assertion-guard.js'), path.join(dir, file)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, LSM_PARANOID: process.env.LSM_PARANOID ?? '1' }
+    })
+    const out: Buffer[] = []
+    const err: Buffer[] = []
+    child.stdout.on('data', (b: Buffer) => out.push(b))
+    child.stderr.on('data', (b: Buffer) => err.push(b))
+    child.on('error', (e) => err.push(Buffer.from(`could not start ${file}: ${e.message}\n`)))
+    child.on('close', (status, signal) => resolve({ status, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }))
   })
-  const out = r.stdout ?? ''
-  // Failures and diagnostics are worth seeing; the stream of "ok" lines is not.
+}
+
+/** Prints a finished file's output (failures and diagnostics; not the stream of "ok" lines) and counts it. */
+function report (file: string, r: Outcome, seconds: number): void {
+  const out = r.stdout
+  const lines: string[] = []
   for (const line of out.split('\n')) {
     if (line.startsWith('ok ')) continue
-    if (line.trim() !== '') process.stdout.write(line + '\n')
+    if (line.trim() !== '') lines.push(line)
   }
+  if (lines.length > 0) process.stdout.write(lines.join('\n') + '\n')
+  if (r.stderr !== '') process.stderr.write(r.stderr.endsWith('\n') ? r.stderr : r.stderr + '\n')
   const pass = Number(/^# pass\s+(\d+)/m.exec(out)?.[1] ?? 0)
   const fail = Number(/^# fail\s+(\d+)/m.exec(out)?.[1] ?? 0)
   const skipped = [...out.matchAll(/^# SKIP (.*)$/gm)].map((m) => `${file}: ${m[1]}`)
@@ -49,11 +85,31 @@ for (const file of files) {
   } else if (fail > 0) {
     failures.push(file)
   }
-  console.log(`== ${file}: ${pass} passed, ${fail} failed${skipped.length > 0 ? `, ${skipped.length} skipped` : ''}${crashed ? ', crashed' : ''} (${((Date.now() - t0) / 1000).toFixed(1)} s)`)
+  console.log(`== ${file}: ${pass} passed, ${fail} failed${skipped.length > 0 ? `, ${skipped.length} skipped` : ''}${crashed ? ', crashed' : ''} (${seconds.toFixed(1)} s)`)
 }
 
-console.log(`\n${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s`)
-if (skips.length > 0) console.log(`skipped (${skips.length}):\n` + skips.map((s) => '  ' + s).join('\n'))
-if (failures.length > 0) console.log('failing: ' + failures.join(', '))
-console.log(`${passed} passed, ${failed} failed${skips.length > 0 ? `, ${skips.length} skipped` : ''}`)
-process.exit(failed > 0 || files.length === 0 ? 1 : 0)
+/** The next file for lane `i`: the first of its own queue, or else the first of another's. */
+function next (i: number): string | undefined {
+  const own = queues[i % queues.length]
+  if (own.length > 0) return own.shift()
+  return queues.find((q) => q.length > 0)?.shift()
+}
+
+async function lane (i: number): Promise<void> {
+  for (let file = next(i); file !== undefined; file = next(i)) {
+    const t0 = Date.now()
+    const r = await runFile(file)
+    report(file, r, (Date.now() - t0) / 1000)
+  }
+}
+
+async function main (): Promise<void> {
+  await Promise.all(Array.from({ length: Math.min(lanes, Math.max(files.length, 1)) }, async (_, i) => await lane(i)))
+  console.log(`\n${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s${lanes > 1 ? ` (${lanes} lanes; LSM_TEST_LANES=1 runs them one at a time)` : ''}`)
+  if (skips.length > 0) console.log(`skipped (${skips.length}):\n` + skips.map((s) => '  ' + s).join('\n'))
+  if (failures.length > 0) console.log('failing: ' + failures.join(', '))
+  console.log(`${passed} passed, ${failed} failed${skips.length > 0 ? `, ${skips.length} skipped` : ''}`)
+  process.exit(failed > 0 || files.length === 0 ? 1 : 0)
+}
+
+void main()

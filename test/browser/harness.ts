@@ -1,9 +1,9 @@
-// What the browser tests (test/browser.test.ts, test/browser-firefox.test.ts)
-// and the browser benchmark (benchmarks/browser.ts) share: finding the
-// distribution's Chromium, serving dist/ (the bundles of
-// scripts/build-browser.js) with a page or two on a local HTTP server,
-// playwright-core, required only when a run needs it (its typings are declared
-// here, as far as they are used), and reading a page's TAP lines.
+// What the browser tests (test/browser*.test.ts) and the browser benchmark
+// (benchmarks/browser.ts) share: finding the distribution's Chromium, serving
+// dist/ (the bundles of scripts/build-browser.js) with a page or two on a
+// local HTTP server, playwright-core, required only when a run needs it (its
+// typings are declared here, as far as they are used), a page that reports TAP
+// lines, and reading them.
 import * as fs from 'node:fs'
 import * as http from 'node:http'
 import * as path from 'node:path'
@@ -24,6 +24,7 @@ export interface Page {
   evaluate<R, A> (fn: (arg: A) => R | Promise<R>, arg: A): Promise<R>
   waitForFunction (expression: string): Promise<unknown>
   on (event: 'pageerror', fn: (err: Error) => void): void
+  on (event: 'console', fn: (message: { type (): string, text (): string }) => void): void
   close (): Promise<void>
 }
 /** A Chrome DevTools Protocol session (Chromium only). */
@@ -91,4 +92,61 @@ export function summarize (lines: string[]): { pass: number, fail: number, failu
     if (line.startsWith('not ok')) failures.push([name, line, ...lines.slice(i + 1, i + 8)].join('\n'))
   })
   return { pass: Number(/^# pass\s+(\d+)/m.exec(text)?.[1] ?? 0), fail: Number(/^# fail\s+(\d+)/m.exec(text)?.[1] ?? 0), failures }
+}
+
+/** A page whose TAP lines are collected: run() loads a URL (a new page load) and resolves with its lines at '# done'. */
+export interface ReportingPage {
+  page: Page
+  run: (url: string) => Promise<string[]>
+  /** The page's last console errors and warnings (for a failure's diagnosis). */
+  console: () => string[]
+}
+
+/**
+ * A new page of `context` that reports through window.lsmReport. A run that
+ * reports no line for `idleMs` rejects with its last lines: a hang, told apart
+ * from a run that is slow on a busy machine but goes on.
+ */
+export async function reportingPage (context: Context, idleMs: number): Promise<ReportingPage> {
+  const page = await context.newPage()
+  let lines: string[] = []
+  const messages: string[] = []
+  let done: (() => void) | undefined
+  let progressed: (() => void) | undefined
+  await page.exposeFunction('lsmReport', (line: string) => {
+    for (const l of line.split('\n')) lines.push(l)
+    progressed?.()
+    if (line === '# done') done?.()
+  })
+  page.on('pageerror', (err) => {
+    lines.push(`not ok - page error: ${err.message}`)
+    done?.()
+  })
+  page.on('console', (message) => {
+    const type = message.type()
+    if (type !== 'error' && type !== 'warn' && type !== 'warning') return
+    messages.push(`${type}: ${message.text()}`)
+    if (messages.length > 50) messages.shift()
+  })
+  const run = async (url: string): Promise<string[]> => {
+    lines = []
+    const t0 = Date.now()
+    const finished = new Promise<void>((resolve, reject) => {
+      const hung = (): void => reject(new Error(`no line from ${url} in ${idleMs} ms (no '# done' after ${((Date.now() - t0) / 1000).toFixed(0)} s); last lines:\n${lines.slice(-10).join('\n')}`))
+      let timer = setTimeout(hung, idleMs)
+      progressed = () => {
+        clearTimeout(timer)
+        timer = setTimeout(hung, idleMs)
+      }
+      done = () => {
+        clearTimeout(timer)
+        progressed = undefined
+        resolve()
+      }
+    })
+    await page.goto(url)
+    await finished
+    return lines
+  }
+  return { page, run, console: () => messages.slice() }
 }

@@ -69,9 +69,28 @@ function runCompliance (config: string): void {
   suite({
     test: grep === null ? test : (name: string, ...rest: unknown[]) => name.includes(grep) ? (test as unknown as (...a: unknown[]) => unknown)(name, ...rest) : undefined,
     factory (options?: Record<string, unknown>) {
-      return new BrowserLevel(`${root}/${n++}`, { ...engineOptions, ...options, worker })
+      const db = new BrowserLevel(`${root}/${n++}`, { ...engineOptions, ...options, worker })
+      // The suite's failure shows only the error's message ("Database failed
+      // to open"): its causes go to Node as a line before it, for the diagnosis.
+      const open = db.open.bind(db) as (...args: unknown[]) => Promise<void>
+      // The same promise is returned (the suite checks the database's status at the turns it settles in).
+      ;(db as unknown as { open: (...args: unknown[]) => Promise<void> }).open = (...args) => {
+        const opening = open(...args)
+        opening.catch((err: unknown) => report(`# open of ${db.location} failed: ${causes(err)}`))
+        return opening
+      }
+      return db
     }
   })
+}
+
+/** An error and its causes, each as code and message. */
+function causes (err: unknown): string {
+  const parts: string[] = []
+  for (let e = err as { code?: string, name?: string, message?: string, cause?: unknown } | undefined, depth = 0; e !== undefined && e !== null && depth < 6; e = e.cause as typeof e, depth++) {
+    parts.push(`${String(e.code ?? e.name)}: ${String(e.message)}`)
+  }
+  return parts.join(' <- ')
 }
 
 const PERSIST_KEYS = 2000
