@@ -437,3 +437,32 @@ test('the segments of a generation are one contiguous history, even with logs ma
   t.equal(holes, 0, `no hole in ${segs.length} segments of ${new Set(segs.map((s) => s.log)).size} logs`)
   t.equal(next - 1, history.batches[history.batches.length - 1].last, 'up to the last write')
 })
+
+test('a process that leaves a shipping database and a replica open ends on its own: their timers between rounds hold nothing', async (t) => {
+  const store = tempDir('lsm-store-')
+  // The child: a database shipping every 50 ms, a replica polling every 50 ms, some writes, no close.
+  const script = `
+    const { LsmLevel, ReplicaLevel, DirectoryStore } = require(${JSON.stringify(path.join(__dirname, '..', 'index.js'))})
+    ;(async () => {
+      const store = new DirectoryStore(${JSON.stringify(store)})
+      const db = new LsmLevel(${JSON.stringify(tempDir())})
+      await db.open()
+      await db.replicate(store, { intervalMs: 50, leaseMs: 3000 })
+      for (let i = 0; i < 100; i++) await db.put('k' + i, 'v' + i)
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      const replica = await ReplicaLevel.open(store, ${JSON.stringify(tempDir() + '/replica')}, { pollIntervalMs: 50 })
+      console.log('replica has ' + (await replica.get('k99')))
+    })().catch((err) => { console.error(err); process.exit(2) })
+  `
+  const { spawn } = await import('node:child_process')
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.on('data', (b: Buffer) => { output += String(b) })
+  child.stderr.on('data', (b: Buffer) => { output += String(b) })
+  const killer = setTimeout(() => child.kill('SIGKILL'), 20000)
+  const [code, signal] = await new Promise<[number | null, string | null]>((resolve) => child.on('close', (c, s) => resolve([c, s])))
+  clearTimeout(killer)
+  t.ok(output.includes('replica has v99'), `the child shipped and followed: ${output.trim()}`)
+  t.is(signal, null, 'the child ended on its own within 20 s, not killed')
+  t.is(code, 0, 'with exit code 0')
+})

@@ -13,7 +13,10 @@
 // printed whole when it ends, with its counts and time.
 //
 // Each process preloads util/assertion-guard.js, which fails a test that makes
-// no assertion.
+// no assertion. A file that runs longer than LSM_TEST_FILE_TIMEOUT_S seconds
+// (default 1800) is killed, with its children, and counted as failed. The
+// summary ends with the last lines of each failing file's output, so that a
+// log cut to its end still says what failed.
 import { spawn } from 'node:child_process'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
@@ -44,21 +47,46 @@ const failures: string[] = []
 const skips: string[] = []
 const started = Date.now()
 
-interface Outcome { status: number | null, signal: NodeJS.Signals | null, stdout: string, stderr: string }
+interface Outcome { status: number | null, signal: NodeJS.Signals | null, stdout: string, stderr: string, timedOut: boolean }
+
+const FILE_TIMEOUT_MS = Math.max(1, Number(process.env.LSM_TEST_FILE_TIMEOUT_S ?? 1800)) * 1000
+/** The last lines of each failing file's output, printed again at the end. */
+const failureTails: string[] = []
+const TAIL_LINES = 60
+/** The process groups of the files running now, ended with the runner (they do not get its terminal's signals). */
+const running = new Set<number>()
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(signal, () => {
+    for (const pid of running) { try { process.kill(-pid, 'SIGKILL') } catch {} }
+    process.exit(130)
+  })
+}
 
 /** Runs one test file to its end, its output kept, not printed. */
 async function runFile (file: string): Promise<Outcome> {
   return await new Promise((resolve) => {
     const child = spawn(process.execPath, ['--expose-gc', '--require', path.join(dir, 'util', 'assertion-guard.js'), path.join(dir, file)], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, LSM_PARANOID: process.env.LSM_PARANOID ?? '1' }
+      env: { ...process.env, LSM_PARANOID: process.env.LSM_PARANOID ?? '1' },
+      // Its own process group: a timeout kills the browsers and workers it started, too.
+      detached: true
     })
+    running.add(child.pid!)
+    let timedOut = false
+    const timer = setTimeout(() => {
+      timedOut = true
+      try { process.kill(-child.pid!, 'SIGKILL') } catch { child.kill('SIGKILL') }
+    }, FILE_TIMEOUT_MS)
     const out: Buffer[] = []
     const err: Buffer[] = []
     child.stdout.on('data', (b: Buffer) => out.push(b))
     child.stderr.on('data', (b: Buffer) => err.push(b))
     child.on('error', (e) => err.push(Buffer.from(`could not start ${file}: ${e.message}\n`)))
-    child.on('close', (status, signal) => resolve({ status, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }))
+    child.on('close', (status, signal) => {
+      clearTimeout(timer)
+      running.delete(child.pid!)
+      resolve({ status, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), timedOut })
+    })
   })
 }
 
@@ -79,13 +107,18 @@ function report (file: string, r: Outcome, seconds: number): void {
   passed += pass
   failed += fail
   const crashed = r.status !== 0 && fail === 0
+  const why = r.timedOut ? `timed out after ${FILE_TIMEOUT_MS / 1000} s` : `exit ${r.status ?? r.signal}`
   if (crashed) {
     failed++
-    failures.push(`${file} (exit ${r.status ?? r.signal})`)
+    failures.push(`${file} (${why})`)
   } else if (fail > 0) {
     failures.push(file)
   }
-  console.log(`== ${file}: ${pass} passed, ${fail} failed${skipped.length > 0 ? `, ${skipped.length} skipped` : ''}${crashed ? ', crashed' : ''} (${seconds.toFixed(1)} s)`)
+  if (crashed || fail > 0) {
+    const tail = [...lines.slice(-TAIL_LINES), ...r.stderr.split('\n').filter((l) => l.trim() !== '').slice(-20).map((l) => 'stderr: ' + l)]
+    failureTails.push(`-- ${file} (${why}), its last lines:\n${tail.join('\n')}`)
+  }
+  console.log(`== ${file}: ${pass} passed, ${fail} failed${skipped.length > 0 ? `, ${skipped.length} skipped` : ''}${crashed ? `, crashed (${why})` : ''} (${seconds.toFixed(1)} s)`)
 }
 
 /** The next file for lane `i`: the first of its own queue, or else the first of another's. */
@@ -107,6 +140,7 @@ async function main (): Promise<void> {
   await Promise.all(Array.from({ length: Math.min(lanes, Math.max(files.length, 1)) }, async (_, i) => await lane(i)))
   console.log(`\n${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s${lanes > 1 ? ` (${lanes} lanes; LSM_TEST_LANES=1 runs them one at a time)` : ''}`)
   if (skips.length > 0) console.log(`skipped (${skips.length}):\n` + skips.map((s) => '  ' + s).join('\n'))
+  if (failureTails.length > 0) console.log('\nfailing files, again:\n' + failureTails.join('\n'))
   if (failures.length > 0) console.log('failing: ' + failures.join(', '))
   console.log(`${passed} passed, ${failed} failed${skips.length > 0 ? `, ${skips.length} skipped` : ''}`)
   process.exit(failed > 0 || files.length === 0 ? 1 : 0)

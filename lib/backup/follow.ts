@@ -49,6 +49,7 @@ import { HEADER_SIZE, RECORD_FULL, recordChecksum } from '../wal/log-format'
 import { checkBatch } from '../wal/batch'
 import { getFixed32, getFixed64 } from '../util/coding'
 import { crc } from '../util/crc'
+import { backgroundTimer } from '../util/turn'
 import { objectKey, withRetries, type ObjectStore, type RetryPolicy } from './object-store'
 import { parseSegmentKey, type SegmentName } from './layout'
 import { listGenerations } from './restore'
@@ -112,7 +113,7 @@ export class StoreFollower {
   private afterKey: string | undefined
   private lastGenerationCheck = 0
   private stopping = false
-  private timer: NodeJS.Timeout | undefined
+  private timer: ReturnType<typeof setTimeout> | undefined
   private wake: (() => void) | undefined
   private running: Promise<void> | undefined
   private readonly counters = {
@@ -142,7 +143,7 @@ export class StoreFollower {
         if (this.stopping) return
         await new Promise<void>((resolve) => {
           this.wake = resolve
-          this.timer = setTimeout(resolve, this.intervalMs)
+          this.timer = backgroundTimer(resolve, this.intervalMs)
         })
       }
     }

@@ -68,7 +68,7 @@ import { HEADER_SIZE, RECORD_FULL, recordChecksum } from '../wal/log-format'
 import { batchCount } from '../wal/batch'
 import { getFixed32, getFixed64 } from '../util/coding'
 import { crc } from '../util/crc'
-import { nextTurn } from '../util/turn'
+import { backgroundTimer, nextTurn } from '../util/turn'
 import { join, logName, logNumbers, tableName } from '../filenames'
 import { corruption, levelError } from '../errors'
 import { objectKey, withRetries, type ObjectStore, type RetryPolicy } from './object-store'
@@ -212,7 +212,7 @@ export class Shipper {
   private readonly refs = new Set<string>()
   /** The lease was lost: no more rounds. */
   private halted = false
-  private renewTimer: NodeJS.Timeout | undefined
+  private renewTimer: ReturnType<typeof setTimeout> | undefined
   private renewWake: (() => void) | undefined
   private renewing: Promise<void> | undefined
   /** The first capture's logNumber: the logs below it are not needed (the first point's tables hold them). */
@@ -229,7 +229,7 @@ export class Shipper {
   private stopping = false
   /** The last round is over: no log is opened again. */
   private finished = false
-  private timer: NodeJS.Timeout | undefined
+  private timer: ReturnType<typeof setTimeout> | undefined
   private wake: (() => void) | undefined
   private loop: Promise<void> | undefined
   private failures = 0
@@ -325,7 +325,7 @@ export class Shipper {
     while (!this.stopping && !this.halted) {
       await new Promise<void>((resolve) => {
         this.renewWake = resolve
-        this.renewTimer = setTimeout(resolve, this.leaseMs / 3)
+        this.renewTimer = backgroundTimer(resolve, this.leaseMs / 3)
       })
       if (this.stopping) return
       try {
@@ -476,7 +476,7 @@ export class Shipper {
     if (this.stopping) return
     await new Promise<void>((resolve) => {
       this.wake = resolve
-      this.timer = setTimeout(resolve, ms)
+      this.timer = backgroundTimer(resolve, ms)
     })
     this.wake = undefined
   }

@@ -51,3 +51,14 @@ export class TurnSlices {
     this.sliceStart = clock.now()
   }
 }
+
+/**
+ * A timer for background work between rounds (a backup's next round, a lease
+ * renewal, a poll): in Node it does not keep the process alive on its own, as
+ * an open database holds no handle that does.
+ */
+export function backgroundTimer (fn: () => void, ms: number): ReturnType<typeof setTimeout> {
+  const timer = setTimeout(fn, ms)
+  ;(timer as { unref?: () => void }).unref?.()
+  return timer
+}

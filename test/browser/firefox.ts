@@ -33,7 +33,7 @@ interface PuppeteerBrowser {
   close (): Promise<void>
   process (): { stderr: NodeJS.ReadableStream | null, stdout: NodeJS.ReadableStream | null } | null
 }
-interface Puppeteer { launch (options: { browser: 'firefox', executablePath: string, headless: boolean, userDataDir: string, protocolTimeout?: number }): Promise<PuppeteerBrowser> }
+interface Puppeteer { launch (options: { browser: 'firefox', executablePath: string, headless: boolean, userDataDir: string, protocolTimeout?: number, extraPrefsFirefox?: Record<string, unknown> }): Promise<PuppeteerBrowser> }
 
 export interface Firefox extends Browser {
   /** The context of the profile on disk (its OPFS persists across page loads and contexts' ends). */
@@ -52,14 +52,24 @@ function contextOf (c: PuppeteerContext): Context {
   }
 }
 
-/** Launches headless Firefox on a new profile on disk; close() ends it and removes the profile. */
-export async function launchFirefox (): Promise<Firefox> {
+/**
+ * Firefox starts at most this many workers per site (its preference
+ * dom.workers.maxPerDomain) and queues the next ones until one ends: an open
+ * of a BrowserLevel, whose engine runs in a worker of its own, then fails
+ * after workerStartTimeoutMs. The abstract-level compliance suite runs its
+ * second half on sublevels of databases it never closes (about 470 of them,
+ * each holding its worker), so the tests raise it from its default of 512.
+ */
+export const TEST_WORKERS_PER_SITE = 2048
+
+/** Launches headless Firefox on a new profile on disk; close() ends it and removes the profile. `prefs`: Firefox preferences to set. */
+export async function launchFirefox (prefs: Record<string, unknown> = {}): Promise<Firefox> {
   const executablePath = findFirefox()
   if (executablePath === undefined) throw new Error('no Firefox found (' + FIREFOX_CANDIDATES.join(', ') + ')')
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-firefox-'))
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const puppeteer = require('puppeteer-core') as Puppeteer
-  const browser = await puppeteer.launch({ browser: 'firefox', executablePath, headless: true, userDataDir: profile, protocolTimeout: 10 * 60 * 1000 })
+  const browser = await puppeteer.launch({ browser: 'firefox', executablePath, headless: true, userDataDir: profile, protocolTimeout: 10 * 60 * 1000, extraPrefsFirefox: { 'dom.workers.maxPerDomain': TEST_WORKERS_PER_SITE, ...prefs } })
   const output: string[] = []
   const keep = (chunk: Buffer | string): void => {
     for (const line of String(chunk).split('\n')) if (line.trim() !== '') output.push(line)
