@@ -9,13 +9,14 @@
 // another open. Flushes and compactions run in the owner's worker, on its
 // event loop, in slices between requests.
 //
-// Besides the protocol's messages (arrays), the page may send one object:
+// It posts a hello ({ lsmLevelWorkerStarted: true }) to the page once its
+// script runs. Besides the protocol's messages (arrays), the page may send one object:
 // { lsmLevelTabs: { relay?: MessagePort, ownerTimeoutMs?: number, storage?: string } },
 // the port to the relay SharedWorker it started (browser-relay.ts) and the
 // options of the next open.
 import './hosts/browser/globals'
 import { installBrowserPlatform } from './hosts/browser/platform'
-import { workerScopeChannel, type MessagePortLike, type WorkerScopeLike } from './adapters/remote/channel'
+import { WORKER_STARTED, workerScopeChannel, type MessagePortLike, type WorkerScopeLike } from './adapters/remote/channel'
 import { serve } from './adapters/remote/server'
 import { ENGINE_METHODS, SharedDatabaseHost } from './adapters/remote/shared-host'
 import type { ServerChannel } from './adapters/remote/session'
@@ -55,3 +56,5 @@ async function openDatabase (location: string, options: Record<string, unknown>)
 }
 
 serve(workerScopeChannel(protocolScope) as ServerChannel, new SharedDatabaseHost(openDatabase, new Set([...ENGINE_METHODS, 'tabs'])))
+// The page's open waits for this before it counts on the worker (BrowserLevel's workerStartTimeoutMs).
+scope.postMessage({ [WORKER_STARTED]: true })

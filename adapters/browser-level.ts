@@ -14,7 +14,7 @@
 // SharedWorker (lsm-level-relay.js) through which those workers reach the
 // owner's, and hands its worker a port to it.
 import ModuleError = require('module-error')
-import { workerChannel, type WorkerLike } from './remote/channel'
+import { WORKER_STARTED, workerChannel, type WorkerLike } from './remote/channel'
 import { RemoteConnection, type ClientChannel } from './remote/connection'
 import { RemoteLevel, type RemoteLevelOptions } from './remote-level'
 import { storageOption, type StorageChoice, type StorageKind } from '../hosts/browser/storage-option'
@@ -71,6 +71,13 @@ export interface BrowserLevelOptions<K = string, V = string> {
    * IndexedDB. `db.storage` says which one the open database uses.
    */
   storage?: StorageChoice
+  /**
+   * How long a new worker has to start (its script loaded and run) before the
+   * open fails, the worker ended. Browsers cap the workers a site runs
+   * (Firefox: 512, its preference dom.workers.maxPerDomain) and queue the
+   * next ones until one ends; each open BrowserLevel holds one. Default 30000.
+   */
+  workerStartTimeoutMs?: number
   /** Engine options (lib/options.ts), passed to the worker as they are. */
   [engineOption: string]: unknown
 }
@@ -115,7 +122,47 @@ const IDLE_WORKER_MS = 5000
 /** The worker behind each connection, for the setup message of each open. */
 const workers = new WeakMap<RemoteConnection, WorkerLike>()
 
-interface TabsSetup { relay: RelayFactory | false | undefined, ownerTimeoutMs: number | undefined, storage: StorageChoice }
+interface TabsSetup { relay: RelayFactory | false | undefined, ownerTimeoutMs: number | undefined, storage: StorageChoice, workerStartTimeoutMs: number }
+
+const WORKER_START_TIMEOUT_MS = 30000
+
+/**
+ * `worker` as the channel sees it, minus the worker's first message: the
+ * hello it posts once its script runs (WORKER_STARTED). If neither that nor
+ * any other message comes within `timeoutMs`, the view reports an error,
+ * which ends the channel (terminating the worker) and fails the open.
+ */
+function startingWorker (worker: WorkerLike, timeoutMs: number): WorkerLike {
+  let started = false
+  const view: WorkerLike = {
+    postMessage: (message, transfer) => worker.postMessage(message, transfer),
+    terminate: () => {
+      clearTimeout(timer)
+      worker.terminate()
+    },
+    onmessage: null,
+    onerror: null
+  }
+  const timer = setTimeout(() => {
+    view.onerror?.({
+      message: `it did not start within ${timeoutMs} ms (workerStartTimeoutMs): the browser may be running as many workers for this site as it allows (Firefox: 512), one for each open BrowserLevel; close the databases no longer used`,
+      preventDefault: () => {}
+    })
+  }, timeoutMs)
+  worker.onmessage = (event) => {
+    if (!started) {
+      started = true
+      clearTimeout(timer)
+      if ((event.data as { [WORKER_STARTED]?: boolean } | null)?.[WORKER_STARTED] === true) return
+    }
+    view.onmessage?.(event)
+  }
+  worker.onerror = (event) => {
+    clearTimeout(timer)
+    view.onerror?.(event)
+  }
+  return view
+}
 
 /** A connection to a worker (new, or an idle one), told the options of the open that follows (and, if new, given a port to the relay). */
 function connect (factory: WorkerFactory, setup: TabsSetup): RemoteConnection {
@@ -126,7 +173,7 @@ function connect (factory: WorkerFactory, setup: TabsSetup): RemoteConnection {
     workers.get(idle)?.postMessage({ lsmLevelTabs: { ownerTimeoutMs: setup.ownerTimeoutMs, storage: setup.storage } })
     return idle
   }
-  const worker = factory()
+  const worker = startingWorker(factory(), setup.workerStartTimeoutMs)
   const relay = relayPort(setup.relay)
   // Sent before the attach that the connection's first turn carries.
   worker.postMessage({ lsmLevelTabs: { relay, ownerTimeoutMs: setup.ownerTimeoutMs, storage: setup.storage } }, relay === undefined ? [] : [relay as ArrayBuffer])
@@ -176,12 +223,14 @@ export class BrowserLevel<K = string, V = string> extends RemoteLevel<K, V> {
   private storageInUse: StorageKind | undefined
 
   constructor (location: string, options: BrowserLevelOptions<K, V> = {}) {
-    const { worker, relay, ownerTimeoutMs, storage, ...rest } = options
-    if (ownerTimeoutMs !== undefined && !(typeof ownerTimeoutMs === 'number' && ownerTimeoutMs > 0)) {
-      throw new ModuleError("Invalid option 'ownerTimeoutMs': must be a positive number", { code: 'LEVEL_INVALID_OPTION' })
+    const { worker, relay, ownerTimeoutMs, storage, workerStartTimeoutMs, ...rest } = options
+    for (const [name, value] of [['ownerTimeoutMs', ownerTimeoutMs], ['workerStartTimeoutMs', workerStartTimeoutMs]] as const) {
+      if (value !== undefined && !(typeof value === 'number' && value > 0)) {
+        throw new ModuleError(`Invalid option '${name}': must be a positive number`, { code: 'LEVEL_INVALID_OPTION' })
+      }
     }
     const factory = worker ?? defaultWorker
-    const setup = { relay, ownerTimeoutMs, storage: storageOption(storage) }
+    const setup = { relay, ownerTimeoutMs, storage: storageOption(storage), workerStartTimeoutMs: workerStartTimeoutMs ?? WORKER_START_TIMEOUT_MS }
     super(location, { ...rest, connect: () => connect(factory, setup), release: (connection) => retire(factory, connection) })
   }
 

@@ -7,7 +7,7 @@
 // thread's database on OPFS; the data surviving a new page load; a second tab
 // on an open database; the engine checks (test/browser/engine-checks.ts); and
 // OpfsLevel in a dedicated worker (getSync, the lock, many tables under a bound
-// of open handles). The many-tabs tests: test/browser-firefox-tabs.test.ts.
+// of open handles); an open past Firefox's limit of workers per site. The many-tabs tests: test/browser-firefox-tabs.test.ts.
 //
 // Runs wherever Firefox is found; without it (or esbuild or puppeteer-core)
 // its tests are reported as skipped and it says so loudly on its last lines;
@@ -181,6 +181,22 @@ if (missing !== undefined) {
     t.is(checks.length, 5, 'five checks reported by the worker')
     for (const line of checks) t.ok(line.startsWith('ok '), line)
     if (checks.length !== 5 || checks.some((l) => l.startsWith('not ok'))) diagnose(t, [], lines)
+  })
+
+  firefoxTest('firefox: past the browser\'s limit of workers per site (6 here), an open fails with LEVEL_DATABASE_NOT_OPEN after workerStartTimeoutMs, not hangs; once a database closes, opens work again', async (t) => {
+    // A browser of its own: the limit is a preference of the profile.
+    const capped = await launchFirefox({ 'dom.workers.maxPerDomain': 6 })
+    try {
+      const cappedPage = await reportingPage(capped.defaultContext, 60 * 1000)
+      const lines = await cappedPage.run(`${base}/test.html?run=worker-cap&location=cap-${Date.now()}&count=12&timeout=3000`)
+      const checks = lines.filter((l) => /^(not )?ok /.test(l))
+      t.is(checks.length, 3, 'three checks reported by the page')
+      for (const line of checks) t.ok(line.startsWith('ok '), line)
+    } catch (err) {
+      t.fail(`the page run: ${(err as Error).message}`)
+    } finally {
+      await capped.close()
+    }
   })
 
   test('firefox: close', async (t) => {

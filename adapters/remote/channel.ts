@@ -38,6 +38,14 @@ export interface WorkerLike {
   terminate (): void
 }
 
+/**
+ * The key of the hello a dedicated worker posts to its starter as soon as its
+ * script runs ({ [WORKER_STARTED]: true }), before any protocol message: the
+ * starter learns that the worker started (browsers queue workers past their
+ * limit per site).
+ */
+export const WORKER_STARTED = 'lsmLevelWorkerStarted'
+
 /** What a channel adapter uses of a dedicated worker's global scope. */
 export interface WorkerScopeLike {
   postMessage (message: unknown, transfer?: ArrayBuffer[]): void

@@ -15,6 +15,11 @@
 //   ?run=in-worker-lock&location=...      OpfsLevel refused on this page; a
 //                                         BrowserLevel here refused while the
 //                                         worker's OpfsLevel holds the location
+//   ?run=worker-cap&location=...&count=N&timeout=MS  opens up to N databases,
+//                                         none closed, each with that
+//                                         workerStartTimeoutMs: past the browser's
+//                                         limit of workers an open fails (not
+//                                         hangs); once one closes, one opens again
 // Results go to Node as TAP lines through window.lsmReport (a function the
 // test exposes), ending with '# done'.
 import test from 'tape'
@@ -252,6 +257,37 @@ async function deadWorker (location: string): Promise<void> {
   report('# done')
 }
 
+async function workerCap (location: string, count: number, timeoutMs: number): Promise<void> {
+  const open: BrowserLevel[] = []
+  let failure: { err: unknown, ms: number } | undefined
+  for (let i = 0; i < count && failure === undefined; i++) {
+    const db = new BrowserLevel(`${location}/${i}`, { worker, workerStartTimeoutMs: timeoutMs })
+    const t0 = performance.now()
+    try {
+      await db.open()
+      open.push(db)
+    } catch (err) {
+      failure = { err, ms: performance.now() - t0 }
+    }
+  }
+  const said = failure === undefined ? '' : causes(failure.err)
+  report(`${failure !== undefined && said.startsWith('LEVEL_DATABASE_NOT_OPEN') && said.includes('did not start within') ? 'ok' : 'not ok'} 1 ${open.length} databases opened, then an open failed: ${failure === undefined ? 'none failed' : said}`)
+  report(`${failure !== undefined && failure.ms >= timeoutMs && failure.ms < timeoutMs + 10000 ? 'ok' : 'not ok'} 2 the failed open took ${failure?.ms.toFixed(0) ?? '-'} ms (workerStartTimeoutMs ${timeoutMs})`)
+  await open.pop()?.close()
+  const again = new BrowserLevel(`${location}/again`, { worker, workerStartTimeoutMs: timeoutMs })
+  try {
+    await again.open()
+    await again.put('k', 'v')
+    report(`${(await again.get('k')) === 'v' ? 'ok' : 'not ok'} 3 once a database closed, a new one opens and works`)
+    await again.close()
+  } catch (err) {
+    report(`not ok 3 once a database closed, a new one opens: ${causes(err)}`)
+  }
+  report('# done')
+  // Not waited for: in Firefox at its limit, a page's close of one of these hangs at times (the page stops answering).
+  for (const db of open) void db.close().catch(() => {})
+}
+
 async function main (): Promise<void> {
   const run = params.get('run')
   const location = params.get('location') ?? 'db'
@@ -263,6 +299,7 @@ async function main (): Promise<void> {
   else if (run === 'in-worker') inWorker(params.get('what') ?? 'compliance')
   else if (run === 'in-worker-lock') await inWorkerLock(location)
   else if (run === 'dead-worker') await deadWorker(location)
+  else if (run === 'worker-cap') await workerCap(location, Number(params.get('count')), Number(params.get('timeout')))
   else throw new Error(`unknown run: ${String(run)}`)
 }
 
