@@ -6,7 +6,9 @@
 // WebDriver sessions are ephemeral, like Safari's private windows), so
 // BrowserLevel's default `storage: 'auto'` must pick the fallback, IndexedDB:
 // a put/get/iterator round trip, the data kept across a new page load, and
-// db.storage saying 'indexeddb', with OPFS features on and off; then the
+// db.storage saying 'indexeddb', with OPFS features on and off; the engine
+// checks (test/browser/engine-checks.ts; LSM_WEBKIT_RUNS=<n> runs them n times
+// in a row, each with its own seed, SEED=<s> making them s, s+1, ...); then the
 // abstract-level compliance suite. Without WebKitWebDriver, xvfb-run or
 // MiniBrowser the tests are reported as skipped, saying why (with
 // LSM_REQUIRE_BROWSERS naming webkit, they fail instead).
@@ -59,6 +61,28 @@ if (missing !== undefined) {
       }
     })
   }
+
+  const runs = Math.max(1, Number(process.env.LSM_WEBKIT_RUNS ?? 1) | 0)
+  const seed0 = process.env.SEED !== undefined && process.env.SEED !== '' ? Number(process.env.SEED) >>> 0 : Math.floor(Math.random() * 0x100000000)
+  test(`webkit: engine checks on IndexedDB (random writes against a model with reopens, snapshots, range deletes, a burst of flushes)${runs > 1 ? `, ${runs} runs in a row` : ''}`, async (t) => {
+    const session = await driver.session([OPFS_FEATURES])
+    let passed = 0
+    try {
+      for (let i = 0; i < runs; i++) {
+        const seed = (seed0 + i) >>> 0
+        const t0 = Date.now()
+        const { pass, fail, failures } = summarize(await session.run(`${base}/storage.html?run=engine&seed=${seed}`, COMPLIANCE_TIMEOUT_MS))
+        // 8 rounds of 3 checks and the background-work check (25), the snapshot test (6), the range-delete test (6), the burst (3).
+        const ok = fail === 0 && pass >= 40
+        if (ok) passed++
+        else for (const f of failures.slice(0, 20)) t.comment(f)
+        t.ok(ok, `run ${i + 1} of ${runs}, SEED=${seed}: ${pass} passed, ${fail} failed (${((Date.now() - t0) / 1000).toFixed(1)} s)`)
+      }
+    } finally {
+      await session.close()
+    }
+    t.comment(`engine checks in WebKitGTK: ${passed} of ${runs} runs passed; SEED=${seed0} replays the first`)
+  })
 
   test('webkit: the abstract-level compliance suite through BrowserLevel (on IndexedDB)', { skip: process.env.LSM_WEBKIT_COMPLIANCE === '0' }, async (t) => {
     const session = await driver.session([OPFS_FEATURES])

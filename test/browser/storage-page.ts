@@ -9,6 +9,8 @@
 //   ?run=read&location=...     the data set again, in a new page load
 //   ?run=option                an invalid `storage` is LEVEL_INVALID_OPTION
 //   ?run=compliance            the abstract-level compliance suite
+//   ?run=engine&seed=N         the engine checks of engine-checks.ts (on the
+//                              storage `auto` picks: IndexedDB in WebKitGTK)
 //   ?run=size&mib=<n>          a database of n MiB of incompressible values:
 //                              times the writes, 100 puts with sync, the close, the open (the
 //                              IndexedDB storage loads it all) and 1,000
@@ -17,6 +19,7 @@
 // drains (a WebDriver client cannot expose a function), ending with '# done'.
 import test from 'tape'
 import { BrowserLevel } from '../../adapters/browser-level'
+import { registerEngineChecks } from './engine-checks'
 
 // The suite ships no typings.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -90,10 +93,15 @@ function option (): void {
   }
 }
 
-function compliance (): void {
+/** Sends tape's output to the test, '# done' at its end. */
+function reportTape (): void {
   const stream = test.createStream()
   stream.on('data', (line: string) => report(line.replace(/\n$/, '')))
   stream.on('end', () => report('# done'))
+}
+
+function compliance (): void {
+  reportTape()
   const root = `storage-compliance-${Date.now()}`
   let i = 0
   suite({
@@ -146,6 +154,13 @@ async function main (): Promise<void> {
   const run = params.get('run')
   if (run === 'compliance') {
     compliance()
+    return
+  }
+  if (run === 'engine') {
+    reportTape()
+    const seed = Number(params.get('seed')) >>> 0
+    report(`# SEED=${seed}`)
+    registerEngineChecks(worker, seed, `engine-${seed}-${Date.now()}`)
     return
   }
   try {
