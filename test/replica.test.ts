@@ -15,9 +15,15 @@ const root = path.resolve(__dirname, '..', '..')
 const TOTAL = 12000
 
 interface Child { proc: ChildProcess, lines: string[], exited: Promise<void> }
+/** What the examples wrote to stderr, all of them (also passed on to this process's). */
+const stderr: string[] = []
 
 function start (script: string, args: string[], onLine: (line: string) => void): Child {
-  const proc = spawn(process.execPath, [path.join(root, 'examples', 'replica', script), ...args], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const proc = spawn(process.execPath, [path.join(root, 'examples', 'replica', script), ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  proc.stderr!.on('data', (chunk: Buffer) => {
+    stderr.push(chunk.toString())
+    process.stderr.write(chunk)
+  })
   const lines: string[] = []
   let buf = ''
   proc.stdout!.on('data', (chunk: Buffer) => {
@@ -109,4 +115,6 @@ test('a replica killed and restarted, and a primary killed and restarted, conver
   t.ok(primaryKilledMidWorkload > 0, `the primary was killed ${primaryKilledMidWorkload} times while writing`)
   t.ok(want.length > 100, `the primary holds ${want.length} entries at sequence ${done}`)
   t.same(got, want, `the replica equals the primary after ${kills.replica} replica and ${kills.primary} primary kills`)
+  const warnings = stderr.join('').split('\n').filter((l) => l.includes('Warning'))
+  t.same(warnings, [], 'no warning from the examples (a listener added per backpressure wait and never removed was one)')
 })

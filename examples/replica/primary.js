@@ -17,6 +17,18 @@ const { encodeBatch, readMessages } = require('./protocol')
 const [location, socketPath, flag, count] = process.argv.slice(2)
 const total = flag === '--write' ? Number(count) : 0
 
+/** Resolves when the socket drains or closes; the other listener is removed (one left per wait would pile up). */
+function drainedOrClosed (socket) {
+  return new Promise((resolve) => {
+    const done = () => {
+      socket.off('drain', done)
+      socket.off('close', done)
+      resolve()
+    }
+    socket.once('drain', done).once('close', done)
+  })
+}
+
 async function serveFeed (db, socket, since) {
   let open = true
   socket.on('close', () => { open = false })
@@ -25,7 +37,7 @@ async function serveFeed (db, socket, since) {
       if (!open) break
       // Backpressure: wait while the socket's buffer is full. The feed buffers
       // nothing meanwhile: it reads the next batch from the logs when asked.
-      if (!socket.write(encodeBatch(batch))) await new Promise((resolve) => socket.once('drain', resolve).once('close', resolve))
+      if (!socket.write(encodeBatch(batch))) await drainedOrClosed(socket)
     }
   } catch (err) {
     if (open) socket.end(JSON.stringify({ error: err.code, message: err.message }) + '\n')
