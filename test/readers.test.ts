@@ -329,7 +329,8 @@ test('reader processes follow a writer process that is killed and restarted', as
     t.same(failed, [], `reader (${r.mode}): no state that is not a prefix, nothing went back, views kept`)
     t.is(r.code, 0, `reader (${r.mode}) exited cleanly`)
     const seen = r.lines.filter((l) => l.startsWith('seen ')).map((l) => l.split(' ').slice(1).map(Number))
-    t.ok(seen.length > 20, `reader (${r.mode}) saw ${seen.length} states (${r.lines.find((l) => l.startsWith('done')) ?? ''})`)
+    // How many depends on the CPU the readers get (9 to 12 with a browser test beside them, over 20 alone); the checks below are what matter.
+    t.ok(seen.length >= 5, `reader (${r.mode}) saw ${seen.length} states (${r.lines.find((l) => l.startsWith('done')) ?? ''})`)
     // Nothing missing: every op acknowledged before a refresh began is in its state.
     let missing = 0
     let a = 0
