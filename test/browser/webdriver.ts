@@ -37,31 +37,41 @@ async function freePort (): Promise<number> {
 
 const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 
+/** How long a new session (MiniBrowser's launch) may take before the driver is restarted and it is tried again. */
+const SESSION_TIMEOUT_MS = 60_000
+const SESSION_ATTEMPTS = 3
+
 export class WebDriver {
-  private constructor (private readonly base: string, private readonly child: ChildProcess) {}
+  private constructor (private base: string, private child: ChildProcess) {}
 
   /** Starts WebKitWebDriver under xvfb-run on a free port and waits until it answers. */
   static async start (): Promise<WebDriver> {
+    const driver = new WebDriver('', undefined as unknown as ChildProcess)
+    await driver.launch()
+    return driver
+  }
+
+  private async launch (): Promise<void> {
     const port = await freePort()
     // Its own process group: stop() ends xvfb-run, the driver and the browsers it started.
-    const child = spawn('xvfb-run', ['-a', 'WebKitWebDriver', `--port=${port}`], { stdio: 'ignore', detached: true })
-    const driver = new WebDriver(`http://127.0.0.1:${port}`, child)
+    this.child = spawn('xvfb-run', ['-a', 'WebKitWebDriver', `--port=${port}`], { stdio: 'ignore', detached: true })
+    this.base = `http://127.0.0.1:${port}`
     const deadline = Date.now() + 20_000
     for (;;) {
       try {
-        const status = await driver.call('GET', '/status') as { ready?: boolean }
-        if (status.ready !== false) return driver
+        const status = await this.call('GET', '/status') as { ready?: boolean }
+        if (status.ready !== false) return
       } catch {}
-      if (Date.now() > deadline || child.exitCode !== null) {
-        driver.stop()
+      if (Date.now() > deadline || this.child.exitCode !== null) {
+        this.stop()
         throw new Error(`WebKitWebDriver did not answer on port ${port}`)
       }
       await sleep(200)
     }
   }
 
-  async call (method: string, path: string, body?: unknown): Promise<unknown> {
-    const res = await fetch(this.base + path, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+  async call (method: string, path: string, body?: unknown, timeoutMs?: number): Promise<unknown> {
+    const res = await fetch(this.base + path, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body), signal: timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs) })
     const json = await res.json() as { value: unknown }
     const error = json.value as { error?: string, message?: string } | null
     if (!res.ok || (error !== null && typeof error === 'object' && typeof error.error === 'string')) {
@@ -70,12 +80,25 @@ export class WebDriver {
     return json.value
   }
 
-  /** A new session of MiniBrowser with `args` (such as --features=...). */
+  /**
+   * A new session of MiniBrowser with `args` (such as --features=...). A
+   * launch that does not answer within SESSION_TIMEOUT_MS (it happened once
+   * of a few dozen: no MiniBrowser process, the driver silent) restarts the
+   * driver and tries again, up to SESSION_ATTEMPTS times.
+   */
   async session (args: string[]): Promise<Session> {
-    const value = await this.call('POST', '/session', {
-      capabilities: { alwaysMatch: { 'webkitgtk:browserOptions': { binary: miniBrowser(), args: ['--automation', ...args] } } }
-    }) as { sessionId: string, capabilities: { browserVersion?: string } }
-    return new Session(this, value.sessionId, value.capabilities.browserVersion ?? '?')
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const value = await this.call('POST', '/session', {
+          capabilities: { alwaysMatch: { 'webkitgtk:browserOptions': { binary: miniBrowser(), args: ['--automation', ...args] } } }
+        }, SESSION_TIMEOUT_MS) as { sessionId: string, capabilities: { browserVersion?: string } }
+        return new Session(this, value.sessionId, value.capabilities.browserVersion ?? '?')
+      } catch (err) {
+        if ((err as Error).name !== 'TimeoutError' || attempt >= SESSION_ATTEMPTS) throw err
+        this.stop()
+        await this.launch()
+      }
+    }
   }
 
   stop (): void {
