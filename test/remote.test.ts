@@ -5,12 +5,14 @@
 // database open; a client whose port closes leaves nothing held on the server;
 // a server's 'closed' push closes the client; a protocol version the server
 // does not speak, and options that differ from the open database's, are
-// refused clearly. test/compliance-remote.test.ts runs the abstract-level
+// refused clearly; BrowserLevel's open fails when its worker never starts
+// (a fake worker). test/compliance-remote.test.ts runs the abstract-level
 // suite through RemoteLevel; test/browser.test.ts, through BrowserLevel.
 import test from 'tape'
 import * as path from 'node:path'
 import { once } from 'node:events'
 import { RemoteLevel } from '../adapters/remote-level'
+import { BrowserLevel } from '../adapters/browser-level'
 import { PROTOCOL_VERSION } from '../adapters/remote/protocol'
 import type { MessagePortLike } from '../adapters/remote/channel'
 import { TestServer } from './util/remote-server'
@@ -300,4 +302,21 @@ test('remote: compactRange, approximateSize and stats take and give what LsmLeve
   t.ok(stats.levels.some((l) => l.level > 0 && l.files > 0), 'compactRange with string keys moved the table below level 0 (stats().levels)')
   t.is(typeof stats.memtableBytes, 'number', 'stats() is typed and whole')
   await a.close()
+})
+
+test('BrowserLevel: an open whose worker never starts fails after workerStartTimeoutMs, the worker ended; a bad value is LEVEL_INVALID_OPTION', async (t) => {
+  // A worker the browser queued and never started: it takes messages and never answers.
+  let terminated = 0
+  const queued = (): { postMessage: () => void, terminate: () => void, onmessage: null, onerror: null } => ({ postMessage: () => {}, terminate: () => { terminated++ }, onmessage: null, onerror: null })
+  const db = new BrowserLevel('never-started', { worker: queued, relay: false, workerStartTimeoutMs: 200 })
+  const t0 = Date.now()
+  const err = await db.open().then(() => undefined, (e: unknown) => e as { code?: string, cause?: { cause?: { message?: string } } })
+  const ms = Date.now() - t0
+  t.is(err?.code, 'LEVEL_DATABASE_NOT_OPEN', 'the open fails with LEVEL_DATABASE_NOT_OPEN')
+  t.ok(/did not start within 200 ms \(workerStartTimeoutMs\)/.test(err?.cause?.cause?.message ?? ''), `its cause says why: ${err?.cause?.cause?.message ?? 'none'}`)
+  t.ok(ms >= 190 && ms < 5000, `after the timeout (${ms} ms)`)
+  t.is(terminated, 1, 'the worker is ended')
+  for (const bad of [0, -1, 'soon']) {
+    t.throws(() => new BrowserLevel('x', { worker: queued, workerStartTimeoutMs: bad as number }), /Invalid option 'workerStartTimeoutMs'/, `workerStartTimeoutMs: ${JSON.stringify(bad)}`)
+  }
 })
