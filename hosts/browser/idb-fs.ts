@@ -28,14 +28,8 @@
 // for good: later changes would land on a store that lacks the failed ones.
 // Every later change and sync then throws that error; reads go on from
 // memory; a reopen loads the last committed state.
-import type { FileSystem, RandomAccessFile, WritableFile } from '../../lib/fs/fs'
+import { createExclusiveAlone, errnoError, type FileSystem, type RandomAccessFile, type WritableFile } from '../../lib/fs/fs'
 import { CHUNK_BYTES, commit, loadFiles, openStore, storageError, type Changes, type IdbDatabase, type IdbFactory, type IdbKeyRangeStatic } from './idb-store'
-
-function errnoError (code: string, message: string): Error {
-  const err = new Error(`${code}: ${message}`) as Error & { code: string }
-  err.code = code
-  return err
-}
 
 /** The smallest room given to a file's last chunk: it grows by doubling up to chunkBytes (a small file holds no whole chunk). */
 const MIN_CHUNK_ROOM = 4096
@@ -347,11 +341,7 @@ export class IndexedDbFileSystem implements FileSystem {
   }
 
   createExclusive (path: string, data: Uint8Array): void {
-    if (this.exists(path)) throw errnoError('EEXIST', `file exists: ${path}`)
-    const out = this.openWrite(path)
-    out.append(data)
-    out.sync()
-    out.close()
+    createExclusiveAlone(this, path, data)
   }
 
   exists (path: string): boolean {

@@ -99,11 +99,11 @@
 // Paths: the pool is mounted (async, mount()) at one directory path; the
 // engine's paths are that path + '/' + name. Subdirectories are names with '/'
 // in them. Paths outside a mounted directory fail with ENOENT.
-import type { FileSystem, RandomAccessFile, WritableFile } from '../../lib/fs/fs'
+import { createExclusiveAlone, errnoError, type FileSystem, type RandomAccessFile, type WritableFile } from '../../lib/fs/fs'
 import { ioError, isStorageFull } from '../../lib/errors'
 import type { DirectoryHandle } from './opfs-api'
 import { HEADER_BYTES } from './opfs-pool-header'
-import { errnoError, HANDLE_WAIT_MS, readWithFileReaderSync, within, writeAll, type Pool, type PoolFile, type SnapshotReader } from './opfs-pool'
+import { HANDLE_WAIT_MS, readWithFileReaderSync, within, writeAll, type Pool, type PoolFile, type SnapshotReader } from './opfs-pool'
 import { notSupportedIfMissing, openPool, type MountOptions } from './opfs-mount'
 import { OpfsRandomAccessFile, OpfsWritableFile, readAt } from './opfs-files'
 
@@ -238,11 +238,7 @@ export class OpfsFileSystem implements FileSystem {
   }
 
   createExclusive (path: string, data: Uint8Array): void {
-    if (this.exists(path)) throw errnoError('EEXIST', `file exists: ${path}`)
-    const out = this.openWrite(path)
-    out.append(data)
-    out.sync()
-    out.close()
+    createExclusiveAlone(this, path, data)
   }
 
   exists (path: string): boolean {

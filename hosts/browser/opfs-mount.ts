@@ -4,7 +4,8 @@
 import { levelError } from '../../lib/errors'
 import type { DirectoryHandle, FileHandle, SyncAccessHandle } from './opfs-api'
 import { decodeHeader, HEADER_BYTES } from './opfs-pool-header'
-import { BUSY_WAIT_MS, errnoError, MAX_OPEN_HANDLES, MIN_OPEN_HANDLES, MOUNT_FREE_FILES, Pool, POOL_SUFFIX, PoolFile, type SnapshotReader } from './opfs-pool'
+import { errnoError } from '../../lib/fs/fs'
+import { BUSY_WAIT_MS, MAX_OPEN_HANDLES, MIN_OPEN_HANDLES, MOUNT_FREE_FILES, Pool, POOL_SUFFIX, PoolFile, type SnapshotReader } from './opfs-pool'
 export interface MountOptions {
   /** The most sync access handles open at once (default MAX_OPEN_HANDLES; at least 16). */
   maxOpenHandles?: number

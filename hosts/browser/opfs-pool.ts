@@ -3,6 +3,7 @@
 // ahead of use and their growth, snapshots for reads of files whose handle is
 // closed. The design is described with the file system (opfs-fs.ts).
 import { ioError } from '../../lib/errors'
+import { errnoError } from '../../lib/fs/fs'
 import type { DirectoryHandle, FileHandle, FileSnapshot, SyncAccessHandle } from './opfs-api'
 import { encodeHeader, HEADER_BYTES } from './opfs-pool-header'
 export const POOL_SUFFIX = '.pool'
@@ -65,10 +66,6 @@ export class PoolFile {
   constructor (readonly entry: FileHandle, handle: SyncAccessHandle | undefined) {
     this.handle = handle
   }
-}
-
-export function errnoError (code: string, message: string): Error {
-  return Object.assign(new Error(`${code}: ${message}`), { code })
 }
 
 /**

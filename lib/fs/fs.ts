@@ -159,6 +159,24 @@ export function hardLinkIfSupported (fs: FileSystem, existing: string, newPath: 
   }
 }
 
+/** An error with a Node errno code (ENOENT, EEXIST, ENOSPC...), as the engine expects of any file system. */
+export function errnoError (code: string, message: string): Error {
+  return Object.assign(new Error(`${code}: ${message}`), { code })
+}
+
+/**
+ * createExclusive for a file system that one thread alone changes (the
+ * browser's, inside one worker): nothing can create the file between the
+ * check and the write.
+ */
+export function createExclusiveAlone (fs: FileSystem, path: string, data: Uint8Array): void {
+  if (fs.exists(path)) throw errnoError('EEXIST', `file exists: ${path}`)
+  const out = fs.openWrite(path)
+  out.append(data)
+  out.sync()
+  out.close()
+}
+
 /** Copies the file at `from` to `to` in 1 MiB reads and syncs the copy. */
 export function copyFile (fs: FileSystem, from: string, to: string): void {
   const src = fs.openRead(from)
