@@ -14,24 +14,10 @@ import { installBrowserPlatform } from '../hosts/browser/platform'
 import { IndexedDbFileSystem } from '../hosts/browser/idb-fs'
 import { CHUNK_BYTES } from '../hosts/browser/idb-store'
 import { FakeIdbFactory, FakeKeyRange, type IdbImage } from './fs/fake-idb'
+import { FakeLocks } from './fs/fake-locks'
 import { Random, seedFromEnv } from './util/random'
 
 const seed = seedFromEnv()
-
-/** navigator.locks.request() with ifAvailable, as far as hosts/browser/tab-lock.ts uses it. */
-class FakeLocks {
-  readonly held = new Set<string>()
-
-  async request (name: string, _options: object, callback: (lock: unknown) => Promise<void> | undefined): Promise<unknown> {
-    if (this.held.has(name)) return await callback(null)
-    this.held.add(name)
-    try {
-      return await callback({ name })
-    } finally {
-      this.held.delete(name)
-    }
-  }
-}
 
 /** The factory `indexedDB` answers with now (a test swaps it to reload from a crash image). */
 let factory: FakeIdbFactory | undefined = new FakeIdbFactory()

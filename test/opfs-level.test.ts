@@ -8,22 +8,8 @@ import test from 'tape'
 import { OpfsLevel } from '../adapters/opfs-level'
 import { installBrowserPlatform } from '../hosts/browser/platform'
 import { FakeDirectory } from './fs/fake-opfs'
+import { FakeLocks } from './fs/fake-locks'
 import type { BrowserFileSystem } from '../hosts/browser/storage'
-
-/** navigator.locks.request() with ifAvailable, as far as hosts/browser/tab-lock.ts uses it. */
-class FakeLocks {
-  readonly held = new Set<string>()
-
-  async request (name: string, _options: object, callback: (lock: unknown) => Promise<void> | undefined): Promise<unknown> {
-    if (this.held.has(name)) return await callback(null)
-    this.held.add(name)
-    try {
-      return await callback({ name })
-    } finally {
-      this.held.delete(name)
-    }
-  }
-}
 
 function codes (err: unknown): string {
   const e = err as { code?: string, cause?: { code?: string } }
