@@ -21,14 +21,11 @@
 // A failed run prints its failures, the page's console errors and Firefox's
 // last lines of output.
 import test from 'tape'
-import * as path from 'node:path'
-import { spawnSync } from 'node:child_process'
 import type * as http from 'node:http'
-import { type ReportingPage, reportingPage, serveDist, summarize } from './browser/harness'
+import { buildTestPages, type ReportingPage, reportingPage, serveDist, summarize } from './browser/harness'
 import { type Firefox, firefoxMissing, launchFirefox } from './browser/firefox'
 import { skipBrowserTests } from './browser/skip'
 
-const root = path.join(__dirname, '..', '..')
 /**
  * A page run that reports no line for this long is taken as hung (the
  * compliance suite takes 5 minutes or more on 2 cores, over 10 at a load
@@ -79,8 +76,7 @@ if (missing !== undefined) {
   }
 
   test('firefox: bundle, serve, launch', async (t) => {
-    const build = spawnSync(process.execPath, [path.join(root, 'scripts', 'build-browser.js'), '--tests'], { encoding: 'utf8' })
-    t.is(build.status, 0, `scripts/build-browser.js --tests${build.status === 0 ? '' : ': ' + build.stderr}`)
+    buildTestPages(t)
     ;({ server, base } = await serveDist({ '/test.html': '/browser-test/page.js' }))
     firefox = await launchFirefox()
     page = await reportingPage(firefox.defaultContext, RUN_TIMEOUT_MS)

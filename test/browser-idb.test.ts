@@ -9,12 +9,9 @@
 // without Chromium (see test/browser.test.ts).
 import test from 'tape'
 import type * as http from 'node:http'
-import * as path from 'node:path'
-import { spawnSync } from 'node:child_process'
 import { skipBrowserTests } from './browser/skip'
-import { CHROMIUM_CANDIDATES, type Browser, type Context, canRequire, findChromium, playwrightChromium, serveDist, summarize } from './browser/harness'
+import { buildTestPages, chromiumMissing, type Browser, type Context, findChromium, playwrightChromium, serveDist, summarize } from './browser/harness'
 
-const root = path.join(__dirname, '..', '..')
 const RUN_TIMEOUT_MS = 60_000
 const COMPLIANCE_TIMEOUT_MS = 10 * 60_000
 
@@ -52,9 +49,7 @@ function expectChecks (t: test.Test, lines: string[], count: number): void {
 const storageLine = (lines: string[]): string => lines.find((l) => l.startsWith('# storage')) ?? 'none'
 
 const executablePath = findChromium()
-const missing = executablePath === undefined
-  ? 'no Chromium found (' + CHROMIUM_CANDIDATES.join(', ') + ')'
-  : !canRequire('esbuild') ? 'esbuild is not installed' : !canRequire('playwright-core') ? 'playwright-core is not installed' : undefined
+const missing = chromiumMissing()
 
 if (missing !== undefined) {
   skipBrowserTests('chromium', missing)
@@ -64,8 +59,7 @@ if (missing !== undefined) {
   let base = ''
 
   test('browser-idb: bundle, serve, launch', async (t) => {
-    const build = spawnSync(process.execPath, [path.join(root, 'scripts', 'build-browser.js'), '--tests'], { encoding: 'utf8' })
-    t.is(build.status, 0, `scripts/build-browser.js --tests${build.status === 0 ? '' : ': ' + build.stderr}`)
+    buildTestPages(t)
     ;({ server, base } = await serveDist({ '/storage.html': '/browser-test/storage.js' }))
     browser = await playwrightChromium().launch({ executablePath: executablePath!, args: ['--no-sandbox'] })
     t.pass(`Chromium launched (${executablePath})`)

@@ -5,13 +5,11 @@
 // through a client tab). Skipped (loudly) without Chromium, like
 // test/browser.test.ts; LSM_REQUIRE_BROWSERS=chromium makes that a failure.
 import { skipBrowserTests } from './browser/skip'
-import { CHROMIUM_CANDIDATES, canRequire, findChromium, playwrightChromium } from './browser/harness'
+import { chromiumMissing, findChromium, playwrightChromium } from './browser/harness'
 import { registerTabTests } from './browser/tabs-tests'
 
 const executablePath = findChromium()
-const missing = executablePath === undefined
-  ? 'no Chromium found (' + CHROMIUM_CANDIDATES.join(', ') + ')'
-  : !canRequire('esbuild') ? 'esbuild is not installed' : !canRequire('playwright-core') ? 'playwright-core is not installed' : undefined
+const missing = chromiumMissing()
 
 if (missing !== undefined) {
   skipBrowserTests('chromium', missing)

@@ -14,13 +14,10 @@
 // LSM_REQUIRE_BROWSERS naming webkit, they fail instead).
 import test from 'tape'
 import type * as http from 'node:http'
-import * as path from 'node:path'
-import { spawnSync } from 'node:child_process'
 import { skipBrowserTests } from './browser/skip'
-import { canRequire, serveDist, summarize } from './browser/harness'
+import { buildTestPages, canRequire, serveDist, summarize } from './browser/harness'
 import { WebDriver, webkitMissing, type Session } from './browser/webdriver'
 
-const root = path.join(__dirname, '..', '..')
 const RUN_TIMEOUT_MS = 60_000
 const COMPLIANCE_TIMEOUT_MS = 10 * 60_000
 /** MiniBrowser's OPFS, on: directory and file handles, but no sync access handles. */
@@ -36,8 +33,7 @@ if (missing !== undefined) {
   let base = ''
 
   test('webkit: bundle, serve, start WebKitWebDriver', async (t) => {
-    const build = spawnSync(process.execPath, [path.join(root, 'scripts', 'build-browser.js'), '--tests'], { encoding: 'utf8' })
-    t.is(build.status, 0, `scripts/build-browser.js --tests${build.status === 0 ? '' : ': ' + build.stderr}`)
+    buildTestPages(t)
     ;({ server, base } = await serveDist({ '/storage.html': '/browser-test/storage.js' }))
     driver = await WebDriver.start()
     t.pass('WebKitWebDriver answers')

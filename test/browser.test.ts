@@ -14,11 +14,9 @@ import type * as http from 'node:http'
 import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
-import { spawnSync } from 'node:child_process'
 import { skipBrowserTests } from './browser/skip'
-import { CHROMIUM_CANDIDATES, type Browser, type Context, canRequire, findChromium, playwrightChromium, type ReportingPage, reportingPage as reportingPageOf, serveDist, summarize } from './browser/harness'
+import { buildTestPages, chromiumMissing, type Browser, type Context, findChromium, playwrightChromium, type ReportingPage, reportingPage as reportingPageOf, serveDist, summarize } from './browser/harness'
 
-const root = path.join(__dirname, '..', '..')
 /**
  * A page run that reports no line for this long is taken as hung (a compliance
  * suite takes about 2 minutes on 2 busy cores, 3 beside the other, and over 8
@@ -36,9 +34,7 @@ async function reportingPage (context: Context): Promise<ReportingPage> {
 }
 
 const executablePath = findChromium()
-const missing = executablePath === undefined
-  ? 'no Chromium found (' + CHROMIUM_CANDIDATES.join(', ') + ')'
-  : !canRequire('esbuild') ? 'esbuild is not installed' : !canRequire('playwright-core') ? 'playwright-core is not installed' : undefined
+const missing = chromiumMissing()
 
 if (missing !== undefined) {
   skipBrowserTests('chromium', missing)
@@ -50,8 +46,7 @@ if (missing !== undefined) {
   let base = ''
 
   test('browser: bundle, serve, launch', async (t) => {
-    const build = spawnSync(process.execPath, [path.join(root, 'scripts', 'build-browser.js'), '--tests'], { encoding: 'utf8' })
-    t.is(build.status, 0, `scripts/build-browser.js --tests${build.status === 0 ? '' : ': ' + build.stderr}`)
+    buildTestPages(t)
     ;({ server, base } = await serveDist({ '/test.html': '/browser-test/page.js' }))
     browser = await playwrightChromium().launch({ executablePath: executablePath!, args: ['--no-sandbox'] })
     t.pass(`Chromium launched (${executablePath})`)

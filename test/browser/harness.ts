@@ -8,6 +8,7 @@ import * as fs from 'node:fs'
 import * as http from 'node:http'
 import * as path from 'node:path'
 import type { AddressInfo } from 'node:net'
+import { spawnSync } from 'node:child_process'
 
 const root = path.join(__dirname, '..', '..', '..')
 
@@ -70,6 +71,20 @@ export async function serveDist (pages: Record<string, string>): Promise<{ serve
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
+}
+
+/** Why the Chromium tests cannot run here, or undefined when they can. */
+export function chromiumMissing (): string | undefined {
+  if (findChromium() === undefined) return 'no Chromium found (' + CHROMIUM_CANDIDATES.join(', ') + ')'
+  if (!canRequire('esbuild')) return 'esbuild is not installed'
+  if (!canRequire('playwright-core')) return 'playwright-core is not installed'
+  return undefined
+}
+
+/** Bundles the test pages into dist/ (scripts/build-browser.js --tests): a browser file's first check. */
+export function buildTestPages (t: { is: (actual: unknown, expected: unknown, message: string) => void }): void {
+  const build = spawnSync(process.execPath, [path.join(root, 'scripts', 'build-browser.js'), '--tests'], { encoding: 'utf8' })
+  t.is(build.status, 0, `scripts/build-browser.js --tests${build.status === 0 ? '' : ': ' + build.stderr}`)
 }
 
 /** Whether a package can be required here (the browser tests skip without theirs). */

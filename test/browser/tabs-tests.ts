@@ -12,13 +12,10 @@
 // for a long run); SEED replays a run. TABS_ONLY=<words> runs some of the tests.
 import test from 'tape'
 import type * as http from 'node:http'
-import * as path from 'node:path'
-import { spawnSync } from 'node:child_process'
-import { type Browser, serveDist, summarize } from './harness'
+import { buildTestPages, type Browser, serveDist, summarize } from './harness'
 import { allTabs, newTab, until, type Tab, type TabContext } from './tabs'
 import { Random, seedFromEnv } from '../util/random'
 
-const root = path.join(__dirname, '..', '..', '..')
 /** Torture: rounds of owner deaths, and tabs writing (short by default: a long run sets TABS_TORTURE_ROUNDS=50). */
 const TORTURE_ROUNDS = Number(process.env.TABS_TORTURE_ROUNDS ?? 6)
 const TORTURE_TABS = Number(process.env.TABS_TORTURE_TABS ?? 4)
@@ -64,8 +61,7 @@ export function registerTabTests (engine: TabEngine): void {
   }
 
   test(`${prefix}: bundle, serve, launch`, async (t) => {
-    const build = spawnSync(process.execPath, [path.join(root, 'scripts', 'build-browser.js'), '--tests'], { encoding: 'utf8' })
-    t.is(build.status, 0, `scripts/build-browser.js --tests${build.status === 0 ? '' : ': ' + build.stderr}`)
+    buildTestPages(t)
     ;({ server, base } = await serveDist({ '/tabs.html': '/browser-test/tabs.js' }))
     browser = await engine.launch()
     t.pass(`${engine.browser} launched`)
