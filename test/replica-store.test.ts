@@ -122,7 +122,8 @@ test('a replica whose history the store no longer continues (the writer restored
   let mixed = 0
   let seen = 0
   const deadline = Date.now() + 15000
-  while (replica.sequence !== last && Date.now() < deadline) {
+  // The rebuild swaps the new copy in while the replica is closed: its sequence is read only while open.
+  while ((replica.status !== 'open' || replica.sequence !== last) && Date.now() < deadline) {
     await sleep(10)
     if (replica.status !== 'open') continue
     try {
