@@ -293,8 +293,9 @@ test('the lease expires when its holder stops renewing: a writer elsewhere takes
   const leaseMs = 600
   await a.replicate(cut, { intervalMs: 20, leaseMs, retries: { attempts: 1, delayMs: 1, delayMsMax: 1 } })
   await writeFor(a, rnd, new History(), (() => { const end = Date.now() + 200; return () => Date.now() > end })())
-  // The first writer's machine is cut off from the store: it can neither renew nor release.
-  cut.off = true
+  // The first writer's machine is cut off from the store: it can neither renew nor release (a request already
+  // on its way lands first: a renewal landing after b began to wait is a holder alive, and b fails, rightly).
+  await cut.cutOff()
   const b = new LsmLevel<string, string>(tempDir(), OPTIONS)
   await b.open()
   const started = Date.now()

@@ -11,18 +11,38 @@ export class SwitchStore implements ObjectStore {
   readonly description = 'switch'
   off = false
   readonly putKeys: string[] = []
+  /** The requests that passed the switch and have not settled. */
+  private readonly inFlight = new Set<Promise<unknown>>()
   constructor (readonly inner: ObjectStore) {}
   get conditionalPut (): boolean { return this.inner.conditionalPut }
-  private check (): void { if (this.off) throw Object.assign(new Error('store unreachable (test)'), { code: 'ECONNREFUSED' }) }
-  async put (key: string, body: Uint8Array, options?: { ifAbsent?: boolean }): Promise<void> {
-    this.check()
-    this.putKeys.push(key)
-    await this.inner.put(key, body, options)
+
+  /** Turns the store off and waits for the requests already on their way (a renewal in flight lands after the cut otherwise). */
+  async cutOff (): Promise<void> {
+    this.off = true
+    await Promise.allSettled([...this.inFlight])
   }
 
-  async get (key: string, range?: { offset: number, length: number }): Promise<Buffer> { this.check(); return await this.inner.get(key, range) }
-  async list (prefix: string, options?: { startAfter?: string }): Promise<ObjectInfo[]> { this.check(); return await this.inner.list(prefix, options) }
-  async delete (keys: string[]): Promise<void> { this.check(); await this.inner.delete(keys) }
+  private async pass<T> (op: () => Promise<T>): Promise<T> {
+    if (this.off) throw Object.assign(new Error('store unreachable (test)'), { code: 'ECONNREFUSED' })
+    const p = op()
+    this.inFlight.add(p)
+    try {
+      return await p
+    } finally {
+      this.inFlight.delete(p)
+    }
+  }
+
+  async put (key: string, body: Uint8Array, options?: { ifAbsent?: boolean }): Promise<void> {
+    await this.pass(async () => {
+      this.putKeys.push(key)
+      await this.inner.put(key, body, options)
+    })
+  }
+
+  async get (key: string, range?: { offset: number, length: number }): Promise<Buffer> { return await this.pass(async () => await this.inner.get(key, range)) }
+  async list (prefix: string, options?: { startAfter?: string }): Promise<ObjectInfo[]> { return await this.pass(async () => await this.inner.list(prefix, options)) }
+  async delete (keys: string[]): Promise<void> { await this.pass(async () => { await this.inner.delete(keys) }) }
 }
 
 export type Op = { type: 'put', key: string, value: string } | { type: 'del', key: string }
