@@ -159,8 +159,10 @@ export async function reportingPage (context: Context, idleMs: number): Promise<
         resolve()
       }
     })
-    await page.goto(url)
-    await finished
+    // Together: a run that goes idle while the navigation still waits (a page
+    // that never finishes loading) fails the run, rather than rejecting a
+    // promise nobody awaits yet.
+    await Promise.all([page.goto(url), finished])
     return lines
   }
   return { page, run, console: () => messages.slice() }
