@@ -4,9 +4,10 @@
 // Private File System. It is a RemoteLevel with a worker launcher: operations
 // travel over the worker as the remote protocol's messages.
 //
-// One worker per open database: open() starts one (or takes an idle one),
-// close() lets it go. Keys and values cross as Uint8Arrays; abstract-level
-// does the encodings here.
+// One worker for all the databases of a page (engine-worker.ts): the first
+// open starts it, each database talks to it over a channel of its own, and it
+// ends a while after the last one closed. Keys and values cross as
+// Uint8Arrays; abstract-level does the encodings here.
 //
 // Any number of tabs and workers may open one location: the worker of the
 // first owns the engine, the others' workers are its clients
@@ -14,8 +15,8 @@
 // SharedWorker (lsm-level-relay.js) through which those workers reach the
 // owner's, and hands its worker a port to it.
 import ModuleError = require('module-error')
-import { WORKER_STARTED, workerChannel, type WorkerLike } from './remote/channel'
-import { RemoteConnection, type ClientChannel } from './remote/connection'
+import type { WorkerLike } from './remote/channel'
+import { connectToEngineWorker, type WorkerFactory } from './engine-worker'
 import { RemoteLevel, type RemoteLevelOptions } from './remote-level'
 import { storageOption, type StorageChoice, type StorageKind } from '../hosts/browser/storage-option'
 
@@ -25,8 +26,7 @@ declare const LSM_LEVEL_BUNDLE_URL: string | undefined
 
 export type { WorkerLike }
 
-/** Starts the worker that runs the engine. */
-export type WorkerFactory = () => WorkerLike
+export type { WorkerFactory }
 
 /** What BrowserLevel uses of a SharedWorker. */
 export interface SharedWorkerLike {
@@ -44,7 +44,8 @@ export interface BrowserLevelOptions<K = string, V = string> {
   valueEncoding?: RemoteLevelOptions<K, V>['valueEncoding']
   /**
    * Starts the engine's worker (default: lsm-level-worker.js beside this
-   * bundle, as a module worker). Give one when a bundler moves the file.
+   * bundle, as a module worker). Give one when a bundler moves the file. The
+   * databases opened with the same function share one worker.
    */
   worker?: WorkerFactory
   /**
@@ -74,8 +75,8 @@ export interface BrowserLevelOptions<K = string, V = string> {
   /**
    * How long a new worker has to start (its script loaded and run) before the
    * open fails, the worker ended. Browsers cap the workers a site runs
-   * (Firefox: 512, its preference dom.workers.maxPerDomain) and queue the
-   * next ones until one ends; each open BrowserLevel holds one. Default 30000.
+   * (Firefox: 512, its preference dom.workers.maxPerDomain, across the site's
+   * tabs) and queue the next ones until one ends. Default 30000.
    */
   workerStartTimeoutMs?: number
   /** Engine options (lib/options.ts), passed to the worker as they are. */
@@ -97,12 +98,11 @@ function defaultRelay (): SharedWorkerLike | undefined {
 }
 
 /**
- * A port to the relay for a new worker (the port of a new connection to the
+ * A port to the relay for the worker (the port of a new connection to the
  * SharedWorker, transferred to the worker), or undefined when there is none:
  * the worker then uses BroadcastChannels.
  */
-function relayPort (factory: RelayFactory | false | undefined): unknown {
-  if (factory === false) return undefined
+function relayPort (factory: RelayFactory | undefined): unknown {
   try {
     return (factory === undefined ? defaultRelay() : factory())?.port
   } catch {
@@ -110,95 +110,7 @@ function relayPort (factory: RelayFactory | false | undefined): unknown {
   }
 }
 
-/**
- * Connections to workers whose database closed, kept a while for the next
- * open with the same factory (starting a worker and loading the engine costs
- * tens of milliseconds; apps and test suites open and close databases often).
- */
-const idleWorkers = new Map<WorkerFactory, RemoteConnection[]>()
-const IDLE_WORKERS_MAX = 2
-const IDLE_WORKER_MS = 5000
-
-/** The worker behind each connection, for the setup message of each open. */
-const workers = new WeakMap<RemoteConnection, WorkerLike>()
-
-interface TabsSetup { relay: RelayFactory | false | undefined, ownerTimeoutMs: number | undefined, storage: StorageChoice, workerStartTimeoutMs: number }
-
 const WORKER_START_TIMEOUT_MS = 30000
-
-/**
- * `worker` as the channel sees it, minus the worker's first message: the
- * hello it posts once its script runs (WORKER_STARTED). If neither that nor
- * any other message comes within `timeoutMs`, the view reports an error,
- * which ends the channel (terminating the worker) and fails the open.
- */
-function startingWorker (worker: WorkerLike, timeoutMs: number): WorkerLike {
-  let started = false
-  const view: WorkerLike = {
-    postMessage: (message, transfer) => worker.postMessage(message, transfer),
-    terminate: () => {
-      clearTimeout(timer)
-      worker.terminate()
-    },
-    onmessage: null,
-    onerror: null
-  }
-  const timer = setTimeout(() => {
-    view.onerror?.({
-      message: `it did not start within ${timeoutMs} ms (workerStartTimeoutMs): the browser may be running as many workers for this site as it allows (Firefox: 512), one for each open BrowserLevel; close the databases no longer used`,
-      preventDefault: () => {}
-    })
-  }, timeoutMs)
-  worker.onmessage = (event) => {
-    if (!started) {
-      started = true
-      clearTimeout(timer)
-      if ((event.data as { [WORKER_STARTED]?: boolean } | null)?.[WORKER_STARTED] === true) return
-    }
-    view.onmessage?.(event)
-  }
-  worker.onerror = (event) => {
-    clearTimeout(timer)
-    view.onerror?.(event)
-  }
-  return view
-}
-
-/** A connection to a worker (new, or an idle one), told the options of the open that follows (and, if new, given a port to the relay). */
-function connect (factory: WorkerFactory, setup: TabsSetup): RemoteConnection {
-  const idle = idleWorkers.get(factory)?.pop()
-  if (idle !== undefined) {
-    clearTimeout(idleTimers.get(idle))
-    idleTimers.delete(idle)
-    workers.get(idle)?.postMessage({ lsmLevelTabs: { ownerTimeoutMs: setup.ownerTimeoutMs, storage: setup.storage } })
-    return idle
-  }
-  const worker = startingWorker(factory(), setup.workerStartTimeoutMs)
-  const relay = relayPort(setup.relay)
-  // Sent before the attach that the connection's first turn carries.
-  worker.postMessage({ lsmLevelTabs: { relay, ownerTimeoutMs: setup.ownerTimeoutMs, storage: setup.storage } }, relay === undefined ? [] : [relay as ArrayBuffer])
-  const connection = new RemoteConnection(workerChannel(worker) as ClientChannel)
-  workers.set(connection, worker)
-  return connection
-}
-
-const idleTimers = new Map<RemoteConnection, ReturnType<typeof setTimeout>>()
-
-function retire (factory: WorkerFactory, connection: RemoteConnection): void {
-  const idle = idleWorkers.get(factory) ?? []
-  if (!connection.healthy || idle.length >= IDLE_WORKERS_MAX) {
-    connection.close()
-    return
-  }
-  idle.push(connection)
-  idleWorkers.set(factory, idle)
-  idleTimers.set(connection, setTimeout(() => {
-    idleTimers.delete(connection)
-    const i = idle.indexOf(connection)
-    if (i >= 0) idle.splice(i, 1)
-    connection.close()
-  }, IDLE_WORKER_MS))
-}
 
 /** Who owns a database shared by tabs, as one tab sees it (BrowserLevel#tabs). */
 export interface TabsInfo {
@@ -230,8 +142,8 @@ export class BrowserLevel<K = string, V = string> extends RemoteLevel<K, V> {
       }
     }
     const factory = worker ?? defaultWorker
-    const setup = { relay, ownerTimeoutMs, storage: storageOption(storage), workerStartTimeoutMs: workerStartTimeoutMs ?? WORKER_START_TIMEOUT_MS }
-    super(location, { ...rest, connect: () => connect(factory, setup), release: (connection) => retire(factory, connection) })
+    const setup = { relay: relay === false ? false as const : () => relayPort(relay), ownerTimeoutMs, storage: storageOption(storage), workerStartTimeoutMs: workerStartTimeoutMs ?? WORKER_START_TIMEOUT_MS }
+    super(location, { ...rest, connect: () => connectToEngineWorker(factory, setup) })
   }
 
   /**

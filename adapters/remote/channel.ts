@@ -1,9 +1,9 @@
 // A channel: one two-way line between a remote database client and its server,
 // whatever carries the messages. The remote layer (the server's sessions and
 // the client's connection) speaks only to this interface; the adapters below
-// fit it onto a MessagePort (node:worker_threads' or the browser's), a Web
-// Worker seen from the page that started it, and the global scope of a
-// dedicated worker. Messages are structured-cloned; the buffers named in
+// fit it onto a MessagePort (node:worker_threads' or the browser's), plain or
+// with an end mark (a browser's port does not learn that its other end
+// closed), or onto another transport. Messages are structured-cloned; the buffers named in
 // `transfer` move to the other side instead.
 //
 // The types here are structural (no DOM or node typings): the same module runs
@@ -45,6 +45,13 @@ export interface WorkerLike {
  * limit per site).
  */
 export const WORKER_STARTED = 'lsmLevelWorkerStarted'
+
+/**
+ * The key of the message that hands a worker serving many databases the
+ * channel of one more: { [WORKER_CONNECT]: { port, ... } }, the database's
+ * end of a MessageChannel (a marked port channel) and its options.
+ */
+export const WORKER_CONNECT = 'lsmLevelConnect'
 
 /** What a channel adapter uses of a dedicated worker's global scope. */
 export interface WorkerScopeLike {
@@ -108,31 +115,25 @@ export function portChannel<Out = unknown, In = unknown> (port: MessagePortLike)
   return line
 }
 
-/** A channel to a Web Worker, from the side that started it; close() terminates the worker. */
-export function workerChannel<Out = unknown, In = unknown> (worker: WorkerLike): Channel<Out, In> {
-  const line = new Line<Out, In>((m, t) => worker.postMessage(m, t), () => {
-    worker.onmessage = null
-    worker.onerror = null
-    worker.terminate()
-  })
-  worker.onmessage = (event) => line.delivered(event.data as In)
-  worker.onerror = (event) => {
-    event.preventDefault()
-    line.ended(new Error(`The worker failed: ${event.message}`))
-  }
-  return line
-}
+/** The mark a marked port channel posts when it closes ({ [PORT_END]: true }); protocol messages are arrays. */
+export const PORT_END = 'lsmLevelPortEnd'
 
 /**
- * A channel to the page (or worker) that started this dedicated worker, over
- * the worker's global scope; close() stops listening (the worker itself ends
- * when its starter terminates it).
+ * A channel over one end of a MessageChannel whose two sides both use this:
+ * close() posts an end mark before closing the port, and the mark ends the
+ * other side's channel, which a browser's port would otherwise never learn
+ * (the many channels of one worker, each over a port of its own).
  */
-export function workerScopeChannel<Out = unknown, In = unknown> (scope: WorkerScopeLike): Channel<Out, In> {
-  const line = new Line<Out, In>((m, t) => scope.postMessage(m, t), () => {
-    scope.onmessage = null
+export function markedPortChannel<Out = unknown, In = unknown> (port: MessagePortLike): TransportLine<Out, In> {
+  const line = new Line<Out, In>((m, t) => port.postMessage(m, t), () => {
+    port.onmessage = null
+    port.postMessage({ [PORT_END]: true })
+    port.close()
   })
-  scope.onmessage = (event) => line.delivered(event.data as In)
+  port.onmessage = (event) => {
+    if ((event.data as { [PORT_END]?: boolean } | null)?.[PORT_END] === true) line.ended()
+    else line.delivered(event.data as In)
+  }
   return line
 }
 

@@ -1,8 +1,8 @@
 // The server side of the remote database protocol (adapters/remote/protocol.ts):
 // each channel that comes is served by a session of its own, and all sessions
-// get their database from one host. A dedicated worker serves its one channel
-// (the page that started it); a server with many clients (a shared worker's
-// ports, a tab that owns the database) calls serve() once per channel.
+// get their database from one host. A server calls serve() once per channel:
+// BrowserLevel's worker for each database of its page, a tab that owns a
+// database for each of the other tabs' workers.
 import type { DatabaseHost } from './host'
 import { Session, type ServerChannel } from './session'
 

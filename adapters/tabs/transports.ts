@@ -62,8 +62,11 @@ export interface Relay {
   /** The relay's instance, random. */
   readonly id: string
   post (message: RelayMessage, transfer?: unknown[]): void
-  /** Sets the handler of what the relay sends here (connections for an owner). */
-  listen (onMessage: (message: RelayMessage) => void): void
+  /**
+   * Adds a handler of what the relay sends here (connections for the owners
+   * in this worker, one handler each); returns its removal.
+   */
+  listen (onMessage: (message: RelayMessage) => void): () => void
   /**
    * Whether the relay answers a hello within `ms`. A SharedWorker runs in
    * the process of one of the tabs, and dies with it if that one crashes;
@@ -100,7 +103,11 @@ export async function relayOverPort (port: MessagePortLike, ms: number): Promise
   return {
     id,
     post: (message, transfer = []) => (port as unknown as { postMessage (m: unknown, t: unknown[]): void }).postMessage(message, transfer),
-    listen: (onMessage) => { listeners.clear(); listeners.add(onMessage) },
+    listen: (onMessage) => {
+      const listener = (message: RelayMessage): void => onMessage(message)
+      listeners.add(listener)
+      return () => { listeners.delete(listener) }
+    },
     alive
   }
 }
@@ -146,7 +153,7 @@ export type OnClient = (channel: Channel, clientId: string) => void
  * listening (the channels already made stay open).
  */
 export function listenForClients (dir: string, ownerId: string, relay: Relay | undefined, onClient: OnClient): () => void {
-  relay?.listen((m) => {
+  const stopRelay = relay?.listen((m) => {
     if (m.op === 'connect' && m.dir === dir && m.ownerId === ownerId) onClient(portChannel(m.port), m.clientId)
   })
   relay?.post({ op: 'own', dir, ownerId })
@@ -170,7 +177,7 @@ export function listenForClients (dir: string, ownerId: string, relay: Relay | u
     }
   }
   return () => {
-    relay?.listen(() => {})
+    stopRelay?.()
     relay?.post({ op: 'disown', dir, ownerId })
     inbox.onmessage = null
     inbox.close()

@@ -52,16 +52,6 @@ function contextOf (c: PuppeteerContext): Context {
   }
 }
 
-/**
- * Firefox starts at most this many workers per site (its preference
- * dom.workers.maxPerDomain) and queues the next ones until one ends: an open
- * of a BrowserLevel, whose engine runs in a worker of its own, then fails
- * after workerStartTimeoutMs. The abstract-level compliance suite runs its
- * second half on sublevels of databases it never closes (about 470 of them,
- * each holding its worker), so the tests raise it from its default of 512.
- */
-export const TEST_WORKERS_PER_SITE = 2048
-
 /** Launches headless Firefox on a new profile on disk; close() ends it and removes the profile. `prefs`: Firefox preferences to set. */
 export async function launchFirefox (prefs: Record<string, unknown> = {}): Promise<Firefox> {
   const executablePath = findFirefox()
@@ -69,7 +59,7 @@ export async function launchFirefox (prefs: Record<string, unknown> = {}): Promi
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-firefox-'))
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const puppeteer = require('puppeteer-core') as Puppeteer
-  const browser = await puppeteer.launch({ browser: 'firefox', executablePath, headless: true, userDataDir: profile, protocolTimeout: 10 * 60 * 1000, extraPrefsFirefox: { 'dom.workers.maxPerDomain': TEST_WORKERS_PER_SITE, ...prefs } })
+  const browser = await puppeteer.launch({ browser: 'firefox', executablePath, headless: true, userDataDir: profile, protocolTimeout: 10 * 60 * 1000, extraPrefsFirefox: prefs })
   const output: string[] = []
   const keep = (chunk: Buffer | string): void => {
     for (const line of String(chunk).split('\n')) if (line.trim() !== '') output.push(line)
