@@ -31,6 +31,16 @@ async function waitFor (what: string, ok: () => boolean, ms = 15_000): Promise<v
   }
 }
 
+/** `promise`, or a failure naming `what` after `ms` (a peer that never answers fails the test instead of hanging it). */
+async function within<T> (what: string, promise: Promise<T>, ms = 30_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    return await Promise.race([promise, new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms) })])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 function percentile (sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]
 }
@@ -42,32 +52,37 @@ test(`multiProcess torture: ${WRITERS} writers, the owner SIGKILLed ${ROUNDS} ti
   const all: Peer[] = []
   let generation = 0
   const join = async (): Promise<void> => {
-    const peer = await Peer.open(dir, OPTIONS)
-    await peer.request('stream', { prefix: `g${String(generation++).padStart(4, '0')}-`, inFlight: 1 + rnd.int(8) })
-    peers.push(peer)
+    const peer = await Peer.start(dir, OPTIONS)
     all.push(peer)
+    peer.role = await within(`the open of peer ${peer.pid} (as ${all.length === 1 ? 'the first' : 'a later'} one)`, peer.request('open')) as string
+    await within(`peer ${peer.pid}'s write stream to start`, peer.request('stream', { prefix: `g${String(generation++).padStart(4, '0')}-`, inFlight: 1 + rnd.int(8) }))
+    peers.push(peer)
   }
-  for (let i = 0; i < WRITERS; i++) await join()
-
   const failoverMs: number[] = []
-  for (let round = 0; round < ROUNDS; round++) {
-    await delay(20 + rnd.int(300))
-    await waitFor('an owner', () => peers.some((p) => p.role === 'owner'))
-    const owner = peers.find((p) => p.role === 'owner')!
-    peers.splice(peers.indexOf(owner), 1)
-    const ackedBefore = peers.map((p) => p.acked.length)
-    await owner.kill('SIGKILL')
-    const killedAt = Date.now()
-    // Service again: a surviving writer has a write acknowledged after the kill.
-    await waitFor('a write after the kill', () => peers.some((p, i) => p.acked.length > ackedBefore[i] + 8))
-    failoverMs.push(Date.now() - killedAt)
-    await join()
-  }
+  try {
+    for (let i = 0; i < WRITERS; i++) await join()
 
-  // Each writer's puts in flight settle (acknowledged or failed) and are reported.
-  await Promise.all(peers.map(async (p) => await p.request('stop')))
-  for (const p of peers) await p.request('close')
-  for (const p of all) await p.kill()
+    for (let round = 0; round < ROUNDS; round++) {
+      await delay(20 + rnd.int(300))
+      await waitFor('an owner', () => peers.some((p) => p.role === 'owner'))
+      const owner = peers.find((p) => p.role === 'owner')!
+      peers.splice(peers.indexOf(owner), 1)
+      const ackedBefore = peers.map((p) => p.acked.length)
+      await owner.kill('SIGKILL')
+      const killedAt = Date.now()
+      // Service again: a surviving writer has a write acknowledged after the kill.
+      await waitFor('a write after the kill', () => peers.some((p, i) => p.acked.length > ackedBefore[i] + 8))
+      failoverMs.push(Date.now() - killedAt)
+      await join()
+    }
+
+    // Each writer's puts in flight settle (acknowledged or failed) and are reported.
+    await within('the writers to stop', Promise.all(peers.map(async (p) => await p.request('stop'))))
+    for (const p of peers) await within(`peer ${p.pid}'s close`, p.request('close'))
+  } finally {
+    // A failure part-way leaves writers running: they would keep this process alive.
+    for (const p of all) await p.kill()
+  }
 
   const sorted = [...failoverMs].sort((a, b) => a - b)
   t.comment(`failover, kill to a writer's next acknowledged write (acks reported every 10 ms): p50 ${percentile(sorted, 0.5)} ms, p99 ${percentile(sorted, 0.99)} ms, max ${sorted[sorted.length - 1]} ms over ${sorted.length} rounds`)
