@@ -584,7 +584,8 @@ export class Engine {
         return { version, logNumber: this.versions.logNumber, sequence: this.pipeline.visibleSeq, visibleEnd: this.visibleLogEnd, nextFileNumber: this.versions.nextFileNumber }
       },
       sealedLog: (n) => this.logs.sealedLog(n),
-      sequence: () => this.pipeline.visibleSeq
+      sequence: () => this.pipeline.visibleSeq,
+      readTable: this.scheduler.tableReader
     }, options)
     this.shipper = shipper
     try {

@@ -24,9 +24,12 @@ import { reviveMeta, type CompactionJob, type FlushJob, type JobRunner } from '.
 import { serveJobs, type JobReply, type JobRequest } from '../../lib/compaction/job-host'
 import { errorFromData } from '../../lib/error-codec'
 import type { TableWriterResult } from '../../lib/compaction/table-writer'
+import type { TableContent } from '../../lib/backup/table-content'
 import { SkipList } from '../../lib/memtable/skiplist'
 // The threads check and write every block's CRC-32: zlib's, as on the main thread.
 import './crc'
+// They read and hash the tables a backup puts.
+import './sha256'
 
 /** Set by scripts/build-node.js: in the bundles, the threads run the worker bundle beside this file. */
 declare const LSM_LEVEL_WORKER_FILE: string | undefined
@@ -83,7 +86,7 @@ export class JobThread implements JobRunner {
   private endpoint: Worker | MessagePort | undefined
   private idleTimer: ReturnType<typeof setTimeout> | undefined
   private nextId = 1
-  private readonly waiting = new Map<number, { resolve: (r: TableWriterResult) => void, reject: (e: Error) => void }>()
+  private readonly waiting = new Map<number, { resolve: (r: JobReply) => void, reject: (e: Error) => void }>()
 
   /** Whether a thread (or channel) is up now. */
   get running (): boolean {
@@ -98,12 +101,8 @@ export class JobThread implements JobRunner {
       if (!p) return
       this.waiting.delete(reply.id)
       if (this.waiting.size === 0) this.idle(w)
-      if (reply.error) {
-        p.reject(errorFromData(reply.error))
-      } else {
-        const r = reply.result!
-        p.resolve({ ...r, outputs: r.outputs.map(reviveMeta) })
-      }
+      if (reply.error) p.reject(errorFromData(reply.error))
+      else p.resolve(reply)
     })
     if (w instanceof Worker) {
       w.on('error', (err) => this.failAll(err))
@@ -160,19 +159,29 @@ export class JobThread implements JobRunner {
    * its next slice (the promise then rejects with LEVEL_ABORTED and the partial
    * outputs are removed).
    */
-  run (job: CompactionJob, signal?: { cancel?: () => void }): Promise<TableWriterResult> {
-    return this.send({ id: 0, job }, signal)
+  async run (job: CompactionJob, signal?: { cancel?: () => void }): Promise<TableWriterResult> {
+    return reviveResult(await this.send({ id: 0, job }, signal))
   }
 
   /**
    * Runs a memtable flush on the worker (not cancellable). It runs alongside a
    * compaction in progress there (both yield between slices), never behind it.
    */
-  flush (job: FlushJob): Promise<TableWriterResult> {
-    return this.send({ id: 0, flush: job }, undefined, SkipList.stateTransferList(job.entries))
+  async flush (job: FlushJob): Promise<TableWriterResult> {
+    return reviveResult(await this.send({ id: 0, flush: job }, undefined, SkipList.stateTransferList(job.entries)))
   }
 
-  private send (req: JobRequest, signal?: { cancel?: () => void }, transfer?: ArrayBuffer[]): Promise<TableWriterResult> {
+  /**
+   * Reads a table whole with its checksums on the worker (a backup's put): the
+   * event loop neither reads nor hashes it. It runs alongside the jobs there.
+   */
+  async readTable (path: string, size: number): Promise<TableContent> {
+    const { table } = await this.send({ id: 0, readTable: { path, size } })
+    const u = table!.bytes
+    return { ...table!, bytes: Buffer.from(u.buffer, u.byteOffset, u.byteLength) }
+  }
+
+  private send (req: JobRequest, signal?: { cancel?: () => void }, transfer?: ArrayBuffer[]): Promise<JobReply> {
     if (this.idleTimer !== undefined) {
       clearTimeout(this.idleTimer)
       this.idleTimer = undefined
@@ -190,6 +199,12 @@ export class JobThread implements JobRunner {
       w.postMessage(req, transfer)
     })
   }
+}
+
+/** A job's result as the worker sent it: its tables' keys are Uint8Arrays again Buffers. */
+function reviveResult (reply: JobReply): TableWriterResult {
+  const r = reply.result!
+  return { ...r, outputs: r.outputs.map(reviveMeta) }
 }
 
 /**

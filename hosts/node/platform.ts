@@ -1,12 +1,13 @@
 // The Node platform (lib/platform.ts): node:fs, node:path, the LOCK file of
-// hosts/node/lock.ts, worker threads for flushes and compactions, and zlib's CRC-32.
-// Installed on import.
+// hosts/node/lock.ts, worker threads for flushes and compactions, zlib's CRC-32
+// and node:crypto's SHA-256. Installed on import.
 import * as path from 'node:path'
 import { installPlatform } from '../../lib/platform'
 import { nodeFileSystem } from './node-fs'
 import { acquireLock } from './lock'
 import { sharedCompactionThread, sharedFlushThread } from './job-thread'
 import './crc'
+import './sha256'
 
 installPlatform({
   fileSystem: nodeFileSystem,

@@ -67,6 +67,7 @@
 // what each holds and a damaged or truncated one is told from a good one before
 // its records are read (whose own CRCs are checked too).
 import { crc } from '../util/crc'
+import { sha256 } from '../util/sha256'
 import { getFixed32, putFixed32 } from '../util/coding'
 import { decodeVersionEdit, encodeVersionEdit, MANIFEST_FORMAT_VERSION, type VersionEdit } from '../manifest/version-edit'
 import type { FileMeta } from '../manifest/file-meta'
@@ -124,12 +125,10 @@ export function parseRefKey (rel: string): { gen: string, table: string } | unde
   return m === null ? undefined : { gen: m[1], table: m[2] }
 }
 
-/** The SHA-256 of a table's bytes, its first 32 hex digits (Web Crypto: off the event loop where the runtime does so); undefined where there is no Web Crypto. */
+/** The SHA-256 of a table's bytes, its first 32 hex digits (lib/util/sha256.ts); undefined where the runtime has no SHA-256. */
 export async function contentHash (bytes: Uint8Array): Promise<string | undefined> {
-  const subtle = globalThis.crypto?.subtle
-  if (subtle === undefined) return undefined
-  const digest = await subtle.digest('SHA-256', bytes)
-  return Buffer.from(digest).toString('hex').slice(0, 32)
+  const digest = await sha256(bytes)
+  return digest === undefined ? undefined : Buffer.from(digest.buffer, digest.byteOffset, digest.byteLength).toString('hex').slice(0, 32)
 }
 
 export interface SegmentName {

@@ -16,8 +16,8 @@
 //                        the recovery point waits for these, not for tables
 //   tables               if the version is not the one of the last point:
 //                        each of its tables not put yet in this generation,
-//                        read, CRC-32'd and SHA-256'd (TABLE_UPLOADS at once),
-//                        then put, or, if an older generation holds an object
+//                        read, CRC-32'd and SHA-256'd (TABLE_UPLOADS at once;
+//                        on a job thread where the engine has one), then put, or, if an older generation holds an object
 //                        of the same size and SHA-256 (listed at the start:
 //                        a restart, a restored copy), named instead: a refs
 //                        marker put (the retention keeps what it names) and
@@ -73,8 +73,9 @@ import { join, logName, logNumbers, tableName } from '../filenames'
 import { corruption, levelError } from '../errors'
 import { objectKey, withRetries, type ObjectStore, type RetryPolicy } from './object-store'
 import { Lease } from './lease'
+import { readTableContent, type TableContent } from './table-content'
 import {
-  contentHash, encodePoint, GENERATION_FILE, generationStartMs, isGenerationId, LAYOUT_VERSION, newGenerationId,
+  encodePoint, GENERATION_FILE, generationStartMs, isGenerationId, LAYOUT_VERSION, newGenerationId,
   parsePointKey, parseRefKey, parseSegmentKey, parseTableKey, pointKey, refKey, segmentKey, tableKey, type PointTable
 } from './layout'
 
@@ -93,6 +94,8 @@ export interface ShipperSource {
   sealedLog: (number: number) => SealedLog | undefined
   /** The visible sequence number now. */
   sequence: () => number
+  /** Reads a table whole with its checksums off the event loop (a job thread), where the engine can; else the shipper reads it. */
+  readTable?: (path: string, size: number) => Promise<TableContent>
 }
 
 export interface Capture {
@@ -551,9 +554,10 @@ export class Shipper {
       while (failed === undefined && next < todo.length) {
         const meta = todo[next++]
         try {
-          const body = await readWhole(fs, join(dir, tableName(meta.number)), meta.size)
-          const sha = await contentHash(body)
-          const c = crc(body) >>> 0
+          const path = join(dir, tableName(meta.number))
+          const { bytes: body, crc: c, sha } = this.source.readTable !== undefined
+            ? await this.source.readTable(path, meta.size)
+            : await readTableContent(fs, path, meta.size)
           const found = sha === undefined ? undefined : this.reusable.get(contentId(body.length, sha))
           if (found !== undefined) {
             // The same bytes are in the store already (an older generation's): a marker, so that the retention keeps them.
@@ -784,28 +788,6 @@ function readAt (file: RandomAccessFile, position: number, length: number, name:
     done += n
   }
   return buf
-}
-
-/** A whole file of `size` bytes, read a chunk per turn. */
-async function readWhole (fs: FileSystem, path: string, size: number): Promise<Buffer> {
-  const file = fs.openRead(path)
-  try {
-    const buf = Buffer.allocUnsafe(size)
-    const CHUNK = 1024 * 1024
-    for (let pos = 0; pos < size; pos += CHUNK) {
-      const want = Math.min(CHUNK, size - pos)
-      let done = 0
-      while (done < want) {
-        const n = file.read(buf, pos + done, want - done, pos + done)
-        if (n === 0) throw corruption(path, `is shorter (${pos + done} bytes) than the manifest says (${size})`)
-        done += n
-      }
-      if (pos + CHUNK < size) await nextTurn()
-    }
-    return buf
-  } finally {
-    file.close()
-  }
 }
 
 /**

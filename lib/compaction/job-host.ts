@@ -8,7 +8,9 @@
 //   request  { id, job }      a compaction (CompactionJob, plain data)
 //            { id, flush }    a memtable flush (FlushJob); its memtable copy is transferred
 //            { id, cancel }   abandon compaction `id` at its next slice
+//            { id, readTable } read a table whole with its checksums (a backup's put)
 //   reply    { id, result }   the TableWriterResult (keys arrive as Uint8Arrays)
+//            { id, table }    the TableContent of a readTable; its bytes transferred
 //            { id, error }    the error as plain data (ErrorData, the error codec
 //                             shared with the remote database protocol)
 //            + returned       a flush's memtable copy, transferred back
@@ -20,12 +22,14 @@ import { SkipList } from '../memtable/skiplist'
 import { errorToData, type ErrorData } from '../error-codec'
 import { runCompactionJob, runFlushJob, reviveFlushJob, reviveJob, type CompactionJob, type FlushJob } from './job'
 import type { TableWriterResult } from './table-writer'
+import { readTableContent, type TableContent } from '../backup/table-content'
 
-export interface JobRequest { id: number, job?: CompactionJob, flush?: FlushJob, cancel?: boolean }
+export interface JobRequest { id: number, job?: CompactionJob, flush?: FlushJob, cancel?: boolean, readTable?: { path: string, size: number } }
 
 export interface JobReply {
   id: number
   result?: TableWriterResult
+  table?: TableContent
   error?: ErrorData
   /** A flush's memtable copy, transferred back (see lib/memtable/skiplist.ts, "Handing over"); unused. */
   returned?: ArrayBuffer[]
@@ -73,8 +77,15 @@ export function serveJobs (port: MessagePort, fs: FileSystem): void {
       })
   }
 
+  const readTable = (id: number, { path, size }: { path: string, size: number }): void => {
+    readTableContent(fs, path, size).then(
+      (table) => port.postMessage({ id, table } satisfies JobReply, [table.bytes.buffer as ArrayBuffer]),
+      (err: unknown) => port.postMessage({ id, error: errorToData(err) } satisfies JobReply))
+  }
+
   port.on('message', (req: JobRequest) => {
     if (req.cancel === true) cancelled.add(req.id)
+    else if (req.readTable !== undefined) readTable(req.id, req.readTable)
     else if (req.flush !== undefined) runFlush(req.id, req.flush)
     else runCompaction(req.id, req.job!)
   })

@@ -16,6 +16,7 @@ import { MemTable } from '../memtable/memtable'
 import type { SkipListState } from '../memtable/skiplist'
 import { assert } from '../invariants'
 import type { TableOptions } from '../sstable/table-builder'
+import type { TableContent } from '../backup/table-content'
 
 export interface CompactionJob {
   dir: string
@@ -163,6 +164,8 @@ export interface JobRunner {
    * it now, so that the flush does not wait for the thread's start. Optional.
    */
   prepare? (): void
+  /** Reads a table whole with its checksums (lib/backup/table-content.ts) off the event loop. Optional. */
+  readTable? (path: string, size: number): Promise<TableContent>
 }
 
 /** The runners of compactions and of memtable flushes (one each, so that a long compaction never delays a flush). */

@@ -36,6 +36,7 @@ import type { TableCache } from '../sstable/table-cache'
 import type { RangeTombstone, RangeTombstoneIndex } from '../range-tombstones'
 import { writeTables, type TableWriterParams, type TableWriterResult } from './table-writer'
 import { runCompactionJob, type CompactionJob, type FlushJob, type JobRunner, type JobRunners } from './job'
+import type { TableContent } from '../backup/table-content'
 import { compactionEdit, describeTask, isTrivialMove, manualTask, mergeRuns, movedTables, pickCompaction, type CompactionTask } from './task'
 import { baseName, join, tableName } from '../filenames'
 import { compareBytes } from '../util/coding'
@@ -114,6 +115,13 @@ export class CompactionScheduler {
       env.tableCache.evict(n)
       this.removeInBackground(tableName(n))
     }
+  }
+
+  /** Reads a table whole with its checksums on the compaction runner's thread (a backup's put); undefined where the runner cannot. */
+  get tableReader (): ((path: string, size: number) => Promise<TableContent>) | undefined {
+    const runner = this.compactionRunner
+    if (runner?.readTable === undefined) return undefined
+    return async (path, size) => await runner.readTable!(path, size)
   }
 
   get error (): LevelError | undefined {
