@@ -1,8 +1,9 @@
 // Backups on an object store (issue 28): what shipping costs and what a restore takes.
 //
 //   node dist/benchmarks/backup.js
-//   BACKUP_FILL_MB=32 ...      data per fill run (default 32)
-//   BACKUP_ROUNDS=5 ...        fill runs without and with shipping, alternating (default 5 each)
+//   BACKUP_FILL_MB=256 ...     data per fill run (default 256: a fill of 32 MB ends in about a
+//                              second on a quiet machine, and its shipping catches up after it)
+//   BACKUP_ROUNDS=3 ...        fill runs without and with shipping, alternating (default 3 each)
 //   BACKUP_RESTART_MB=64 ...   data loaded in key order before the restart (a quarter as much put at random after it; default 64; 0: skip)
 //   BACKUP_RESTORE_MB=1024 ... size of the database restored from the directory store (default 1024; 0: skip)
 //   BACKUP_S3_MB=128 ...       size of the one restored from s3rver on 127.0.0.1 (default 128; 0: skip)
@@ -36,8 +37,8 @@ import { key, value } from './checkpoint-data'
 import { Random } from '../test/util/random'
 import { startS3 } from '../test/util/s3-server'
 
-const FILL_MB = Number(process.env.BACKUP_FILL_MB ?? 32)
-const ROUNDS = Number(process.env.BACKUP_ROUNDS ?? 5)
+const FILL_MB = Number(process.env.BACKUP_FILL_MB ?? 256)
+const ROUNDS = Number(process.env.BACKUP_ROUNDS ?? 3)
 const RESTART_MB = Number(process.env.BACKUP_RESTART_MB ?? 64)
 const RESTORE_MB = Number(process.env.BACKUP_RESTORE_MB ?? 1024)
 const S3_MB = Number(process.env.BACKUP_S3_MB ?? 128)

@@ -75,7 +75,7 @@ test('retention by count: the newest retainPoints points and retainGenerations g
   const db = new LsmLevel<string, string>(dir, OPTIONS)
   await db.open()
   const retainPoints = 2
-  const { generation } = await db.replicate(store, { intervalMs: 20, retainMs: 0, retainPoints, retainGenerations: 1, retentionIntervalMs: 20 })
+  const { generation } = await db.replicate(store, { intervalMs: 20, retainMs: 0, retainPoints, retainGenerations: 1, retentionIntervalMs: 20, pointLogBytes: 0 })
   const enough = (): boolean => {
     const s = db.stats().replication!
     return s.pointsDeleted >= 2 && s.generationsDeleted >= 1

@@ -18,6 +18,7 @@ import * as path from 'node:path'
 import { LsmLevel } from '../index'
 import { DirectoryStore } from '../hosts/node/object-store/directory-store'
 import type { ObjectStore } from '../lib/backup/object-store'
+import { parsePointKey, parseSegmentKey } from '../lib/backup/layout'
 import { Random, seedFromEnv } from './util/random'
 import { contents, History, OPTIONS, sameMap, sleep, SwitchStore, writeFor } from './util/backup-history'
 import { startS3 } from './util/s3-server'
@@ -81,7 +82,9 @@ test('restore to sequence numbers and times: each a prefix of the write order; t
   const inner = new DirectoryStore(tempDir('lsm-store-'))
   const db = new LsmLevel<string, string>(dir, OPTIONS)
   await db.open()
-  await db.replicate(inner, { intervalMs: 20 })
+  // A point every 300 ms at most (the version permitting): restores start from points taken between the
+  // writes, and replay the segments after them.
+  await db.replicate(inner, { intervalMs: 20, pointIntervalMs: 300 })
   const history = new History()
   // Writes, a pause of 2 s (everything shipped during it, even at a high load), writes: a restore to a time
   // 1.5 s into the pause must hold exactly the writes before it.
@@ -333,7 +336,8 @@ test('retention: old points, the logs and tables only they need, and old generat
   await sleep(50)
   const db = new LsmLevel<string, string>(tempDir(), OPTIONS)
   await db.open()
-  await db.replicate(store, { intervalMs: 20, retainMs: 30, retentionIntervalMs: 20 })
+  // A point each round the version changed (pointLogBytes 0): many points for the retention.
+  await db.replicate(store, { intervalMs: 20, retainMs: 30, retentionIntervalMs: 20, pointLogBytes: 0 })
   const history = new History()
   // Until a few points were put and the retention ran after them (bounded: a slow machine gets fewer).
   const stopAt = Date.now() + 10000
@@ -355,7 +359,7 @@ test('replicate and restore refuse bad options and states', async (t) => {
   const store = new DirectoryStore(tempDir('lsm-store-'))
   const db = new LsmLevel<string, string>(tempDir())
   await db.open()
-  for (const options of [{ intervalMs: 0 }, { intervalMs: NaN }, { maxSegmentBytes: 1 }, { retainMs: -1 }]) {
+  for (const options of [{ intervalMs: 0 }, { intervalMs: NaN }, { maxSegmentBytes: 1 }, { retainMs: -1 }, { pointLogBytes: -1 }, { pointIntervalMs: NaN }]) {
     try {
       await db.replicate(store, options)
       t.fail('accepted ' + JSON.stringify(options))
@@ -411,6 +415,54 @@ test('through the S3 store (s3rver on 127.0.0.1): shipped while writing, restore
   } finally {
     await s3.close()
   }
+})
+
+test('points: the first and the last round put one; in between, one once pointLogBytes of log were put since the last', async (t) => {
+  const logBytes = 64 * 1024
+  const ship = async (options: { pointLogBytes?: number }): Promise<{ points: Array<{ seq: number, logBytesBefore: number }>, stats: ReturnType<typeof statsOf>, history: History, store: DirectoryStore, last: number }> => {
+    const store = new DirectoryStore(tempDir('lsm-store-'))
+    const db = new LsmLevel<string, string>(tempDir(), OPTIONS)
+    await db.open()
+    await db.replicate(store, { intervalMs: 20, ...options })
+    const history = new History()
+    const stopAt = Date.now() + 1000
+    await writeFor(db, new Random(seed ^ 0x9017), history, () => Date.now() > stopAt)
+    const stats = statsOf(db)
+    const last = db.sequence
+    await db.close()
+    // Each point with the bytes of the segments that end at or before its sequence number.
+    const objects = await store.list('')
+    const segs = objects.flatMap((o) => { const g = parseSegmentKey(o.key); return g === undefined ? [] : [{ last: g.last, size: o.size }] })
+    const points = objects.flatMap((o) => { const p = parsePointKey(o.key); return p === undefined ? [] : [p.sequence] }).sort((a, b) => a - b)
+      .map((seq) => ({ seq, logBytesBefore: segs.filter((g) => g.last <= seq).reduce((n, g) => n + g.size, 0) }))
+    return { points, stats, history, store, last }
+  }
+  const statsOf = (db: LsmLevel<string, string>): { pointsUploaded: number, segmentsUploaded: number, tablesUploaded: number, bytesUploaded: number } => {
+    const r = db.stats().replication!
+    return { pointsUploaded: r.pointsUploaded, segmentsUploaded: r.segmentsUploaded, tablesUploaded: r.tablesUploaded, bytesUploaded: r.bytesUploaded }
+  }
+
+  const sparse = await ship({})
+  t.equal(sparse.stats.pointsUploaded, 1, `the defaults (a point every 64 MiB of log or 60 s): only the first round's point while writing (${sparse.stats.segmentsUploaded} segments)`)
+  t.equal(sparse.stats.tablesUploaded, 0, 'and no table: the database was empty then')
+  t.equal(sparse.points.length, 2, 'close() put the last point')
+  t.equal(sparse.points[1].seq, sparse.last, 'at the last write')
+  const newest = tempDir()
+  const r = await LsmLevel.restore(sparse.store, newest)
+  t.equal(r.sequence, sparse.last, 'restored to the last write')
+  t.ok(sameMap(await contents(newest), sparse.history.stateAt(r.sequence)), 'every write')
+
+  const every = await ship({ pointLogBytes: logBytes })
+  t.ok(every.points.length >= 3, `pointLogBytes ${logBytes}: ${every.points.length} points`)
+  for (let i = 1; i < every.points.length - 1; i++) {
+    const since = every.points[i].logBytesBefore - every.points[i - 1].logBytesBefore
+    t.ok(since >= logBytes, `point ${i} (sequence ${every.points[i].seq}) after ${since} bytes of segments since the one before`)
+  }
+  const mid = every.points[every.points.length >> 1].seq
+  const to = tempDir()
+  const rm = await LsmLevel.restore(every.store, to, { sequence: mid })
+  t.equal(rm.pointSequence, mid, 'a restore to a point\'s sequence starts from that point')
+  t.ok(sameMap(await contents(to), every.history.stateAt(rm.sequence)), 'exactly the writes up to it')
 })
 
 test('the segments of a generation are one contiguous history, even with logs made and flushed between two rounds', async (t) => {

@@ -14,17 +14,26 @@
 //                        log whole. Cut at record boundaries (at most
 //                        maxSegmentBytes an object); each a segment. First:
 //                        the recovery point waits for these, not for tables
-//   tables               if the version is not the one of the last point:
-//                        each of its tables not put yet in this generation,
-//                        read, CRC-32'd and SHA-256'd (TABLE_UPLOADS at once;
-//                        on a job thread where the engine has one), then put, or, if an older generation holds an object
-//                        of the same size and SHA-256 (listed at the start:
-//                        a restart, a restored copy), named instead: a refs
-//                        marker put (the retention keeps what it names) and
-//                        the point names that object. Each table's bytes
-//                        reach the store once per prefix
-//   point                if the version is not the one of the last point: the
-//                        point (tables, range tombstones, logNumber, sequence)
+//   tables               if a point is due (below) and the version is not
+//                        the one of the last point: each of its tables not
+//                        put yet in this generation, read, CRC-32'd and
+//                        SHA-256'd (TABLE_UPLOADS at once; on a job thread
+//                        where the engine has one), then put, or, if an older
+//                        generation holds an object of the same size and
+//                        SHA-256 (listed at the start: a restart, a restored
+//                        copy), named instead: a refs marker put (the
+//                        retention keeps what it names) and the point names
+//                        that object. Each table's bytes reach the store
+//                        once per prefix
+//   point                then the point (tables, range tombstones,
+//                        logNumber, sequence)
+//
+// A point is due in the first round and the last (stop(), close()), and in
+// between once pointLogBytes of log were put since the last one or
+// pointIntervalMs passed. Between points only segments go out: a restore
+// replays at most about that much log after its point, and the tables that
+// compactions replace in the meantime (most of what a bulk load writes) are
+// never read, hashed or put.
 //
 // Logs are held open from round to round until they are shipped to their end
 // and retired (below the manifest's logNumber), so the segments of a log are
@@ -123,6 +132,15 @@ export interface ReplicateOptions {
   leaseMs?: number
   /** How often the retention runs (ms). Default 10 minutes. */
   retentionIntervalMs?: number
+  /**
+   * A round puts a point (and the tables it needs) when the version changed and this many bytes of log
+   * were put since the last point, or pointIntervalMs passed: the most log a restore replays after its
+   * point. Between points only log segments are put, so tables that compactions replace in the meantime
+   * are never put. 0: a point each round the version changed. Default 64 MiB.
+   */
+  pointLogBytes?: number
+  /** See pointLogBytes (ms). 0: no bound by time. Default 60000. */
+  pointIntervalMs?: number
   /** Bytes of retired logs not shipped yet kept readable for the shipper (their disk space is not freed meanwhile). Default 256 MiB. */
   maxHeldLogBytes?: number
   /** Retries of one request (lib/backup/object-store.ts). */
@@ -208,6 +226,8 @@ export class Shipper {
   private readonly retainPoints: number
   private readonly retainGenerations: number
   private readonly leaseMs: number
+  private readonly pointLogBytes: number
+  private readonly pointIntervalMs: number
   private readonly lease: Lease
   /** Table objects of older generations, by content (contentId), relative to the prefix: listed at start. */
   private readonly reusable = new Map<string, string>()
@@ -227,6 +247,9 @@ export class Shipper {
   /** Segments of logs already closed, by log number, for the retention. */
   private readonly closedLogKeys = new Map<number, string[]>()
   private lastPointVersion: Version | undefined
+  /** When the last point was put (its round's ms), and the bytes of log put since. */
+  private lastPointMs = 0
+  private logBytesSincePoint = 0
   private lastRetentionMs = 0
   private started = false
   private stopping = false
@@ -274,7 +297,9 @@ export class Shipper {
     this.retainPoints = options.retainPoints ?? Infinity
     this.retainGenerations = options.retainGenerations ?? Infinity
     this.leaseMs = options.leaseMs ?? 30000
-    checkOptions({ intervalMs: this.intervalMs, maxSegmentBytes: this.maxSegmentBytes, retainMs: this.retainMs, retentionIntervalMs: this.retentionIntervalMs, retryDelayMsMax: this.retryDelayMsMax, maxHeldLogBytes: this.maxHeldLogBytes, retainPoints: this.retainPoints, retainGenerations: this.retainGenerations, leaseMs: this.leaseMs })
+    this.pointLogBytes = options.pointLogBytes ?? 64 * 1024 * 1024
+    this.pointIntervalMs = options.pointIntervalMs ?? 60000
+    checkOptions({ pointLogBytes: this.pointLogBytes, pointIntervalMs: this.pointIntervalMs, intervalMs: this.intervalMs, maxSegmentBytes: this.maxSegmentBytes, retainMs: this.retainMs, retentionIntervalMs: this.retentionIntervalMs, retryDelayMsMax: this.retryDelayMsMax, maxHeldLogBytes: this.maxHeldLogBytes, retainPoints: this.retainPoints, retainGenerations: this.retainGenerations, leaseMs: this.leaseMs })
     this.generation = newGenerationId(Date.now(), globalThis.crypto.getRandomValues(new Uint8Array(8)))
     this.lease = new Lease(store, this.prefix, this.generation, { leaseMs: this.leaseMs, request: async (what, op) => await this.request(what, op) })
   }
@@ -448,7 +473,7 @@ export class Shipper {
       const began = Date.now()
       let behind = false
       try {
-        behind = await this.round()
+        behind = await this.round(last)
         this.counters.lastRoundMs = Date.now() - began
         this.counters.maxRoundMs = Math.max(this.counters.maxRoundMs, this.counters.lastRoundMs)
         this.failures = 0
@@ -496,7 +521,7 @@ export class Shipper {
   }
 
   /** One round (see the top of the file). Returns true if it stopped at its size cap, behind the database. */
-  private async round (): Promise<boolean> {
+  private async round (last: boolean): Promise<boolean> {
     this.counters.rounds++
     const cap = this.source.capture()
     const roundMs = Date.now()
@@ -509,7 +534,7 @@ export class Shipper {
       this.caughtUpMs = roundMs
       this.counters.lastLogsMs = Date.now() - roundMs
       this.counters.maxLogsMs = Math.max(this.counters.maxLogsMs, this.counters.lastLogsMs)
-      if (cap.version !== this.lastPointVersion) {
+      if (cap.version !== this.lastPointVersion && this.pointDue(last, roundMs)) {
         await this.putTables(cap.version)
         await this.putPoint(cap, roundMs)
       }
@@ -629,6 +654,13 @@ export class Shipper {
     log.keys.push(key)
     this.counters.segmentsUploaded++
     this.counters.bytesUploaded += bytes.length
+    this.logBytesSincePoint += bytes.length
+  }
+
+  /** Whether a round puts a point if the version changed: the first and the last round do; others by pointLogBytes and pointIntervalMs. */
+  private pointDue (last: boolean, roundMs: number): boolean {
+    if (last || this.lastPointVersion === undefined || this.pointLogBytes === 0) return true
+    return this.logBytesSincePoint >= this.pointLogBytes || (this.pointIntervalMs > 0 && roundMs - this.lastPointMs >= this.pointIntervalMs)
   }
 
   private async putPoint (cap: Capture, roundMs: number): Promise<void> {
@@ -647,6 +679,8 @@ export class Shipper {
     const key = this.key(pointKey(this.generation, cap.sequence, roundMs))
     await this.request(key, () => this.store.put(key, body))
     this.lastPointVersion = cap.version
+    this.lastPointMs = roundMs
+    this.logBytesSincePoint = 0
     this.points.push({ key, ms: roundMs, logNumber: cap.logNumber, tables: files.map((f) => f.meta.number) })
     this.counters.pointsUploaded++
     this.counters.bytesUploaded += body.length
@@ -762,7 +796,7 @@ export class Shipper {
   }
 }
 
-function checkOptions (s: { intervalMs: number, maxSegmentBytes: number, retainMs: number, retentionIntervalMs: number, retryDelayMsMax: number, maxHeldLogBytes: number, retainPoints: number, retainGenerations: number, leaseMs: number }): void {
+function checkOptions (s: { pointLogBytes: number, pointIntervalMs: number, intervalMs: number, maxSegmentBytes: number, retainMs: number, retentionIntervalMs: number, retryDelayMsMax: number, maxHeldLogBytes: number, retainPoints: number, retainGenerations: number, leaseMs: number }): void {
   const check = (name: string, v: number, min: number): void => {
     if (typeof v !== 'number' || !Number.isFinite(v) || v < min) throw levelError('LEVEL_INVALID_OPTION', `replicate(): ${name} must be a number >= ${min}, got ${String(v)}`)
   }
@@ -773,6 +807,8 @@ function checkOptions (s: { intervalMs: number, maxSegmentBytes: number, retainM
   check('retryDelayMsMax', s.retryDelayMsMax, 1)
   check('maxHeldLogBytes', s.maxHeldLogBytes, 0)
   check('leaseMs', s.leaseMs, 30)
+  check('pointLogBytes', s.pointLogBytes, 0)
+  check('pointIntervalMs', s.pointIntervalMs, 0)
   for (const [name, v] of [['retainPoints', s.retainPoints], ['retainGenerations', s.retainGenerations]] as const) {
     if (v !== Infinity && (!Number.isInteger(v) || v < 1)) throw levelError('LEVEL_INVALID_OPTION', `replicate(): ${name} must be an integer >= 1, got ${String(v)}`)
   }
