@@ -585,7 +585,8 @@ export class Engine {
       },
       sealedLog: (n) => this.logs.sealedLog(n),
       sequence: () => this.pipeline.visibleSeq,
-      readTable: this.scheduler.tableReader
+      readTable: this.scheduler.tableReader,
+      hostFiles: platform().isHostFileSystem?.(this.fs) === true
     }, options)
     this.shipper = shipper
     try {

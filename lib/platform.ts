@@ -26,6 +26,8 @@ export interface Platform {
   acquireLock (fs: FileSystem, dir: string): LockHandle
   /** Where flushes and compactions over `fs` run; undefined: on the event loop, in slices. */
   jobRunners (fs: FileSystem): JobRunners | undefined
+  /** Whether `fs`'s paths name this machine's files, which an object store's putFile reads by path. Optional: no. */
+  isHostFileSystem? (fs: FileSystem): boolean
 }
 
 let installed: Platform | undefined

@@ -172,13 +172,14 @@ export class JobThread implements JobRunner {
   }
 
   /**
-   * Reads a table whole with its checksums on the worker (a backup's put): the
-   * event loop neither reads nor hashes it. It runs alongside the jobs there.
+   * Reads a table's checksums, and its bytes if keepBytes, on the worker (a
+   * backup's put): the event loop neither reads nor hashes it. It runs
+   * alongside the jobs there.
    */
-  async readTable (path: string, size: number): Promise<TableContent> {
-    const { table } = await this.send({ id: 0, readTable: { path, size } })
+  async readTable (path: string, size: number, keepBytes: boolean): Promise<TableContent> {
+    const { table } = await this.send({ id: 0, readTable: { path, size, keepBytes } })
     const u = table!.bytes
-    return { ...table!, bytes: Buffer.from(u.buffer, u.byteOffset, u.byteLength) }
+    return { ...table!, bytes: u === undefined ? undefined : Buffer.from(u.buffer, u.byteOffset, u.byteLength) }
   }
 
   private send (req: JobRequest, signal?: { cancel?: () => void }, transfer?: ArrayBuffer[]): Promise<JobReply> {

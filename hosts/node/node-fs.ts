@@ -32,6 +32,14 @@ class NodeRandomAccessFile implements RandomAccessFile {
       this.fd = -1
     }
   }
+
+  /** close() on the thread pool. */
+  async closeAsync (): Promise<void> {
+    if (this.fd < 0) return
+    const fd = this.fd
+    this.fd = -1
+    await new Promise<void>((resolve, reject) => fs.close(fd, (err) => err === null || err === undefined ? resolve() : reject(err)))
+  }
 }
 
 // Write-ahead logs are extended with zeros PREALLOCATE_STEP bytes at a time,

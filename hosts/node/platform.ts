@@ -13,5 +13,6 @@ installPlatform({
   fileSystem: nodeFileSystem,
   resolvePath: (location) => path.resolve(location),
   acquireLock,
-  jobRunners: (fs) => fs === nodeFileSystem ? { compaction: sharedCompactionThread(), flush: sharedFlushThread() } : undefined
+  jobRunners: (fs) => fs === nodeFileSystem ? { compaction: sharedCompactionThread(), flush: sharedFlushThread() } : undefined,
+  isHostFileSystem: (fs) => fs === nodeFileSystem
 })

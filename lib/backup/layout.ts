@@ -128,7 +128,12 @@ export function parseRefKey (rel: string): { gen: string, table: string } | unde
 /** The SHA-256 of a table's bytes, its first 32 hex digits (lib/util/sha256.ts); undefined where the runtime has no SHA-256. */
 export async function contentHash (bytes: Uint8Array): Promise<string | undefined> {
   const digest = await sha256(bytes)
-  return digest === undefined ? undefined : Buffer.from(digest.buffer, digest.byteOffset, digest.byteLength).toString('hex').slice(0, 32)
+  return digest === undefined ? undefined : contentName(digest)
+}
+
+/** A SHA-256 digest as a content name: its first 32 hex digits. */
+export function contentName (digest: Uint8Array): string {
+  return Buffer.from(digest.buffer, digest.byteOffset, digest.byteLength).toString('hex').slice(0, 32)
 }
 
 export interface SegmentName {

@@ -12,6 +12,9 @@
 //            (S3 has had strong read-after-write and list consistency since
 //            December 2020; a directory has it)
 //   delete   idempotent: deleting an absent key is no error
+//   putFile  optional: put the bytes of a file of this machine's file system,
+//            read by the store itself (the directory store copies it in the
+//            kernel), so that the caller never holds them; as put otherwise
 //   conditional put (ifAbsent)  only where `conditionalPut` is true (S3's
 //            If-None-Match: *, a directory's exclusive link): fails with
 //            LEVEL_OBJECT_EXISTS if the key exists. Where it is false, a put
@@ -36,6 +39,8 @@ export interface ObjectStore {
   /** The store refuses a put with ifAbsent over an existing key (see above). */
   readonly conditionalPut: boolean
   put: (key: string, body: Uint8Array, options?: { ifAbsent?: boolean }) => Promise<void>
+  /** Optional (see above): puts the bytes of the local file at `path`, which must not change meanwhile. */
+  putFile?: (key: string, path: string) => Promise<void>
   /** The object's bytes, or `length` bytes from `offset` (fewer at its end). */
   get: (key: string, range?: { offset: number, length: number }) => Promise<Buffer>
   /** Every key that starts with `prefix`, ascending; with startAfter, only those after it (S3's StartAfter). */

@@ -69,7 +69,7 @@
 //
 // Memory: TABLE_UPLOADS tables or one segment (maxSegmentBytes) at a time, plus
 // the names of the objects the retention may delete.
-import type { FileSystem, RandomAccessFile } from '../fs/fs'
+import { closeAsync, type FileSystem, type RandomAccessFile } from '../fs/fs'
 import type { Version } from '../manifest/version'
 import type { FileMeta } from '../manifest/file-meta'
 import type { LogPosition, SealedLog } from '../wal/log-manager'
@@ -104,7 +104,9 @@ export interface ShipperSource {
   /** The visible sequence number now. */
   sequence: () => number
   /** Reads a table whole with its checksums off the event loop (a job thread), where the engine can; else the shipper reads it. */
-  readTable?: (path: string, size: number) => Promise<TableContent>
+  readTable?: (path: string, size: number, keepBytes: boolean) => Promise<TableContent>
+  /** The tables' paths name this machine's files: a store with putFile copies them itself. */
+  hostFiles?: boolean
 }
 
 export interface Capture {
@@ -580,10 +582,12 @@ export class Shipper {
         const meta = todo[next++]
         try {
           const path = join(dir, tableName(meta.number))
+          // A store that copies the file itself gets its path: the bytes are read here (or on the job thread) only to hash them.
+          const byPath = this.source.hostFiles === true && this.store.putFile !== undefined
           const { bytes: body, crc: c, sha } = this.source.readTable !== undefined
-            ? await this.source.readTable(path, meta.size)
-            : await readTableContent(fs, path, meta.size)
-          const found = sha === undefined ? undefined : this.reusable.get(contentId(body.length, sha))
+            ? await this.source.readTable(path, meta.size, !byPath)
+            : await readTableContent(fs, path, meta.size, !byPath)
+          const found = sha === undefined ? undefined : this.reusable.get(contentId(meta.size, sha))
           if (found !== undefined) {
             // The same bytes are in the store already (an older generation's): a marker, so that the retention keeps them.
             if (!this.refs.has(found)) {
@@ -593,15 +597,15 @@ export class Shipper {
             }
             this.tables.set(meta.number, { number: meta.number, size: meta.size, crc: c, key: found })
             this.counters.tablesReused++
-            this.counters.bytesReused += body.length
+            this.counters.bytesReused += meta.size
             continue
           }
           const rel = tableKey(this.generation, meta.number, sha)
           const key = this.key(rel)
-          await this.request(key, () => this.store.put(key, body))
+          await this.request(key, async () => body === undefined ? await this.store.putFile!(key, path) : await this.store.put(key, body))
           this.tables.set(meta.number, { number: meta.number, size: meta.size, crc: c, key: rel })
           this.counters.tablesUploaded++
-          this.counters.bytesUploaded += body.length
+          this.counters.bytesUploaded += meta.size
         } catch (err) {
           failed ??= { err }
         }
@@ -625,9 +629,10 @@ export class Shipper {
         if (log.shipped < end) { behind = true; break }
       }
       if (number < cap.logNumber && log.shipped >= end) {
-        log.file.close()
         this.logs.delete(number)
         this.closedLogKeys.set(number, log.keys)
+        // Off the event loop: the engine has most often deleted the log, and its last close frees its blocks.
+        await closeAsync(log.file)
       }
     }
     return behind

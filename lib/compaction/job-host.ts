@@ -8,7 +8,7 @@
 //   request  { id, job }      a compaction (CompactionJob, plain data)
 //            { id, flush }    a memtable flush (FlushJob); its memtable copy is transferred
 //            { id, cancel }   abandon compaction `id` at its next slice
-//            { id, readTable } read a table whole with its checksums (a backup's put)
+//            { id, readTable } a table's checksums, and its bytes if asked (a backup's put)
 //   reply    { id, result }   the TableWriterResult (keys arrive as Uint8Arrays)
 //            { id, table }    the TableContent of a readTable; its bytes transferred
 //            { id, error }    the error as plain data (ErrorData, the error codec
@@ -24,7 +24,7 @@ import { runCompactionJob, runFlushJob, reviveFlushJob, reviveJob, type Compacti
 import type { TableWriterResult } from './table-writer'
 import { readTableContent, type TableContent } from '../backup/table-content'
 
-export interface JobRequest { id: number, job?: CompactionJob, flush?: FlushJob, cancel?: boolean, readTable?: { path: string, size: number } }
+export interface JobRequest { id: number, job?: CompactionJob, flush?: FlushJob, cancel?: boolean, readTable?: { path: string, size: number, keepBytes: boolean } }
 
 export interface JobReply {
   id: number
@@ -77,9 +77,9 @@ export function serveJobs (port: MessagePort, fs: FileSystem): void {
       })
   }
 
-  const readTable = (id: number, { path, size }: { path: string, size: number }): void => {
-    readTableContent(fs, path, size).then(
-      (table) => port.postMessage({ id, table } satisfies JobReply, [table.bytes.buffer as ArrayBuffer]),
+  const readTable = (id: number, { path, size, keepBytes }: { path: string, size: number, keepBytes: boolean }): void => {
+    readTableContent(fs, path, size, keepBytes).then(
+      (table) => port.postMessage({ id, table } satisfies JobReply, table.bytes === undefined ? [] : [table.bytes.buffer as ArrayBuffer]),
       (err: unknown) => port.postMessage({ id, error: errorToData(err) } satisfies JobReply))
   }
 

@@ -164,8 +164,8 @@ export interface JobRunner {
    * it now, so that the flush does not wait for the thread's start. Optional.
    */
   prepare? (): void
-  /** Reads a table whole with its checksums (lib/backup/table-content.ts) off the event loop. Optional. */
-  readTable? (path: string, size: number): Promise<TableContent>
+  /** Reads a table's checksums, and its bytes if keepBytes (lib/backup/table-content.ts), off the event loop. Optional. */
+  readTable? (path: string, size: number, keepBytes: boolean): Promise<TableContent>
 }
 
 /** The runners of compactions and of memtable flushes (one each, so that a long compaction never delays a flush). */

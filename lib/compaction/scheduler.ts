@@ -117,11 +117,11 @@ export class CompactionScheduler {
     }
   }
 
-  /** Reads a table whole with its checksums on the compaction runner's thread (a backup's put); undefined where the runner cannot. */
-  get tableReader (): ((path: string, size: number) => Promise<TableContent>) | undefined {
+  /** Reads a table's checksums (and bytes) on the compaction runner's thread (a backup's put); undefined where the runner cannot. */
+  get tableReader (): ((path: string, size: number, keepBytes: boolean) => Promise<TableContent>) | undefined {
     const runner = this.compactionRunner
     if (runner?.readTable === undefined) return undefined
-    return async (path, size) => await runner.readTable!(path, size)
+    return async (path, size, keepBytes) => await runner.readTable!(path, size, keepBytes)
   }
 
   get error (): LevelError | undefined {

@@ -2,6 +2,9 @@
 // implementation: test/object-store.test.ts (directory, S3 against a local
 // emulator) calls objectStoreContract once per store.
 import type { Test } from 'tape'
+import * as fs from 'node:fs'
+import * as os from 'node:os'
+import * as path from 'node:path'
 import type { ObjectStore } from '../../lib/backup/object-store'
 
 type TestFn = (name: string, cb: (t: Test) => Promise<void>) => void
@@ -86,5 +89,26 @@ export function objectStoreContract (test: TestFn, name: string, make: () => Pro
     const list = await s.list('n/')
     t.equal(list.length, 40, 'all listed')
     t.ok(list.every((o, i) => o.key === `n/${String(i).padStart(3, '0')}` && o.size === i), 'in order, with their sizes')
+  })
+
+  test(`${name}: putFile (optional) puts a local file's bytes`, async (t) => {
+    const s = await make()
+    if (s.putFile === undefined) {
+      t.skip('this store has no putFile')
+      return
+    }
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-putfile-'))
+    try {
+      const big = Buffer.alloc(2 * 1024 * 1024 + 5)
+      for (let i = 0; i < big.length; i++) big[i] = (i * 17) & 0xff
+      fs.writeFileSync(path.join(dir, 'big'), big)
+      await s.putFile('f/big', path.join(dir, 'big'))
+      t.ok((await s.get('f/big')).equals(big), 'its bytes, whole')
+      t.deepEqual((await s.list('f/')).map((o) => [o.key, o.size]), [['f/big', big.length]], 'listed with its size')
+      t.ok(await code(s.putFile('f/none', path.join(dir, 'absent'))) !== undefined, 'an absent file fails the put')
+      t.deepEqual((await s.list('f/')).map((o) => o.key), ['f/big'], 'and leaves no object')
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
   })
 }

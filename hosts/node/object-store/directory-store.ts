@@ -3,11 +3,12 @@
 // file <root>/a/b/c); its segments must be non-empty, not '.' or '..', and not
 // start with '.' (names that start with '.' are this store's temporary files).
 //
-// put writes <dir>/.<name>.<random>.tmp, fsyncs it, then renames it over the
-// key (ifAbsent: links it to the key, which fails if the key exists, then
-// removes the temporary name) and fsyncs the directory: an object is there
-// whole, durably, or not at all. list walks the directories under the prefix.
+// put writes <dir>/.<name>.<random>.tmp (putFile: a copy of the file there),
+// fsyncs it, then renames it over the key (ifAbsent: links it to the key,
+// which fails if the key exists, then removes the temporary name) and fsyncs
+// the directory: an object is there whole, durably, or not at all. list walks the directories under the prefix.
 import * as fsp from 'node:fs/promises'
+import { constants as fsConstants } from 'node:fs'
 import * as path from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { storeError, type ObjectInfo, type ObjectStore } from '../../../lib/backup/object-store'
@@ -42,16 +43,33 @@ export class DirectoryStore implements ObjectStore {
   }
 
   async put (key: string, body: Uint8Array, options: { ifAbsent?: boolean } = {}): Promise<void> {
+    await this.putWith(key, async (tmp) => await fsp.writeFile(tmp, body, { flag: 'wx' }), options)
+  }
+
+  /** A copy of the file at `source` (copy_file_range or sendfile where the system has them: no copy through this process). */
+  async putFile (key: string, source: string): Promise<void> {
+    await this.putWith(key, async (tmp) => await fsp.copyFile(source, tmp, fsConstants.COPYFILE_EXCL))
+  }
+
+  /** Makes the temporary file (`write`), fsyncs it, moves it to the key, fsyncs the directory. */
+  private async putWith (key: string, write: (tmp: string) => Promise<void>, options: { ifAbsent?: boolean } = {}): Promise<void> {
     const file = this.file(key)
     const dir = path.dirname(file)
     await fsp.mkdir(dir, { recursive: true })
     const tmp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`)
-    const handle = await fsp.open(tmp, 'wx')
     try {
-      await handle.writeFile(body)
-      if (this.sync) await handle.datasync()
-    } finally {
-      await handle.close()
+      await write(tmp)
+      if (this.sync) {
+        const handle = await fsp.open(tmp, 'r+')
+        try {
+          await handle.datasync()
+        } finally {
+          await handle.close()
+        }
+      }
+    } catch (err) {
+      await fsp.rm(tmp, { force: true })
+      throw err
     }
     try {
       if (options.ifAbsent === true) {
