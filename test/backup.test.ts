@@ -465,6 +465,33 @@ test('points: the first and the last round put one; in between, one once pointLo
   t.ok(sameMap(await contents(to), every.history.stateAt(rm.sequence)), 'exactly the writes up to it')
 })
 
+test('a log let go before it was shipped (maxHeldLogBytes): the next round puts a point, and everything it reports shipped is restored', async (t) => {
+  const store = new SwitchStore(new DirectoryStore(tempDir('lsm-store-')))
+  const db = new LsmLevel<string, string>(tempDir(), OPTIONS)
+  await db.open()
+  // No retired log kept for the shipper: each one retired before its last round is let go.
+  await db.replicate(store, { intervalMs: 20, maxHeldLogBytes: 0, retries: { attempts: 1, delayMs: 1, delayMsMax: 1 }, retryDelayMsMax: 50 })
+  const rnd = new Random(seed ^ 0x401e)
+  const history = new History()
+  let stopAt = Date.now() + 200
+  await writeFor(db, rnd, history, () => Date.now() > stopAt)
+  store.off = true
+  stopAt = Date.now() + 400
+  await writeFor(db, rnd, history, () => Date.now() > stopAt)
+  store.off = false
+  const until = Date.now() + 10000
+  while (db.stats().replication!.shippedSequence < db.sequence && Date.now() < until) await sleep(20)
+  const r = db.stats().replication!
+  t.ok(r.logsDropped > 0, `${r.logsDropped} logs let go while the store was away`)
+  t.equal(r.shippedSequence, db.sequence, `then caught up (${r.pointsUploaded} points)`)
+  const to = tempDir()
+  const restored = await LsmLevel.restore(store.inner, to)
+  t.equal(restored.sequence, r.shippedSequence, `restored to the shipped sequence number ${r.shippedSequence} (from point ${restored.pointSequence})`)
+  t.notOk(restored.stoppedAtHole, 'not stopped at a hole')
+  t.ok(sameMap(await contents(to), history.stateAt(restored.sequence)), 'exactly the writes up to it')
+  await db.close()
+})
+
 test('the segments of a generation are one contiguous history, even with logs made and flushed between two rounds', async (t) => {
   const store = new DirectoryStore(tempDir('lsm-store-'))
   const db = new LsmLevel<string, string>(tempDir(), { ...OPTIONS, writeBufferSize: 8 * 1024 })

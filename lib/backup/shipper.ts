@@ -28,8 +28,8 @@
 //   point                then the point (tables, range tombstones,
 //                        logNumber, sequence)
 //
-// A point is due in the first round and the last (stop(), close()), and in
-// between once pointLogBytes of log were put since the last one or
+// A point is due in the first round and the last (stop(), close()), after a
+// log let go unshipped (below), and in between once pointLogBytes of log were put since the last one or
 // pointIntervalMs passed. Between points only segments go out: a restore
 // replays at most about that much log after its point, and the tables that
 // compactions replace in the meantime (most of what a bulk load writes) are
@@ -44,8 +44,9 @@
 // files are unlinked, the descriptors open): at most maxHeldLogBytes of them;
 // past it the oldest is let go, and the sequence numbers it held cannot be
 // restored on their own (restore stops at such a hole, lib/backup/restore.ts;
-// its writes are in the tables of the next point). stats().logsDropped
-// counts them.
+// its writes are in the tables of the next point, which the round that
+// follows a hole puts, due or not; shippedSequence waits for that point).
+// stats().logsDropped counts them.
 //
 // The lease (lib/backup/lease.ts): taken before the generation's first
 // object (a second live writer fails there with LEVEL_LOCKED), renewed every
@@ -252,6 +253,8 @@ export class Shipper {
   /** When the last point was put (its round's ms), and the bytes of log put since. */
   private lastPointMs = 0
   private logBytesSincePoint = 0
+  /** logsDropped when the last point was put. */
+  private droppedAtPoint = 0
   private lastRetentionMs = 0
   private started = false
   private stopping = false
@@ -532,13 +535,16 @@ export class Shipper {
       // The logs first: the recovery point waits for them, not for the tables.
       const behind = await this.putLogs(cap, roundMs)
       if (behind) return true
-      this.counters.shippedSequence = Math.max(this.counters.shippedSequence, cap.sequence)
-      this.caughtUpMs = roundMs
       this.counters.lastLogsMs = Date.now() - roundMs
       this.counters.maxLogsMs = Math.max(this.counters.maxLogsMs, this.counters.lastLogsMs)
-      if (cap.version !== this.lastPointVersion && this.pointDue(last, roundMs)) {
+      // A log let go unshipped since the last point is a hole that a restore stops at: the writes after it
+      // are restorable only from a point after it, put now.
+      const hole = this.counters.logsDropped > this.droppedAtPoint
+      if (!hole) this.shipped(cap.sequence, roundMs)
+      if (hole || (cap.version !== this.lastPointVersion && this.pointDue(last, roundMs))) {
         await this.putTables(cap.version)
         await this.putPoint(cap, roundMs)
+        this.shipped(cap.sequence, roundMs)
       }
       return false
     } finally {
@@ -662,6 +668,12 @@ export class Shipper {
     this.logBytesSincePoint += bytes.length
   }
 
+  /** Everything up to `sequence` is restorable from the store (the writes of the round captured at roundMs). */
+  private shipped (sequence: number, roundMs: number): void {
+    this.counters.shippedSequence = Math.max(this.counters.shippedSequence, sequence)
+    this.caughtUpMs = roundMs
+  }
+
   /** Whether a round puts a point if the version changed: the first and the last round do; others by pointLogBytes and pointIntervalMs. */
   private pointDue (last: boolean, roundMs: number): boolean {
     if (last || this.lastPointVersion === undefined || this.pointLogBytes === 0) return true
@@ -686,6 +698,7 @@ export class Shipper {
     this.lastPointVersion = cap.version
     this.lastPointMs = roundMs
     this.logBytesSincePoint = 0
+    this.droppedAtPoint = this.counters.logsDropped
     this.points.push({ key, ms: roundMs, logNumber: cap.logNumber, tables: files.map((f) => f.meta.number) })
     this.counters.pointsUploaded++
     this.counters.bytesUploaded += body.length
