@@ -170,3 +170,60 @@ test('a child that releases gracefully frees the lock', async (t) => {
     await killAndReap(child)
   }
 })
+
+test('three takers of one stale lock, interleaved: one holds it, never two', (t) => {
+  // Taker A judges the stale LOCK; B takes it over whole right after A's read;
+  // C tries right after A's next change to the directory. All in this process,
+  // each through its own path to the directory (the registry is by path; a
+  // lock with this pid and a live token is held, as another process's would be).
+  const dir = freshDir()
+  const lockPath = path.join(dir, LOCK)
+  const links = [1, 2].map((i) => {
+    const link = path.join(tmpRoot, `link${dirCounter}-${i}`)
+    nodeFs.symlinkSync(dir, link)
+    return link
+  })
+  const results: Record<string, string> = {}
+  const handles: Array<{ release: () => void }> = []
+  const take = (name: string, at: string, fs = nodeFileSystem): void => {
+    try {
+      handles.push(acquireLock(fs, at))
+      results[name] = 'holds'
+    } catch (err) {
+      results[name] = isLevelError(err) && err.code === 'LEVEL_LOCKED' ? 'LEVEL_LOCKED' : String(err)
+    }
+  }
+  // A's file system: after its first read of LOCK, B runs; after its first change after that, C runs.
+  let phase = 0
+  const changes = ['rename', 'remove', 'createExclusive'] as const
+  const hooked = new Proxy(nodeFileSystem, {
+    get (target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver)
+      if (typeof value !== 'function') return value
+      return (...args: unknown[]) => {
+        const out = value.apply(target, args)
+        if (phase === 0 && prop === 'readSmallFile' && args[0] === lockPath) {
+          phase = 1
+          take('B', links[0])
+        } else if (phase === 1 && (changes as readonly PropertyKey[]).includes(prop)) {
+          phase = 2
+          take('C', links[1])
+        }
+        return out
+      }
+    }
+  })
+  const dead = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' })
+  dead.once('exit', () => {
+    nodeFs.writeFileSync(lockPath, lockText(dead.pid as number, '02'.repeat(16)))
+    take('A', dir, hooked)
+    const holders = Object.entries(results).filter(([, r]) => r === 'holds').map(([n]) => n)
+    t.equal(phase, 2, 'B ran after A read the stale lock, C after A\'s next change')
+    t.equal(holders.length, 1, `one taker holds the lock (${JSON.stringify(results)})`)
+    t.deepEqual(Object.values(results).filter((r) => r !== 'holds' && r !== 'LEVEL_LOCKED'), [], 'the others are LEVEL_LOCKED')
+    for (const h of handles) h.release()
+    t.deepEqual(nodeFs.readdirSync(dir), [], 'nothing left behind')
+    for (const link of links) nodeFs.unlinkSync(link)
+    t.end()
+  })
+})

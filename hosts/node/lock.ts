@@ -31,10 +31,12 @@
 //      - empty or unparseable: usually a crash between create and write, but
 //        possibly another process between those two steps right now; re-read for
 //        a short while (EMPTY_WAIT_MS), then treat as stale.
-//   4. Stale: rename LOCK to a unique name, read the moved file back and check it
-//      is byte-for-byte the content judged stale (if not, we moved a lock some
-//      other process has just taken: put it back with createExclusive and fail
-//      with LEVEL_LOCKED), remove it, then createExclusive(LOCK) again; losing
+//   4. Stale: create LOCK.break exclusively (it serializes the takers of a
+//      stale LOCK; if it exists, its holder is judged as in 3: alive ->
+//      LEVEL_LOCKED; dead -> it is moved aside to a unique name, read back and
+//      checked to be the bytes judged, then created again), re-read LOCK: the
+//      bytes judged stale -> remove it; gone or other bytes -> LEVEL_LOCKED or
+//      try again; remove LOCK.break; then createExclusive(LOCK) again; losing
 //      that race to another process is LEVEL_LOCKED.
 // Release: remove LOCK only if it still holds our token; forget the registry
 // entry. Idempotent. `restore` (a failed open) releases, then puts back the
@@ -58,10 +60,13 @@
 //   across clients there, and the pid check is per host anyway; the host line
 //   makes a foreign lock LEVEL_LOCKED, but the exclusivity itself is only as good
 //   as the file system's.
-// - Stale takeover has a race window (between our content check and our rename
-//   back, a third process could take the lock) that needs three simultaneous
-//   openers; and a holder that stalls for longer than EMPTY_WAIT_MS between
-//   creating LOCK and writing it can be taken over.
+// - A taker of a stale lock that dies while it holds LOCK.break leaves it
+//   behind; the next takers move it aside as stale lock files were moved
+//   before LOCK.break, whose race (between a taker's check of what it moved and
+//   its putting back a file it should not have moved, a third process can take
+//   the lock) needs that death and three takers at once. A holder that stalls
+//   for longer than EMPTY_WAIT_MS between creating LOCK and writing it can be
+//   taken over.
 // - It is advisory: only processes using this module honour it.
 import * as os from 'node:os'
 import * as path from 'node:path'
@@ -74,6 +79,9 @@ import { LOCK, join } from '../../lib/filenames'
 /** Version of the LOCK file contents drawn above. */
 export const FORMAT_VERSION = 1
 
+/** Held by a process while it removes a stale LOCK (see takeOverStale). */
+const LOCK_BREAK = `${LOCK}.break`
+
 const EMPTY_WAIT_MS = 100
 const EMPTY_POLL_MS = 10
 
@@ -81,6 +89,8 @@ const EMPTY_POLL_MS = 10
 const lockedDirs = new Set<string>()
 // Tokens of the locks this process holds.
 const liveTokens = new Set<string>()
+// Tokens of the LOCK.break files this process holds (only inside takeOverStale).
+const breakingTokens = new Set<string>()
 
 const processStart = Math.round(Date.now() - process.uptime() * 1000)
 
@@ -189,49 +199,92 @@ export function acquireLock (fs: FileSystem, dir: string): LockHandle {
 }
 
 // Judges the existing LOCK; throws LEVEL_LOCKED if its holder may be alive,
-// otherwise moves it out of the way and returns its bytes (or finds it already
-// gone: undefined).
+// otherwise removes it and returns its bytes (or finds it already gone:
+// undefined). Breakers are serialized by LOCK.break, created exclusively and
+// removed after: only its holder removes LOCK, and only while LOCK still holds
+// the bytes judged stale. Nothing else removes a LOCK but its own holder, and
+// nothing creates one over an existing one, so a live holder's LOCK is never
+// removed (without LOCK.break, a taker that moved LOCK aside could move a lock
+// a second taker had just made, and a third could take it meanwhile: two
+// holders).
 function takeOverStale (fs: FileSystem, dir: string, lockPath: string, token: string): Buffer | undefined {
-  let seen = readLock(fs, lockPath)
-  if (seen === undefined) return undefined // released meanwhile; just try to create again
+  const judged = readJudged(fs, lockPath)
+  if (judged === undefined) return undefined // released meanwhile; just try to create again
+  refuseLiveHolder(dir, judged.holder)
+
+  const breakPath = join(dir, LOCK_BREAK)
+  const breaker = Buffer.from(`pid ${process.pid}\nhost ${os.hostname()}\ntoken ${token}\n`)
+  if (!tryCreate(fs, breakPath, breaker)) {
+    // Another process is taking over now (it holds LOCK.break for a few file
+    // operations), or died doing so: its break file is taken over as a stale
+    // LOCK was before LOCK.break (moved aside, checked), which needs a breaker's
+    // death and three takers at once to go wrong.
+    const other = readJudged(fs, breakPath)
+    if (other !== undefined) {
+      refuseLiveHolder(dir, other.holder, ' (taking over a stale lock)')
+      moveAside(fs, dir, breakPath, other.seen, token)
+    }
+    if (!tryCreate(fs, breakPath, breaker)) throw locked(dir, 'another process (taking over a stale lock)')
+  }
+  breakingTokens.add(token)
+  try {
+    const now = readLock(fs, lockPath)
+    if (now === undefined) return undefined
+    if (!now.equals(judged.seen)) throw locked(dir, 'another process (it took the lock concurrently)')
+    fs.remove(lockPath)
+    return judged.seen
+  } finally {
+    breakingTokens.delete(token)
+    try { fs.remove(breakPath) } catch {}
+  }
+}
+
+// A lock file's bytes and holder (waiting a little for a file created but not
+// yet written); undefined if it does not exist.
+function readJudged (fs: FileSystem, file: string): { seen: Buffer, holder: LockContents | undefined } | undefined {
+  let seen = readLock(fs, file)
+  if (seen === undefined) return undefined
   let holder = parseLock(seen.toString('latin1'))
   for (let waited = 0; holder === undefined && waited < EMPTY_WAIT_MS; waited += EMPTY_POLL_MS) {
     sleepSync(EMPTY_POLL_MS)
-    seen = readLock(fs, lockPath)
+    seen = readLock(fs, file)
     if (seen === undefined) return undefined
     holder = parseLock(seen.toString('latin1'))
   }
+  return { seen, holder }
+}
 
-  if (holder !== undefined) {
-    if (holder.host !== undefined && holder.host !== os.hostname()) {
-      throw locked(dir, `process ${holder.pid} on host ${holder.host}`)
-    }
-    if (holder.pid === process.pid) {
-      if (liveTokens.has(holder.token)) throw locked(dir, 'another open database in this process')
-    } else if (isAlive(holder.pid)) {
-      throw locked(dir, `process ${holder.pid}`)
-    }
+// Throws LEVEL_LOCKED if the holder may be alive (on another host: cannot be checked).
+function refuseLiveHolder (dir: string, holder: LockContents | undefined, doing = ''): void {
+  if (holder === undefined) return
+  if (holder.host !== undefined && holder.host !== os.hostname()) {
+    throw locked(dir, `process ${holder.pid} on host ${holder.host}${doing}`)
   }
+  if (holder.pid === process.pid) {
+    if (liveTokens.has(holder.token) || breakingTokens.has(holder.token)) throw locked(dir, 'another open database in this process')
+  } else if (isAlive(holder.pid)) {
+    throw locked(dir, `process ${holder.pid}${doing}`)
+  }
+}
 
-  // Stale: move it aside under a name nobody else will use, and make sure what
-  // we moved is what we judged.
+// Moves a stale lock file out of the way under a name nobody else will use, and
+// makes sure what it moved is what was judged (if not, it moved a file another
+// process has just made: put back, LEVEL_LOCKED).
+function moveAside (fs: FileSystem, dir: string, file: string, seen: Buffer, token: string): void {
   const aside = join(dir, `${LOCK}.stale-${token}`)
   try {
-    fs.rename(lockPath, aside)
+    fs.rename(file, aside)
   } catch (err) {
-    if (errCode(err) === 'ENOENT') return undefined // someone else moved it first; race for the create
+    if (errCode(err) === 'ENOENT') return // someone else moved it first; race for the create
     throw ioError(`Cannot move stale lock file aside: ${(err as Error).message}`, err, LOCK)
   }
   const moved = readLock(fs, aside)
   if (moved !== undefined && !moved.equals(seen)) {
-    // We moved a lock another process took after our read. Put it back without
-    // overwriting anything, and back off.
     try {
-      fs.createExclusive(lockPath, moved)
+      fs.createExclusive(file, moved)
     } catch {}
     fs.remove(aside)
     throw locked(dir, 'another process (it took the lock concurrently)')
   }
   fs.remove(aside)
-  return seen
 }
