@@ -29,8 +29,8 @@
 //                        logNumber, sequence)
 //
 // A point is due in the first round and the last (stop(), close()), after a
-// log let go unshipped (below), and in between once pointLogBytes of log were put since the last one or
-// pointIntervalMs passed. Between points only segments go out: a restore
+// log let go unshipped (below), and in between once pointLogBytes of log were
+// put since the last one or pointIntervalMs passed. Between points only segments go out: a restore
 // replays at most about that much log after its point, and the tables that
 // compactions replace in the meantime (most of what a bulk load writes) are
 // never read, hashed or put.
@@ -104,7 +104,7 @@ export interface ShipperSource {
   sealedLog: (number: number) => SealedLog | undefined
   /** The visible sequence number now. */
   sequence: () => number
-  /** Reads a table whole with its checksums off the event loop (a job thread), where the engine can; else the shipper reads it. */
+  /** Reads a table's checksums, and its bytes if keepBytes, off the event loop (a job thread), where the engine can; else the shipper reads it. */
   readTable?: (path: string, size: number, keepBytes: boolean) => Promise<TableContent>
   /** The tables' paths name this machine's files: a store with putFile copies them itself. */
   hostFiles?: boolean
@@ -139,7 +139,8 @@ export interface ReplicateOptions {
    * A round puts a point (and the tables it needs) when the version changed and this many bytes of log
    * were put since the last point, or pointIntervalMs passed: the most log a restore replays after its
    * point. Between points only log segments are put, so tables that compactions replace in the meantime
-   * are never put. 0: a point each round the version changed. Default 64 MiB.
+   * are never put. The first and last rounds, and the round after a log let go unshipped, put one
+   * anyway. 0: a point each round the version changed. Default 64 MiB.
    */
   pointLogBytes?: number
   /** See pointLogBytes (ms). 0: no bound by time. Default 60000. */

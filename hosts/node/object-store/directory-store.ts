@@ -6,7 +6,8 @@
 // put writes <dir>/.<name>.<random>.tmp (putFile: a copy of the file there),
 // fsyncs it, then renames it over the key (ifAbsent: links it to the key,
 // which fails if the key exists, then removes the temporary name) and fsyncs
-// the directory: an object is there whole, durably, or not at all. list walks the directories under the prefix.
+// the directory: an object is there whole, durably, or not at all. list walks
+// the directories under the prefix.
 import * as fsp from 'node:fs/promises'
 import { constants as fsConstants } from 'node:fs'
 import * as path from 'node:path'
