@@ -252,8 +252,19 @@ function encodePut (key: string, value: string): Buffer {
 // ---------------------------------------------------------------- processes
 
 const DURATION_MS = Number(process.env.READERS_SOAK_MS ?? 20000)
+/** How long the readers may take to show the writer's last acknowledged op once it is dead for good. */
+const CATCH_UP_MS = 60000
 const LOOP_READERS = 3
 
+interface Reader {
+  /** Resolves once the reader has opened the database. */
+  ready: Promise<void>
+  /** The newest marker it has printed a state for (-2 before any). */
+  marker: () => number
+  /** Asks it to stop after its current refresh. */
+  stop: () => void
+  result: Promise<ReaderResult>
+}
 interface ReaderResult { lines: string[], code: number | null, mode: string }
 
 function lines (child: ChildProcess, onLine: (line: string) => void): void {
@@ -280,13 +291,24 @@ function startWriter (dir: string, acks: Map<number, number>): Promise<ChildProc
   })
 }
 
-function startReader (dir: string, mode: string, durationMs: number): Promise<ReaderResult> {
-  return new Promise((resolve) => {
-    const child = fork(path.join(__dirname, 'fixtures', 'readers-reader.js'), [dir, String(seed), String(durationMs), mode], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })
-    const out: string[] = []
-    lines(child, (line) => out.push(line))
-    child.on('exit', (code) => resolve({ lines: out, code, mode }))
+/**
+ * A reader process. It runs until stop() (or `boundMs`, a bound for a test
+ * gone wrong), so that how long it takes to start under load changes only how
+ * long the test runs, not what the reader sees.
+ */
+function startReader (dir: string, mode: string, boundMs: number): Reader {
+  const child = fork(path.join(__dirname, 'fixtures', 'readers-reader.js'), [dir, String(seed), String(boundMs), mode], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })
+  const out: string[] = []
+  let marker = -2
+  let onReady!: () => void
+  const ready = new Promise<void>((resolve) => { onReady = resolve })
+  lines(child, (line) => {
+    out.push(line)
+    if (line === 'ready') onReady()
+    if (line.startsWith('seen ')) marker = Number(line.split(' ')[3])
   })
+  const result = new Promise<ReaderResult>((resolve) => child.on('exit', (code) => { onReady(); resolve({ lines: out, code, mode }) }))
+  return { ready, marker: () => marker, stop: () => { if (child.connected) child.send('stop') }, result }
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
@@ -300,14 +322,17 @@ test('reader processes follow a writer process that is killed and restarted', as
   const acks = new Map<number, number>()
   const rnd = new Random(seed ^ 0x5eed)
   let writer = await startWriter(dir, acks)
-  const started = Date.now()
+  const bound = DURATION_MS + CATCH_UP_MS + 60000
   const readers = [
-    ...Array.from({ length: LOOP_READERS }, () => startReader(dir, 'loop', DURATION_MS)),
-    startReader(dir, 'interval:20', DURATION_MS)
+    ...Array.from({ length: LOOP_READERS }, () => startReader(dir, 'loop', bound)),
+    startReader(dir, 'interval:20', bound)
   ]
-  // The writer is killed and restarted until shortly before the readers stop,
-  // then killed for good: their last refreshes must reach its last write.
-  const stopAt = started + DURATION_MS - 2500
+  // The clock starts once every reader is up (their start takes seconds on a
+  // loaded machine). The writer is killed and restarted for DURATION_MS, then
+  // killed for good: each reader's refreshes must reach its last write.
+  await Promise.all(readers.map(async (r) => await r.ready))
+  const started = Date.now()
+  const stopAt = started + DURATION_MS
   let kills = 0
   for (;;) {
     await sleep(Math.max(0, Math.min(1500 + rnd.int(2500), stopAt - Date.now())))
@@ -317,8 +342,11 @@ test('reader processes follow a writer process that is killed and restarted', as
     if (Date.now() >= stopAt - 1000) break
     writer = await startWriter(dir, acks)
   }
-  const results = await Promise.all(readers)
   const lastAck = Math.max(...acks.keys())
+  const caughtUpBy = Date.now() + CATCH_UP_MS
+  while (Date.now() < caughtUpBy && readers.some((r) => r.marker() < lastAck)) await sleep(50)
+  for (const r of readers) r.stop()
+  const results = await Promise.all(readers.map(async (r) => await r.result))
   t.ok(kills >= 2, `the writer was killed ${kills} times; it acknowledged ${lastAck + 1} operations`)
   // Acknowledgement times in op order (ops run one after the other, across restarts).
   const acked = [...acks.entries()].sort((a, b) => a[0] - b[0])
