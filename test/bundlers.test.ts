@@ -1,6 +1,6 @@
-// lsm-level/browser through real bundlers: a small app (below) that imports
-// it is built with Vite and with webpack 5 as an application would (the
-// package linked into the app's node_modules, its exports followed; no
+// lsm-level in the browser through real bundlers: a small app (below) that
+// imports it (`Level` from the package's root, and the subpath) is built with
+// Vite and with webpack 5 as an application would (the package linked into the app's node_modules, its exports followed; no
 // polyfill, no alias, no copy of the worker by hand), each build is served
 // and loaded in headless Chromium, and the app runs put, get, an iterator and,
 // after a reload of the page, reads its data back. Both bundlers must find
@@ -22,14 +22,23 @@ const root = path.join(__dirname, '..', '..')
 const RUN_TIMEOUT_MS = 60 * 1000
 
 /** The app: one page; ?phase=write writes and reads, ?phase=read (a new page load) reads what was written. */
-const APP_MAIN = `import { BrowserLevel } from 'lsm-level/browser'
+// The package's root, as an app moving from \`level\` writes it: the \`browser\`
+// export condition, which both bundlers apply to a browser build, gives
+// BrowserLevel; the subpath gives the same class.
+const APP_MAIN = `import { Level } from 'lsm-level'
+import { BrowserLevel } from 'lsm-level/browser'
 
 const report = (line) => globalThis.lsmReport(line)
 const phase = new URLSearchParams(location.search).get('phase')
 const expected = JSON.stringify([['a', '1'], ['b', '2'], ['c', '3']])
 
 async function main () {
-  const db = new BrowserLevel('bundled-app')
+  if (Level !== BrowserLevel) {
+    report('not ok 1 lsm-level resolved to ' + (Level && Level.name) + ', not BrowserLevel')
+    report('# done')
+    return
+  }
+  const db = new Level('bundled-app')
   await db.open()
   if (phase === 'write') {
     await db.put('a', '1')
