@@ -2,7 +2,7 @@
 // (the Level packages' style: 2-space indent, no semicolons, single quotes, a space
 // before a function's parentheses, no trailing commas). `npm run lint` runs it and
 // `npm test` runs that first. The toolchain lives in tools/lint (see its package.json).
-import { js, stylistic, globals, tseslint } from 'lsm-level-lint'
+import { js, stylistic, globals, tseslint, noImportCycles } from 'lsm-level-lint'
 
 // The entries at the repository's root, as relative imports from the folders below it.
 const ENTRIES = ['index', 'browser', 'browser-worker', 'browser-in-worker', 'browser-relay'].flatMap((e) => ['../' + e, '../../' + e, '../../../' + e])
@@ -63,6 +63,13 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-explicit-any': 'off'
     }
+  },
+  {
+    // No import cycles between our modules, type-only imports included
+    // (tools/lint/rules/no-import-cycles.mjs; test/lint-rules.test.ts plants one).
+    files: ['**/*.ts'],
+    plugins: { lsm: { rules: { 'no-import-cycles': noImportCycles } } },
+    rules: { 'lsm/no-import-cycles': 'error' }
   },
   {
     // The layers (docs/ARCHITECTURE.md): imports only go down. The engine (lib/)

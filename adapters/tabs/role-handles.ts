@@ -3,7 +3,7 @@
 // after an owner change they fail with LEVEL_OWNER_CHANGED, but for an
 // iterator that has delivered nothing yet, which is made again on the next owner.
 import type { ServedIterator, ServedSnapshot } from '../remote/host'
-import type { Role, TabDatabase } from './tab-database'
+import type { Role, RoleSource } from './role'
 
 /** Retries of a read (or an iterator that delivered nothing) whose owner was lost. */
 export const READ_RETRIES = 4
@@ -13,7 +13,7 @@ export class Pinned<T> {
   private made: { role: Role, inner: T } | undefined
   private readonly waiting: Promise<{ role: Role, inner: T }> | undefined
 
-  constructor (tab: TabDatabase, make: (role: Role) => T) {
+  constructor (tab: RoleSource, make: (role: Role) => T) {
     const role = tab.currentRole
     if (role !== undefined) this.made = { role, inner: make(role) }
     else {
@@ -54,7 +54,7 @@ export class TabIterator implements ServedIterator {
   private delivered = false
   private lastSeek: Uint8Array | undefined
 
-  constructor (private readonly tab: TabDatabase, private readonly options: Record<string, unknown>, private readonly snapshot: TabSnapshot | undefined) {
+  constructor (private readonly tab: RoleSource, private readonly options: Record<string, unknown>, private readonly snapshot: TabSnapshot | undefined) {
     this.pinned = this.make()
   }
 

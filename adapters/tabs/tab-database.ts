@@ -30,6 +30,7 @@ import { requestWebLock } from '../../hosts/browser/tab-lock'
 import { Owner, clientLockName, openEngine, type OwnerInfo } from './owner'
 import { broadcastChannel, connectToOwner, randomId, type BroadcastChannelLike, type ControlMessage, type Relay } from './transports'
 import { Pinned, READ_RETRIES, TabIterator, TabSnapshot } from './role-handles'
+import type { Role, RoleSource } from './role'
 
 export interface TabOptions {
   /**
@@ -51,10 +52,6 @@ const STALL_MS = 1000
 /** How long the relay has to answer before a connection goes over the fallback instead (see Relay.alive). */
 const RELAY_ALIVE_MS = 250
 
-export type Role =
-  | { kind: 'owner', owner: Owner, db: ServedDatabase }
-  | { kind: 'client', ownerId: string, connection: RemoteConnection, db: RemoteDatabase }
-
 /** What this tab is to the database now, for tabs(). */
 export interface TabInfo {
   role: 'owner' | 'client' | 'none'
@@ -70,7 +67,7 @@ function ownerLockName (dir: string): string {
   return `lsm-level:${dir}:owner`
 }
 
-export class TabDatabase implements OwnedDatabase {
+export class TabDatabase implements OwnedDatabase, RoleSource {
   readonly dir: string
   readonly clientId = randomId()
   private role: Role | undefined

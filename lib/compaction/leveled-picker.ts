@@ -12,14 +12,9 @@
 // alone (a trivial move), unless it would overlap too much of the level below
 // the output (which would make that next compaction expensive).
 import { keyRange, overlapsRange, type FileMeta } from '../manifest/file-meta'
-import type { LeveledTask } from './task-kinds'
-import { compareInternalKeys, type InternalKey } from '../keys'
+import type { LeveledTask, LsmShape } from './task-kinds'
+import { compareInternalKeys } from '../keys'
 import { maxBytesForLevel, NUM_LEVELS, type EngineOptions } from '../options'
-
-export interface LsmShape {
-  levels: FileMeta[][]
-  compactPointers: Array<InternalKey | undefined>
-}
 
 export type PickerOptions = Pick<EngineOptions, 'level0CompactionTrigger' | 'maxBytesForLevelBase' | 'levelMultiplier' | 'targetFileSize'>
 

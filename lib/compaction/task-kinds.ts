@@ -1,10 +1,31 @@
-// The kinds of compaction task, as plain data: what a picker returns and the
-// scheduler runs. Declared apart from the pickers and from the functions of
-// task.ts that use them, so that neither imports the other to name them.
+// The kinds of compaction task, as plain data: what a picker sees (the tree's
+// shape), what it returns and the scheduler runs. Declared apart from the
+// pickers and from the functions of task.ts that use them, and importing none
+// of them, so that each names these types without importing another.
 import type { FileMeta } from '../manifest/file-meta'
-import type { TieredTask } from './tiered-picker'
+import type { InternalKey } from '../keys'
 
-export type { TieredTask } from './tiered-picker'
+/** What a picker decides from: the tables of each level, and where each level's round-robin compaction resumes. */
+export interface LsmShape {
+  levels: FileMeta[][]
+  compactPointers: Array<InternalKey | undefined>
+}
+
+/** Tables that together hold one sorted run of keys: one level-0 table, or a whole level. */
+export interface SortedRun {
+  level: number
+  files: FileMeta[]
+  bytes: number
+}
+
+/** The tiered picker's choice: adjacent sorted runs, possibly across several levels. */
+export interface TieredTask {
+  kind: 'tiered'
+  /** Runs merged, newest first. */
+  runs: SortedRun[]
+  outputLevel: number
+  reason: 'space-amplification' | 'size-ratio' | 'run-count' | 'move' | 'room'
+}
 
 /** Tables of one level merged with the tables of the output level they overlap. */
 export interface TwoLevelMerge {

@@ -11,10 +11,10 @@ import { compareBytes } from '../util/coding'
 import type { VersionEdit } from '../manifest/version-edit'
 import type { RangeTombstone } from '../range-tombstones'
 import type { EngineOptions } from '../options'
-import { pickLeveledCompaction, type LsmShape } from './leveled-picker'
+import { pickLeveledCompaction } from './leveled-picker'
 import { pickTieredCompaction } from './tiered-picker'
 import { pickRangeTombstoneCompaction } from './range-tombstone-picker'
-import type { CompactionTask, ManualTask } from './task-kinds'
+import type { CompactionTask, LsmShape, ManualTask } from './task-kinds'
 
 export type { TwoLevelMerge, LeveledTask, TieredTask, RangeTombstoneTask, ManualTask, CompactionTask } from './task-kinds'
 

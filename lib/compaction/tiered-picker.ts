@@ -38,9 +38,8 @@
 //   5. room: the two adjacent deeper runs of the fewest bytes merge into one.
 // Room is made when rule 2's window, or rule 3's (which then applies at the
 // trigger itself), holds only level-0 tables and cannot be placed.
-import type { FileMeta } from '../manifest/file-meta'
 import { NUM_LEVELS } from '../options'
-import type { LsmShape } from './leveled-picker'
+import type { LsmShape, SortedRun, TieredTask } from './task-kinds'
 
 export interface TieredOptions {
   level0CompactionTrigger: number
@@ -48,21 +47,6 @@ export interface TieredOptions {
   maxSizeAmplificationPercent: number
   /** Default 1 (RocksDB's universal compaction default). */
   sizeRatioPercent: number
-}
-
-export interface SortedRun {
-  level: number
-  files: FileMeta[]
-  bytes: number
-}
-
-/** The tiered picker's choice: adjacent sorted runs, possibly across several levels. */
-export interface TieredTask {
-  kind: 'tiered'
-  /** Runs merged, newest first. */
-  runs: SortedRun[]
-  outputLevel: number
-  reason: 'space-amplification' | 'size-ratio' | 'run-count' | 'move' | 'room'
 }
 
 export function sortedRuns (shape: LsmShape): SortedRun[] {
