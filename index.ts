@@ -1,7 +1,7 @@
 // lsm-level for Node: the abstract-level database of adapters/lsm-level.ts over node:fs,
 // with worker threads for flushes and compactions (hosts/node/platform.ts), and
 // multiProcess opens (adapters/multi-process/).
-// The browser entry is adapters/browser-level.ts.
+// The browser entries are browser.ts (BrowserLevel) and browser-in-worker.ts (OpfsLevel).
 import './hosts/node/platform'
 import './adapters/multi-process/index'
 import { LsmLevel } from './adapters/lsm-level'

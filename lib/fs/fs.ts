@@ -1,9 +1,8 @@
 // The one file-system interface for all engine I/O; hosts/node/node-fs.ts
 // implements it over node:fs, hosts/browser/opfs-fs.ts over the browser's OPFS.
-// Outside node-fs, only the command line (cli/, which lists and reads a
-// database directory to inspect it) and the Node host's job threads (a
-// thread's id, from /proc) use node:fs. Crash and fault tests substitute an
-// in-memory implementation that can crash and inject faults (test/fs/).
+// The engine (lib/) reaches files only through it: it imports no node: module,
+// a rule the linter holds (eslint.config.mjs). Crash and fault tests substitute
+// an in-memory implementation that can crash and inject faults (test/fs/).
 // Calls are synchronous (write(2), pread(2), fsync(2)) but for the `...Async`
 // variants (syncAsync; optionally closeAsync, syncDirAsync, removeAsync), which
 // run off the event loop: group commit overlaps an fsync with new writes, and
