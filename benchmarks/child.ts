@@ -13,9 +13,10 @@ export const ENGINES = ['lsm-level', 'classic-level', 'memory-level'] as const
 /**
  * The engines, and 'lsm-baseline': another build of lsm-level, the bundle in the
  * directory `BENCH_BASELINE` names (e.g. a copy of an older build's dist/node),
- * run beside this one to measure a change.
+ * run beside this one to measure a change; and 'sqlite': SQLite as a key/value
+ * table (benchmarks/sqlite-kv.ts), where it is installed.
  */
-export type EngineName = typeof ENGINES[number] | 'lsm-baseline'
+export type EngineName = typeof ENGINES[number] | 'lsm-baseline' | 'sqlite'
 
 /** lsm-level, this build or the baseline. */
 export const isLsm = (name: EngineName): boolean => name === 'lsm-level' || name === 'lsm-baseline'
@@ -64,9 +65,11 @@ export interface Loaded {
 export function loadEngine (name: EngineName): Loaded {
   const t0 = process.hrtime.bigint()
   /* eslint-disable @typescript-eslint/no-require-imports */
-  const ctor = isLsm(name)
-    ? require(name === 'lsm-level' ? path.join(__dirname, '..', 'node', 'lsm-level.js') : path.resolve(process.env.BENCH_BASELINE!, 'lsm-level.js')).LsmLevel
-    : name === 'classic-level' ? require('classic-level').ClassicLevel : require('memory-level').MemoryLevel
+  const ctor = name === 'sqlite'
+    ? require('./sqlite-kv').SqliteKv
+    : isLsm(name)
+      ? require(name === 'lsm-level' ? path.join(__dirname, '..', 'node', 'lsm-level.js') : path.resolve(process.env.BENCH_BASELINE!, 'lsm-level.js')).LsmLevel
+      : name === 'classic-level' ? require('classic-level').ClassicLevel : require('memory-level').MemoryLevel
   /* eslint-enable @typescript-eslint/no-require-imports */
   const requireMs = millis(t0)
   const BUF = { keyEncoding: 'buffer', valueEncoding: 'buffer' }

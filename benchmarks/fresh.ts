@@ -3,7 +3,8 @@
 // Each engine x workload runs in its own new `node` child with no warmup; 3
 // runs, interleaved workload by workload, the engines' order rotated each run.
 // Reported per row: the measure (median of 3), the ratios of lsm-level to
-// classic-level and memory-level, the target of issue 27 where it has one, and
+// classic-level, memory-level and SQLite (where installed: npm run
+// bench:sqlite-install), the project's target where it has one, and
 // in that child the time of the package's require() and of open(). The warmed
 // comparison is `npm run bench` (run.ts).
 //
@@ -34,6 +35,7 @@ import * as path from 'node:path'
 import { Random } from '../test/util/random'
 import { childSpec, compactAll, ENGINES, type EngineName, isLsm, loadEngine, median, millis, reply, rotated, runChild, settled } from './child'
 import { jsonDocuments } from './json-docs'
+import { sqliteLibrary, sqliteVersion } from './sqlite-kv'
 import { commandLine, dateLine, describeMachine, gitCommit, int, loadNote, machine, mb, ratio, writeSection } from './report'
 
 const N = Number(process.env.BENCH_KEYS ?? 200_000)
@@ -63,10 +65,10 @@ interface Measured { requireMs: number, openMs: number, rows: Record<string, num
 
 /**
  * A row of the report. unit 'rate': things per second, higher is better; 'ms'
- * and 'MB': a cost, lower is better. target: issue 27's target for lsm-level /
+ * and 'MB': a cost, lower is better. target: the project's target for lsm-level /
  * classic-level ("vs": memory-level's), in the row's unit's direction.
  */
-interface Row { what: string, unit: 'rate' | 'ms' | 'MB', target?: number, vs?: 'classic-level' | 'memory-level' }
+interface Row { what: string, unit: 'rate' | 'ms' | 'MB', target?: number, vs?: 'classic-level' | 'memory-level', sqliteTarget?: number }
 
 interface Workload {
   start: Start
@@ -134,7 +136,7 @@ const PERSISTENT: readonly EngineName[] = ['lsm-level', 'classic-level', 'lsm-ba
 const WORKLOADS: Record<string, Workload> = {
   fillbatch: {
     start: 'empty',
-    rows: { fillbatch: { what: 'batches of 1,000 puts; puts/s', unit: 'rate', target: 1.2 } },
+    rows: { fillbatch: { what: 'batches of 1,000 puts; puts/s', unit: 'rate', target: 1.5, sqliteTarget: 1.5 } },
     run: async ({ db }) => {
       const { keys, value } = dataSet()
       const t0 = await startClock()
@@ -144,7 +146,7 @@ const WORKLOADS: Record<string, Workload> = {
   },
   fillrandom: {
     start: 'empty',
-    rows: { fillrandom: { what: 'awaited put, random keys', unit: 'rate', target: 0.8, vs: 'memory-level' } },
+    rows: { fillrandom: { what: 'awaited put, random keys', unit: 'rate', target: 0.8, vs: 'memory-level', sqliteTarget: 1.5 } },
     run: async ({ db }) => {
       const { keys, value } = dataSet()
       const t0 = await startClock()
@@ -178,7 +180,7 @@ const WORKLOADS: Record<string, Workload> = {
   },
   readrandomsync: {
     start: 'random',
-    rows: { readrandomsync: { what: '`getSync`, present keys', unit: 'rate' } },
+    rows: { readrandomsync: { what: '`getSync`, present keys (SQLite: a prepared statement\'s get)', unit: 'rate', sqliteTarget: 1.5 } },
     run: async ({ db }) => {
       const { keys, order } = dataSet()
       const t0 = await startClock()
@@ -188,7 +190,7 @@ const WORKLOADS: Record<string, Workload> = {
   },
   readrandom64: {
     start: 'random',
-    rows: { readrandom64: { what: '64 gets in flight', unit: 'rate', target: 2 } },
+    rows: { readrandom64: { what: '64 gets in flight', unit: 'rate', target: 3 } },
     run: async ({ db }) => {
       const { keys, order } = dataSet()
       let next = 0
@@ -201,7 +203,7 @@ const WORKLOADS: Record<string, Workload> = {
   },
   readseq: {
     start: 'random',
-    rows: { readseq: { what: 'one full scan, `nextv(1000)`; entries/s', unit: 'rate', target: 2 } },
+    rows: { readseq: { what: 'one full scan, `nextv(1000)`; entries/s', unit: 'rate', target: 2.5, sqliteTarget: 1.5 } },
     run: async ({ db }) => {
       let n = 0
       const t0 = await startClock()
@@ -443,7 +445,8 @@ async function parent (): Promise<void> {
   const startLoad = loadNote()
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-fresh-'))
   const script = __filename
-  const engines: EngineName[] = BASELINE === undefined ? [...ENGINES] : [...ENGINES, 'lsm-baseline']
+  const engines: EngineName[] = [...ENGINES, ...(BASELINE === undefined ? [] : ['lsm-baseline' as const]), ...(sqliteLibrary() === undefined ? [] : ['sqlite' as const])]
+  if (!engines.includes('sqlite')) console.error('# SQLite is not installed: `npm run bench:sqlite-install` adds it (better-sqlite3, compiled here: about 2 minutes)')
   const enginesOf = (w: string): EngineName[] => engines.filter((e) => (WORKLOADS[w].engines ?? engines).includes(e))
   const workloads = Object.keys(WORKLOADS).filter((w) => ONLY === undefined || ONLY.has(w))
   const results: Results = { rows: new Map(), times: new Map() }
@@ -511,6 +514,7 @@ function format (unit: Row['unit'], x: number): string {
 
 function report (started: Date, startLoad: string, engines: EngineName[], results: Results): string {
   const baseline = engines.includes('lsm-baseline')
+  const sqlite = engines.includes('sqlite')
   const lines: string[] = []
   lines.push('### Fresh processes: each engine and workload in a new `node` child, no warmup')
   lines.push('')
@@ -522,10 +526,14 @@ function report (started: Date, startLoad: string, engines: EngineName[], result
     `the JSON rows: ${int(N)} order documents (benchmarks/json-docs.ts) under 12-byte ids, utf8 encodings, in a random order. ` +
     'Fills start empty; reads and opens start from a copy of a database filled and compacted by a preparation child (memory-level: filled in the child before the clock starts). Default options.')
   lines.push(`- ${RUNS} runs, interleaved workload by workload, the engines' order rotated each run; each cell is the median of the ${RUNS}. ` +
-    'Rates: higher is better; ms and MB: lower is better, and the ratios are of those costs. Target: issue 27\'s, for lsm / classic unless marked "memory". ' +
+    'Rates: higher is better; ms and MB: lower is better, and the ratios are of those costs. Target: the project\'s, for lsm / classic unless marked "memory" or "sqlite". ' +
     'require and open: milliseconds in that child (median).' + (baseline ? ` lsm-baseline: the bundle in ${BASELINE}.` : ''))
+  lines.push(sqlite
+    ? `- SQLite: ${sqliteVersion()}, one \`WITHOUT ROWID\` table of BLOB keys and values, WAL mode, \`synchronous=NORMAL\` (a commit reaches the OS, no fsync, as lsm-level's \`sync: false\`); each awaited call a prepared statement behind a resolved promise, a batch one transaction, a scan one \`SELECT ... ORDER BY k\` stepped as read (benchmarks/sqlite-kv.ts).`
+    : '- SQLite: not installed here (`npm run bench:sqlite-install`).')
   lines.push('')
-  const head = ['workload', 'what', 'lsm-level', 'classic-level', 'memory-level', ...(baseline ? ['lsm-baseline'] : []), 'lsm / classic', 'lsm / memory', ...(baseline ? ['lsm / baseline'] : []),
+  const head = ['workload', 'what', 'lsm-level', 'classic-level', 'memory-level', ...(sqlite ? ['sqlite'] : []), ...(baseline ? ['lsm-baseline'] : []),
+    'lsm / classic', 'lsm / memory', ...(sqlite ? ['lsm / sqlite'] : []), ...(baseline ? ['lsm / baseline'] : []),
     'target', 'require lsm / classic (ms)', 'open lsm / classic (ms)']
   lines.push(`| ${head.join(' | ')} |`)
   lines.push(`|---|---|${head.slice(2).map(() => '---:').join('|')}|`)
@@ -543,9 +551,13 @@ function report (started: Date, startLoad: string, engines: EngineName[], result
       const met = against !== undefined && (def.unit === 'rate' ? lsm / against >= def.target : lsm / against <= def.target)
       target = `${def.unit === 'rate' ? '>=' : '<='} ${def.target}x${def.vs === 'memory-level' ? ' memory' : ''}: ${met ? 'met' : '**missed**'}`
     }
+    if (def.sqliteTarget !== undefined && value('sqlite') !== undefined) {
+      const met = lsm / value('sqlite')! >= def.sqliteTarget
+      target += `${target === '' ? '' : '; '}>= ${def.sqliteTarget}x sqlite: ${met ? 'met' : '**missed**'}`
+    }
     const what = def.unit === 'rate' ? def.what : `${def.what}${def.unit === 'MB' ? '; MB' : ''}`
-    lines.push(`| ${row} | ${what} | ${cell('lsm-level')} | ${cell('classic-level')} | ${cell('memory-level')} | ${baseline ? cell('lsm-baseline') + ' | ' : ''}` +
-      `${rel('classic-level')} | ${rel('memory-level')} | ${baseline ? rel('lsm-baseline') + ' | ' : ''}${target} | ` +
+    lines.push(`| ${row} | ${what} | ${cell('lsm-level')} | ${cell('classic-level')} | ${cell('memory-level')} | ${sqlite ? cell('sqlite') + ' | ' : ''}${baseline ? cell('lsm-baseline') + ' | ' : ''}` +
+      `${rel('classic-level')} | ${rel('memory-level')} | ${sqlite ? rel('sqlite') + ' | ' : ''}${baseline ? rel('lsm-baseline') + ' | ' : ''}${target} | ` +
       `${ms('lsm-level', 'requireMs')} / ${ms('classic-level', 'requireMs')} | ${ms('lsm-level', 'openMs')} / ${ms('classic-level', 'openMs')} |`)
   }
   return lines.join('\n')
