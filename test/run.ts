@@ -2,7 +2,8 @@
 // summary line: "N passed, N failed" (", N skipped" when tests or assertions
 // were skipped, each listed above it with its file, its name and the reason:
 // a browser test that cannot run here, say). Exits non-zero on any failure.
-// `node dist/test/run.js wal memtable` runs only files matching a name.
+// `node dist/test/run.js wal memtable` runs only files matching a name;
+// `--quick` leaves out the browser files and the slow ones (SLOW).
 //
 // Files run one at a time, in name order: tests that depend on the CPU they
 // get (reader processes that must see writes, a browser's limit of workers)
@@ -26,19 +27,35 @@ import { tapSkips } from './util/tap-skips'
 
 /** The test files' directory: this one, or LSM_TEST_DIR (the runner's own test runs it on fixture files). */
 const dir = process.env.LSM_TEST_DIR ?? __dirname
-const filters = process.argv.slice(2)
+/** `--quick` (npm run test:quick): every file but the browser files and the slow ones (SLOW), for a contributor's loop. */
+const quick = process.argv.includes('--quick')
+const filters = process.argv.slice(2).filter((a) => a !== '--quick')
+/** Files that drive a browser: the longest ones, and heavy on both cores. */
+const isBrowserFile = (f: string): boolean => f.startsWith('browser') || f.startsWith('bundlers')
+/**
+ * The files `--quick` leaves out besides the browser files: the long system
+ * tests (crashes, kills, many processes, the model, the other compliance
+ * suites) and each file that took more than 25 s in a serial run on 2 busy
+ * cores (2026-12-06, docs/TESTING.md "The quick loop"). compliance-default
+ * stays in, slow as it is: the loop runs one compliance suite.
+ */
+const SLOW = [
+  'backup', 'backup-generations', 'batch-path', 'checkpoint', 'cli', 'compaction', 'compliance-multi-process', 'compliance-remote',
+  'compliance-tiered', 'compliance-tiny', 'corruption', 'crash-sweep', 'engine', 'kill', 'model', 'multi-process', 'multi-process-torture',
+  'readers', 'replica', 'sstable', 'stats', 'table-format', 'wal'
+]
+const baseName = (f: string): string => f.replace(/\.test\.js$/, '')
 const files = fs.readdirSync(dir)
   .filter((f) => f.endsWith('.test.js'))
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+  .filter((f) => !quick || (!isBrowserFile(f) && !SLOW.includes(baseName(f))))
   .sort()
 
 const lanes = Math.max(1, Number(process.env.LSM_TEST_LANES ?? 1) | 0)
-/** Files that drive a browser: the longest ones, and heavy on both cores. */
-const isBrowserFile = (f: string): boolean => f.startsWith('browser') || f.startsWith('bundlers')
 /** The longest files, longest first (minutes each on 2 cores); the others follow in name order. */
 const LONGEST = ['browser-firefox', 'browser', 'browser-tabs', 'browser-firefox-tabs', 'engine', 'crash-sweep', 'model', 'compliance-default', 'compaction']
 const rank = (f: string): number => {
-  const i = LONGEST.indexOf(f.replace(/\.test\.js$/, ''))
+  const i = LONGEST.indexOf(baseName(f))
   return i < 0 ? LONGEST.length : i
 }
 const byLength = (list: string[]): string[] => list.slice().sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0))

@@ -4,6 +4,7 @@
 // summarize() skips again in Node's output. The runner runs a directory of
 // fixture files here (LSM_TEST_DIR), each with skips of one kind, and its
 // summary must name each skip once, with a count equal to the list's length.
+// `--quick` must leave out the browser files and the slow ones.
 import test from 'tape'
 import { spawnSync } from 'node:child_process'
 import * as fs from 'node:fs'
@@ -69,5 +70,17 @@ test('runner: every form of tape skip is counted and listed, the count equal to 
   t.is(count, listed.length, 'the list\'s count is its length')
   t.is(Number(/(\d+) skipped$/.exec(last)?.[1]), listed.length, 'and the summary line\'s')
   t.ok(out.includes('== forms.test.js: 2 passed, 0 failed, 4 skipped'), 'the file\'s line counts its skips')
+  t.end()
+})
+
+test('runner: --quick leaves out the browser files and the slow ones', (t) => {
+  const dir = tempDir('lsm-runner-')
+  const failing = `const test = require(${TAPE})\ntest('not in the quick loop', (t) => { t.fail('ran'); t.end() })\n`
+  fs.writeFileSync(path.join(dir, 'browser-fake.test.js'), failing)
+  fs.writeFileSync(path.join(dir, 'crash-sweep.test.js'), failing)
+  fs.writeFileSync(path.join(dir, 'unit.test.js'), `const test = require(${TAPE})\ntest('a unit test', (t) => { t.pass('ran'); t.end() })\n`)
+  const r = spawnSync(process.execPath, [path.join(__dirname, 'run.js'), '--quick'], { env: { ...process.env, LSM_TEST_DIR: dir }, encoding: 'utf8', timeout: 120_000 })
+  t.is(r.status, 0, 'the runner exits 0')
+  t.deepEqual([...r.stdout.matchAll(/^== ([\w.-]+):/gm)].map((m) => m[1]), ['unit.test.js'], 'only the unit file ran')
   t.end()
 })
