@@ -1,10 +1,11 @@
 // The test runner (test/run.ts) counts and lists every skip tape prints: a
-// skipped test ("# SKIP <name>"), a skipped assertion ("ok N <msg> # SKIP"),
-// and the skips of a browser page's run, which test/browser/harness.ts's
-// summarize() skips again in Node's output. The runner runs a directory of
-// fixture files here (LSM_TEST_DIR), each with skips of one kind, and its
-// summary must name each skip once, with a count equal to the list's length.
-// `--quick` must leave out the browser files and the slow ones.
+// skipped test ("# SKIP <name>"; test.skip's too, which util/assertion-guard.ts
+// registers), a skipped assertion ("ok N <msg> # SKIP"), and the skips of a
+// browser page's run, which test/browser/harness.ts's summarize() skips again
+// in Node's output. The runner runs a directory of fixture files here
+// (LSM_TEST_DIR), and its summary must name each skip once, with a count equal
+// to the list's length. `--quick` must leave out the browser files and the
+// slow ones.
 import test from 'tape'
 import { spawnSync } from 'node:child_process'
 import * as fs from 'node:fs'
@@ -25,6 +26,7 @@ test('a test with skipped assertions', (t) => {
   t.ok(true, 'a check not run', { skip: 'needs root' })
   t.end()
 })
+test.skip('registered with test.skip', (t) => { t.end() })
 `,
   // A page's TAP lines, as a browser test receives them.
   'page.test.js': `const test = require(${TAPE})
@@ -47,6 +49,7 @@ const EXPECTED_SKIPS = [
   'forms.test.js: a test skipped for a reason no browser here',
   'forms.test.js: a test with skipped assertions: an emulator is missing',
   'forms.test.js: a test with skipped assertions: a check not run (needs root)',
+  'forms.test.js: registered with test.skip',
   'page.test.js: a page run: in the page: page test: a page check (no sync handles)',
   'page.test.js: a page run: in the page: a page test not run',
   'raw.test.js: raw: a raw test'
@@ -69,7 +72,7 @@ test('runner: every form of tape skip is counted and listed, the count equal to 
   t.deepEqual(listed, EXPECTED_SKIPS, 'each skip, with its file, its test and its reason')
   t.is(count, listed.length, 'the list\'s count is its length')
   t.is(Number(/(\d+) skipped$/.exec(last)?.[1]), listed.length, 'and the summary line\'s')
-  t.ok(out.includes('== forms.test.js: 2 passed, 0 failed, 4 skipped'), 'the file\'s line counts its skips')
+  t.ok(out.includes('== forms.test.js: 2 passed, 0 failed, 5 skipped'), 'the file\'s line counts its skips')
   t.end()
 })
 
