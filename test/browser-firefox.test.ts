@@ -86,7 +86,7 @@ if (missing !== undefined) {
   firefoxTest('firefox: the abstract-level compliance suite (default options) through the main thread\'s database, on OPFS', async (t) => {
     const t0 = Date.now()
     const lines = await run(t, 'run=compliance&config=default')
-    const { pass, fail, failures } = summarize(lines)
+    const { pass, fail, failures } = summarize(t, lines)
     t.is(fail, 0, `no failure in the browser (${pass} passed, ${fail} failed, ${((Date.now() - t0) / 1000).toFixed(1)} s)`)
     // 4,668 assertions pass in Firefox ESR 140 (4,670 in Chromium); a run that stopped early passes fewer.
     t.ok(pass >= 4668, `the whole suite ran (${pass} assertions passed)`)
@@ -95,7 +95,7 @@ if (missing !== undefined) {
 
   firefoxTest('firefox: data survives a new page load (OPFS on disk), synced write included', async (t) => {
     const location = `persist-${Date.now()}`
-    const wrote = summarize(await run(t, `run=persist-write&location=${location}`))
+    const wrote = summarize(t, await run(t, `run=persist-write&location=${location}`))
     t.is(wrote.failures.length, 0, 'wrote the data set' + (wrote.failures[0] !== undefined ? `: ${wrote.failures[0]}` : ''))
     const lines = await run(t, `run=persist-read&location=${location}`)
     const read = lines.filter((l) => /^(not )?ok /.test(l))
@@ -126,7 +126,7 @@ if (missing !== undefined) {
       const seed = (seed0 + i) >>> 0
       const t0 = Date.now()
       const lines = await run(t, `run=engine&seed=${seed}`)
-      const { pass, fail, failures } = summarize(lines)
+      const { pass, fail, failures } = summarize(t, lines)
       const ok = fail === 0 && pass >= 40
       // 8 rounds of 3 checks and the background-work check (25), the snapshot test (6), the range-delete test (6), the burst (3).
       t.ok(ok, `run ${i + 1} of ${RUNS}, SEED=${seed}: ${pass} passed, ${fail} failed (${((Date.now() - t0) / 1000).toFixed(1)} s)`)
@@ -148,7 +148,7 @@ if (missing !== undefined) {
     firefoxTest(WORKER_COMPLIANCE, async (t) => {
       const t0 = Date.now()
       const lines = await run(t, 'run=in-worker&what=compliance')
-      const { pass, fail, failures } = summarize(lines)
+      const { pass, fail, failures } = summarize(t, lines)
       t.is(fail, 0, `no failure in the worker (${pass} passed, ${fail} failed, ${((Date.now() - t0) / 1000).toFixed(1)} s)`)
       t.ok(pass >= 5170, `the whole suite ran (${pass} assertions passed)`)
       if (fail > 0 || pass < 5170) diagnose(t, failures, lines)
@@ -157,7 +157,7 @@ if (missing !== undefined) {
 
   firefoxTest('firefox: OpfsLevel in a worker: getSync = get through flushes and a compaction; a second database there gets LEVEL_LOCKED; a failed open holds nothing', async (t) => {
     const lines = await run(t, 'run=in-worker&what=checks')
-    const { pass, fail, failures } = summarize(lines)
+    const { pass, fail, failures } = summarize(t, lines)
     t.is(fail, 0, `no failure in the worker (${pass} passed)`)
     t.ok(pass >= 9, `every check ran (${pass} assertions passed)`)
     if (fail > 0 || pass < 9) diagnose(t, failures, lines)

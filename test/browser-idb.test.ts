@@ -87,7 +87,7 @@ if (missing !== undefined) {
   test("browser-idb: the abstract-level compliance suite through BrowserLevel with storage: 'indexeddb'", async (t) => {
     const context = await browser.newContext()
     const t0 = Date.now()
-    const { pass, fail, failures } = summarize(await run(context, `${base}/storage.html?run=compliance&storage=indexeddb`, COMPLIANCE_TIMEOUT_MS))
+    const { pass, fail, failures } = summarize(t, await run(context, `${base}/storage.html?run=compliance&storage=indexeddb`, COMPLIANCE_TIMEOUT_MS))
     await context.close()
     for (const f of failures.slice(0, 20)) t.comment(f)
     t.is(fail, 0, `no failure (${pass} passed, ${fail} failed, ${((Date.now() - t0) / 1000).toFixed(1)} s)`)

@@ -67,7 +67,7 @@ if (missing !== undefined) {
       for (let i = 0; i < runs; i++) {
         const seed = (seed0 + i) >>> 0
         const t0 = Date.now()
-        const { pass, fail, failures } = summarize(await session.run(`${base}/storage.html?run=engine&seed=${seed}`, COMPLIANCE_TIMEOUT_MS))
+        const { pass, fail, failures } = summarize(t, await session.run(`${base}/storage.html?run=engine&seed=${seed}`, COMPLIANCE_TIMEOUT_MS))
         // 8 rounds of 3 checks and the background-work check (25), the snapshot test (6), the range-delete test (6), the burst (3).
         const ok = fail === 0 && pass >= 40
         if (ok) passed++
@@ -84,7 +84,7 @@ if (missing !== undefined) {
     const session = await driver.session([OPFS_FEATURES])
     try {
       const t0 = Date.now()
-      const { pass, fail, failures } = summarize(await session.run(`${base}/storage.html?run=compliance`, COMPLIANCE_TIMEOUT_MS))
+      const { pass, fail, failures } = summarize(t, await session.run(`${base}/storage.html?run=compliance`, COMPLIANCE_TIMEOUT_MS))
       for (const f of failures.slice(0, 20)) t.comment(f)
       t.is(fail, 0, `no failure in WebKit (${pass} passed, ${fail} failed, ${((Date.now() - t0) / 1000).toFixed(1)} s)`)
       // BrowserLevel's manifest makes 4,670 assertions of the suite (test/browser.test.ts), less the 2 of

@@ -59,7 +59,7 @@ if (missing !== undefined) {
       const context = await browser.newContext()
       const { run } = await reportingPage(context)
       const t0 = Date.now()
-      const result = summarize(await run(`${base}/test.html?run=compliance&config=${config}`))
+      const result = summarize(t, await run(`${base}/test.html?run=compliance&config=${config}`))
       await context.close()
       return { config, seconds: (Date.now() - t0) / 1000, ...result }
     })
@@ -77,7 +77,7 @@ if (missing !== undefined) {
     const context = await browser.newContext()
     const { run } = await reportingPage(context)
     const location = `persist-${Date.now()}`
-    const wrote = summarize(await run(`${base}/test.html?run=persist-write&location=${location}`))
+    const wrote = summarize(t, await run(`${base}/test.html?run=persist-write&location=${location}`))
     t.is(wrote.failures.length, 0, 'wrote the data set' + (wrote.failures[0] !== undefined ? `: ${wrote.failures[0]}` : ''))
     const lines = await run(`${base}/test.html?run=persist-read&location=${location}`)
     const read = lines.filter((l) => /^(not )?ok /.test(l))
@@ -107,7 +107,7 @@ if (missing !== undefined) {
     t.comment(`SEED=${seed} (SEED=${seed} replays it)`)
     const context = await browser.newContext()
     const { run } = await reportingPage(context)
-    const { pass, fail, failures } = summarize(await run(`${base}/test.html?run=engine&seed=${seed}`))
+    const { pass, fail, failures } = summarize(t, await run(`${base}/test.html?run=engine&seed=${seed}`))
     for (const f of failures.slice(0, 20)) t.comment(f)
     t.is(fail, 0, `no failure in the browser (${pass} passed)`)
     // 8 rounds of 3 checks and the background-work check (25), the snapshot
@@ -120,7 +120,7 @@ if (missing !== undefined) {
     const context = await browser.newContext()
     const { run } = await reportingPage(context)
     const t0 = Date.now()
-    const { pass, fail, failures } = summarize(await run(`${base}/test.html?run=in-worker&what=compliance`))
+    const { pass, fail, failures } = summarize(t, await run(`${base}/test.html?run=in-worker&what=compliance`))
     await context.close()
     for (const f of failures.slice(0, 20)) t.comment(f)
     t.is(fail, 0, `no failure in the worker (${pass} passed, ${fail} failed, ${((Date.now() - t0) / 1000).toFixed(1)} s)`)
@@ -134,7 +134,7 @@ if (missing !== undefined) {
   test('browser: OpfsLevel in a worker: getSync = get through flushes and a compaction; a second database there gets LEVEL_LOCKED; a failed open holds nothing', async (t) => {
     const context = await browser.newContext()
     const { run } = await reportingPage(context)
-    const { pass, fail, failures } = summarize(await run(`${base}/test.html?run=in-worker&what=checks`))
+    const { pass, fail, failures } = summarize(t, await run(`${base}/test.html?run=in-worker&what=checks`))
     await context.close()
     for (const f of failures) t.comment(f)
     t.is(fail, 0, `no failure in the worker (${pass} passed)`)

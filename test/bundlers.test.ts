@@ -179,7 +179,7 @@ if (missing !== undefined) {
       const { server, base } = await serve(out)
       try {
         const lines = await runApp(browser, base)
-        const { failures } = summarize(lines)
+        const { failures } = summarize(t, lines)
         const checks = lines.filter((l) => /^(not )?ok /.test(l))
         t.is(checks.length, 2, `two checks reported by the app${failures.length > 0 ? ': ' + failures.join(' | ') : ''}`)
         for (const line of checks) t.ok(line.startsWith('ok '), line)

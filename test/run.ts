@@ -1,16 +1,19 @@
 // Runs every test file (dist/test/*.test.js) in its own process and prints a
-// summary line: "N passed, N failed" (", N skipped" when files registered
-// skipped tests, which it lists: a browser test that cannot run here). Exits
-// non-zero on any failure. `node dist/test/run.js wal memtable` runs only files
-// matching a name.
+// summary line: "N passed, N failed" (", N skipped" when tests or assertions
+// were skipped, each listed above it with its file, its name and the reason:
+// a browser test that cannot run here, say). Exits non-zero on any failure.
+// `node dist/test/run.js wal memtable` runs only files matching a name;
+// `--quick` leaves out the browser files and the slow ones (SLOW).
 //
-// Files run in two lanes at once (LSM_TEST_LANES=1 runs them one after the
-// other): the browser files (test/browser*.test.ts, bundlers) are one lane's
-// queue and the Node files the other's, so that one browser runs at a time
-// while Node files run beside it; a lane whose queue is empty takes the next
-// file of the other's. Each queue starts with its longest files (LONGEST), so
-// that the lanes end close together. Each file's output is buffered and
-// printed whole when it ends, with its counts and time.
+// Files run one at a time, in name order: tests that depend on the CPU they
+// get (reader processes that must see writes, a browser's limit of workers)
+// failed when browser files ran beside Node files on 2 cores. LSM_TEST_LANES=2
+// opts into two lanes: the browser files (test/browser*.test.ts, bundlers) are
+// one lane's queue and the Node files the other's, so that one browser runs at
+// a time while Node files run beside it; a lane whose queue is empty takes the
+// next file of the other's. Each queue then starts with its longest files
+// (LONGEST), so that the lanes end close together. Each file's output is
+// buffered and printed whole when it ends, with its counts and time.
 //
 // Each process preloads util/assertion-guard.js, which fails a test that makes
 // no assertion. A file that runs longer than LSM_TEST_FILE_TIMEOUT_S seconds
@@ -20,21 +23,39 @@
 import { spawn } from 'node:child_process'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
+import { tapSkips } from './util/tap-skips'
 
-const dir = __dirname
-const filters = process.argv.slice(2)
+/** The test files' directory: this one, or LSM_TEST_DIR (the runner's own test runs it on fixture files). */
+const dir = process.env.LSM_TEST_DIR ?? __dirname
+/** `--quick` (npm run test:quick): every file but the browser files and the slow ones (SLOW), for a contributor's loop. */
+const quick = process.argv.includes('--quick')
+const filters = process.argv.slice(2).filter((a) => a !== '--quick')
+/** Files that drive a browser: the longest ones, and heavy on both cores. */
+const isBrowserFile = (f: string): boolean => f.startsWith('browser') || f.startsWith('bundlers')
+/**
+ * The files `--quick` leaves out besides the browser files: the long system
+ * tests (crashes, kills, many processes, the model, the other compliance
+ * suites) and each file that took more than 25 s in a serial run on 2 busy
+ * cores (2026-12-06, docs/TESTING.md "The quick loop"). compliance-default
+ * stays in, slow as it is: the loop runs one compliance suite.
+ */
+const SLOW = [
+  'backup', 'backup-generations', 'batch-path', 'checkpoint', 'cli', 'compaction', 'compliance-multi-process', 'compliance-remote',
+  'compliance-tiered', 'compliance-tiny', 'corruption', 'crash-sweep', 'engine', 'kill', 'model', 'multi-process', 'multi-process-torture',
+  'readers', 'replica', 'sstable', 'stats', 'table-format', 'wal'
+]
+const baseName = (f: string): string => f.replace(/\.test\.js$/, '')
 const files = fs.readdirSync(dir)
   .filter((f) => f.endsWith('.test.js'))
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+  .filter((f) => !quick || (!isBrowserFile(f) && !SLOW.includes(baseName(f))))
   .sort()
 
-const lanes = Math.max(1, Number(process.env.LSM_TEST_LANES ?? 2) | 0)
-/** Files that drive a browser: the longest ones, and heavy on both cores. */
-const isBrowserFile = (f: string): boolean => f.startsWith('browser') || f.startsWith('bundlers')
+const lanes = Math.max(1, Number(process.env.LSM_TEST_LANES ?? 1) | 0)
 /** The longest files, longest first (minutes each on 2 cores); the others follow in name order. */
 const LONGEST = ['browser-firefox', 'browser', 'browser-tabs', 'browser-firefox-tabs', 'engine', 'crash-sweep', 'model', 'compliance-default', 'compaction']
 const rank = (f: string): number => {
-  const i = LONGEST.indexOf(f.replace(/\.test\.js$/, ''))
+  const i = LONGEST.indexOf(baseName(f))
   return i < 0 ? LONGEST.length : i
 }
 const byLength = (list: string[]): string[] => list.slice().sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0))
@@ -43,7 +64,7 @@ const queues = lanes === 1 ? [files.slice()] : [byLength(files.filter(isBrowserF
 let passed = 0
 let failed = 0
 const failures: string[] = []
-/** Tests a file registered as skipped (tape prints "# SKIP <name>"), with the file's name. */
+/** The skipped tests and assertions (util/tap-skips.ts), each with its file's name. */
 const skips: string[] = []
 const started = Date.now()
 
@@ -65,7 +86,7 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 /** Runs one test file to its end, its output kept, not printed. */
 async function runFile (file: string): Promise<Outcome> {
   return await new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--expose-gc', '--require', path.join(dir, 'util', 'assertion-guard.js'), path.join(dir, file)], {
+    const child = spawn(process.execPath, ['--expose-gc', '--require', path.join(__dirname, 'util', 'assertion-guard.js'), path.join(dir, file)], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, LSM_PARANOID: process.env.LSM_PARANOID ?? '1' },
       // Its own process group: a timeout kills the browsers and workers it started, too.
@@ -90,19 +111,22 @@ async function runFile (file: string): Promise<Outcome> {
   })
 }
 
-/** Prints a finished file's output (failures and diagnostics; not the stream of "ok" lines) and counts it. */
+/** Prints a finished file's output (failures, skips and diagnostics; not the stream of passing "ok" lines) and counts it. */
 function report (file: string, r: Outcome, seconds: number): void {
   const out = r.stdout
   const lines: string[] = []
   for (const line of out.split('\n')) {
-    if (line.startsWith('ok ')) continue
+    if (line.startsWith('ok ') && !line.includes(' # SKIP')) continue
     if (line.trim() !== '') lines.push(line)
   }
   if (lines.length > 0) process.stdout.write(lines.join('\n') + '\n')
   if (r.stderr !== '') process.stderr.write(r.stderr.endsWith('\n') ? r.stderr : r.stderr + '\n')
-  const pass = Number(/^# pass\s+(\d+)/m.exec(out)?.[1] ?? 0)
+  const found = tapSkips(out)
+  // Tape counts a skipped assertion as a pass: here it is a skip only (a
+  // file that crashed before tape's summary has neither).
+  const pass = Math.max(0, Number(/^# pass\s+(\d+)/m.exec(out)?.[1] ?? 0) - found.filter((s) => s.kind === 'assertion').length)
   const fail = Number(/^# fail\s+(\d+)/m.exec(out)?.[1] ?? 0)
-  const skipped = [...out.matchAll(/^# SKIP (.*)$/gm)].map((m) => `${file}: ${m[1]}`)
+  const skipped = found.map((s) => `${file}: ${s.text}`)
   skips.push(...skipped)
   passed += pass
   failed += fail
@@ -138,7 +162,7 @@ async function lane (i: number): Promise<void> {
 
 async function main (): Promise<void> {
   await Promise.all(Array.from({ length: Math.min(lanes, Math.max(files.length, 1)) }, async (_, i) => await lane(i)))
-  console.log(`\n${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s${lanes > 1 ? ` (${lanes} lanes; LSM_TEST_LANES=1 runs them one at a time)` : ''}`)
+  console.log(`\n${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s${lanes > 1 ? ` (${lanes} lanes)` : ''}`)
   if (skips.length > 0) console.log(`skipped (${skips.length}):\n` + skips.map((s) => '  ' + s).join('\n'))
   if (failureTails.length > 0) console.log('\nfailing files, again:\n' + failureTails.join('\n'))
   if (failures.length > 0) console.log('failing: ' + failures.join(', '))

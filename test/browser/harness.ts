@@ -9,6 +9,7 @@ import * as http from 'node:http'
 import * as path from 'node:path'
 import type { AddressInfo } from 'node:net'
 import { spawnSync } from 'node:child_process'
+import { tapSkips } from '../util/tap-skips'
 
 const root = path.join(__dirname, '..', '..', '..')
 
@@ -97,8 +98,13 @@ export function canRequire (name: string): boolean {
   }
 }
 
-/** The counts of tape's summary in a page's TAP lines, and the failing lines with the test name before them. */
-export function summarize (lines: string[]): { pass: number, fail: number, failures: string[] } {
+/**
+ * The counts of tape's summary in a page's TAP lines and the failing lines
+ * with the test name before them; the page's skips (util/tap-skips.ts) are
+ * skipped again through `t`, so that Node's output, and the runner's list of
+ * skips, names them. A skipped assertion is not counted as passed.
+ */
+export function summarize (t: { skip: (message: string) => void }, lines: string[]): { pass: number, fail: number, failures: string[] } {
   const text = lines.join('\n')
   const failures: string[] = []
   let name = ''
@@ -106,7 +112,11 @@ export function summarize (lines: string[]): { pass: number, fail: number, failu
     if (line.startsWith('# ')) name = line
     if (line.startsWith('not ok')) failures.push([name, line, ...lines.slice(i + 1, i + 8)].join('\n'))
   })
-  return { pass: Number(/^# pass\s+(\d+)/m.exec(text)?.[1] ?? 0), fail: Number(/^# fail\s+(\d+)/m.exec(text)?.[1] ?? 0), failures }
+  const skips = tapSkips(lines)
+  for (const skip of skips) t.skip(`in the page: ${skip.text}`)
+  const skippedAssertions = skips.filter((s) => s.kind === 'assertion').length
+  const pass = Math.max(0, Number(/^# pass\s+(\d+)/m.exec(text)?.[1] ?? 0) - skippedAssertions)
+  return { pass, fail: Number(/^# fail\s+(\d+)/m.exec(text)?.[1] ?? 0), failures }
 }
 
 /** A page whose TAP lines are collected: run() loads a URL (a new page load) and resolves with its lines at '# done'. */

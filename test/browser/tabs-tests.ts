@@ -320,7 +320,7 @@ export function registerTabTests (engine: TabEngine): void {
   if (runCompliance) {
     test(COMPLIANCE, async (t) => {
       const { lines, seconds } = await compliance!
-      const { pass, fail, failures } = summarize(lines)
+      const { pass, fail, failures } = summarize(t, lines)
       if (!lines.includes('# done')) t.comment(`timed out after ${lines.filter((l) => l.startsWith('ok ')).length} assertions; last lines: ${lines.slice(-5).join(' | ')}`)
       for (const f of failures.slice(0, 20)) t.comment(f)
       t.is(fail, 0, `no failure through the client tab (${pass} passed, ${fail} failed, ${seconds.toFixed(1)} s)`)

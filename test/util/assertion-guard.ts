@@ -4,7 +4,8 @@
 // test/compliance-audit.ts). test/run.ts preloads this module into each test
 // file's process (`node --require`); it replaces tape's export with a `test`
 // function that counts each test's assertions and, when the test ends with
-// none, adds a failure. Tests registered by abstract-level's compliance suite
+// none, adds a failure (and a test.skip that tape would drop unprinted is
+// registered as skipped). Tests registered by abstract-level's compliance suite
 // are left as they are: that suite is not ours to change, and our own tests
 // cover what its zero-assertion tests meant to check.
 import { isMainThread } from 'node:worker_threads'
@@ -50,6 +51,15 @@ function install (): void {
   const test = Object.assign(wrap(tape), tape) as Tape
   test.test = test
   test.only = wrap(tape.only as (...args: unknown[]) => unknown)
+  // Tape's own test.skip makes a test it never registers: nothing is printed,
+  // so no runner can count the skip. This one registers the test with
+  // { skip: true }, which tape prints as "# SKIP <name>".
+  test.skip = (...args: unknown[]): unknown => {
+    const at = args.findIndex((a) => typeof a === 'object' && a !== null)
+    if (at >= 0) args[at] = { ...(args[at] as object), skip: true }
+    else args.splice(typeof args[0] === 'string' ? 1 : 0, 0, { skip: true })
+    return tape(...args)
+  }
   require.cache[id]!.exports = test
 }
 
