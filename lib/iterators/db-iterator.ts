@@ -34,6 +34,12 @@ export interface RangeOptions {
   lt?: Buffer
   lte?: Buffer
   reverse?: boolean
+  /**
+   * Whether the table blocks the iterator reads go into the block cache
+   * (LevelDB's fill_cache); default: the blocks it reads alone, not those of
+   * a long run of consecutive blocks (lib/sstable/readahead.ts). Not a bound.
+   */
+  fillCache?: boolean
 }
 
 export class DbIterator {
