@@ -558,8 +558,8 @@ export interface LsmBatchOptions<K, V> extends AbstractBatchOptions<K, V> {
 
 /**
  * Options of iterator(): abstract-level's plus `fillCache`: whether the table
- * blocks the iterator reads go into the block cache (default: the blocks it
- * reads alone, not those of a long run; README, "Iterators").
+ * blocks the iterator reads go into the block cache (default: not those of a
+ * long run of consecutive blocks; README).
  */
 export interface LsmIteratorOptions<K, V> extends AbstractIteratorOptions<K, V> {
   fillCache?: boolean | undefined

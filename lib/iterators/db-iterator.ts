@@ -36,8 +36,8 @@ export interface RangeOptions {
   reverse?: boolean
   /**
    * Whether the table blocks the iterator reads go into the block cache
-   * (LevelDB's fill_cache); default: the blocks it reads alone, not those of
-   * a long run of consecutive blocks (lib/sstable/readahead.ts). Not a bound.
+   * (LevelDB's fill_cache); default: not those of a long run of consecutive
+   * blocks (lib/sstable/readahead.ts).
    */
   fillCache?: boolean
 }

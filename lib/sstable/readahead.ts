@@ -9,12 +9,12 @@
 // window; the caller copies an uncompressed one out, since the window's memory
 // is reused.
 //
-// Filling the block cache (LevelDB's fill_cache). By default the blocks taken
-// from a window (a run of consecutive blocks: a long scan) are not put in the
-// block cache: they are read into this iterator's own memory, reused block
-// after block, so a scan allocates nothing it keeps and does not push out the
-// blocks that point reads and short range reads use; the blocks read alone
-// (after a seek, the first blocks of a run) are cached. `fillCache: true`
+// Filling the block cache (LevelDB's fill_cache). By default the blocks of a
+// long run, after its first UNCACHED_AFTER_BLOCKS consecutive blocks (a scan),
+// are not put in the block cache: they are read into this iterator's own
+// memory, reused block after block, so a scan allocates nothing it keeps and
+// does not push out the blocks that point reads and short range reads use;
+// the first blocks of a run (a seek and the few blocks after it) are cached. `fillCache: true`
 // caches every block read, `fillCache: false` none. A block already in the
 // cache is used from there either way.
 //
@@ -31,6 +31,8 @@ import { type BlockHandle, BLOCK_TRAILER_SIZE } from './format'
 export const READAHEAD_AFTER_BLOCKS = 2
 export const READAHEAD_MIN_BYTES = 16 * 1024
 export const READAHEAD_MAX_BYTES = 128 * 1024
+/** By default, the blocks of a run after this many consecutive blocks are not cached. */
+export const UNCACHED_AFTER_BLOCKS = 8
 
 export class Readahead {
   /** The window: file bytes [start, start + length) in buf[0, length). */
@@ -58,12 +60,9 @@ export class Readahead {
     this.lastBlock = i
   }
 
-  /**
-   * Whether a block read now goes into the block cache: `windowed`, it was
-   * taken from a readahead window (stored() returned it).
-   */
-  caches (windowed: boolean): boolean {
-    return this.fill ?? !windowed
+  /** Whether the block the iterator moved onto last (visit) goes into the block cache, if read now. */
+  caches (): boolean {
+    return this.fill ?? this.run < UNCACHED_AFTER_BLOCKS
   }
 
   /**

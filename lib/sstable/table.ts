@@ -182,7 +182,7 @@ export class Table {
   /**
    * Lazy two-level iterator (index block -> data blocks); takes a reference
    * until closed. `fillCache`: whether the blocks it reads go into the block
-   * cache (readahead.ts; default: those read alone, not those of a long run).
+   * cache (readahead.ts; default: not those of a long run).
    */
   iterator (fillCache?: boolean): InternalIterator {
     return new TableIterator(this, fillCache)
@@ -237,7 +237,7 @@ export class Table {
     const size = this.blockSizes[i]
     const handle: BlockHandle = { offset, size }
     const stored = readahead?.stored(this.file, this.name, handle)
-    if (readahead !== undefined && !readahead.caches(stored !== undefined)) return this.uncachedBlock(handle, stored, readahead)
+    if (readahead !== undefined && !readahead.caches()) return this.uncachedBlock(handle, stored, readahead)
     let contents: Buffer
     if (stored !== undefined) {
       contents = blockContents(this.name, handle, stored, this.verifyChecksums, this.takeBuffer)
