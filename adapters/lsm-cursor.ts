@@ -8,6 +8,7 @@ import ModuleError = require('module-error')
 import type { Engine, RangeOptions } from '../lib/engine'
 import type { Snapshot } from '../lib/snapshots'
 import { nextTurn, type TurnBudget } from '../lib/util/turn'
+import { invalidOption } from '../lib/errors'
 import { type DbIterator, FOUND, PAUSED } from '../lib/iterators/db-iterator'
 import { decodeOut, toView, type EncodingName, type Format } from './bytes'
 
@@ -30,6 +31,8 @@ export interface IteratorOptions extends RangeReadOptions {
   keyEncoding: EncodingName
   valueEncoding: EncodingName
   signal?: AbortSignal
+  /** Ours: whether the blocks the iterator reads go into the block cache (README, iterator options). */
+  fillCache?: unknown
 }
 
 /** What a Cursor yields: an entry, a key or a value, decoded per the iterator's encodings. */
@@ -78,7 +81,12 @@ export class Cursor {
 
   constructor (options: IteratorOptions, engine: Engine, private readonly mode: number) {
     this.turn = engine.turn
-    this.it = engine.iterator(rangeFrom(options), options.snapshot?.inner)
+    const range = rangeFrom(options)
+    if (options.fillCache !== undefined) {
+      if (typeof options.fillCache !== 'boolean') throw invalidOption('fillCache', 'must be a boolean')
+      range.fillCache = options.fillCache
+    }
+    this.it = engine.iterator(range, options.snapshot?.inner)
     this.keys = mode === KEYS || (mode === ENTRIES && options.keys !== false)
     this.values = mode === VALUES || (mode === ENTRIES && options.values !== false)
     this.keyEncoding = options.keyEncoding

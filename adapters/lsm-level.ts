@@ -2,7 +2,7 @@
 // only translates between the Level API (encodings, options, iterators,
 // snapshots) and the engine; it holds no storage logic.
 import { AbstractLevel, AbstractSnapshot } from 'abstract-level'
-import type { AbstractDatabaseOptions, AbstractPutOptions, AbstractDelOptions, AbstractBatchOptions, AbstractBatchOperation, AbstractChainedBatch, AbstractChainedBatchWriteOptions, AbstractSublevel, AbstractSublevelOptions } from 'abstract-level'
+import type { AbstractIterator, AbstractIteratorOptions, AbstractDatabaseOptions, AbstractPutOptions, AbstractDelOptions, AbstractBatchOptions, AbstractBatchOperation, AbstractChainedBatch, AbstractChainedBatchWriteOptions, AbstractSublevel, AbstractSublevelOptions } from 'abstract-level'
 import ModuleError = require('module-error')
 import { Engine, encodeBatch, type BatchOp, type LevelInfo, type RecoveryReport, type ChangeBatch, type CheckpointResult } from '../lib/engine'
 import type { Snapshot } from '../lib/snapshots'
@@ -556,8 +556,18 @@ export interface LsmBatchOptions<K, V> extends AbstractBatchOptions<K, V> {
   sync?: boolean | undefined
 }
 
-// Declaration merging: the write methods' signatures with the `sync` option
-// (abstract-level's typings have none). Types only; the methods are inherited.
+/**
+ * Options of iterator(): abstract-level's plus `fillCache`: whether the table
+ * blocks the iterator reads go into the block cache (default: not those of a
+ * long run of consecutive blocks; README).
+ */
+export interface LsmIteratorOptions<K, V> extends AbstractIteratorOptions<K, V> {
+  fillCache?: boolean | undefined
+}
+
+// Declaration merging: the write methods' signatures with the `sync` option,
+// iterator()'s with `fillCache` (abstract-level's typings have neither). Types
+// only; the methods are inherited.
 export interface LsmLevel<K = string, V = string> {
   put (key: K, value: V): Promise<void>
   put<PK = K, PV = V> (key: PK, value: PV, options: LsmPutOptions<PK, PV>): Promise<void>
@@ -566,6 +576,8 @@ export interface LsmLevel<K = string, V = string> {
   batch (operations: Array<AbstractBatchOperation<this, K, V>>): Promise<void>
   batch<BK = K, BV = V> (operations: Array<AbstractBatchOperation<this, BK, BV>>, options: LsmBatchOptions<BK, BV>): Promise<void>
   batch (): LsmChainedBatch<this, K, V>
+  iterator (): AbstractIterator<this, K, V>
+  iterator<IK = K, IV = V> (options: LsmIteratorOptions<IK, IV>): AbstractIterator<this, IK, IV>
   sublevel (name: string | string[]): LsmSublevel<this, string, string>
   sublevel<SK = string, SV = string> (name: string | string[], options: AbstractSublevelOptions<SK, SV>): LsmSublevel<this, SK, SV>
 }
@@ -583,6 +595,8 @@ export interface LsmSublevelMethods<K, V> {
   batch (operations: Array<AbstractBatchOperation<this, K, V>>): Promise<void>
   batch<BK = K, BV = V> (operations: Array<AbstractBatchOperation<this, BK, BV>>, options: LsmBatchOptions<BK, BV>): Promise<void>
   batch (): LsmChainedBatch<this, K, V>
+  iterator (): AbstractIterator<this, K, V>
+  iterator<IK = K, IV = V> (options: LsmIteratorOptions<IK, IV>): AbstractIterator<this, IK, IV>
   sublevel (name: string | string[]): LsmSublevel<this, string, string>
   sublevel<SK = string, SV = string> (name: string | string[], options: AbstractSublevelOptions<SK, SV>): LsmSublevel<this, SK, SV>
 }

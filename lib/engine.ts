@@ -426,7 +426,8 @@ export class Engine {
     // Each L0 table as a one-file level: opened on the first seek that needs it, so
     // that a damaged table fails the iterator's next() (LEVEL_CORRUPTION) rather
     // than its creation, which would leak the tables opened before it.
-    const open = (meta: FileMeta): InternalIterator => this.tableCache.get(meta.number).iterator()
+    const fillCache = range.fillCache
+    const open = (meta: FileMeta): InternalIterator => this.tableCache.get(meta.number).iterator(fillCache)
     for (const f of v.levels[0]) children.push(new LevelIterator([f], open))
     for (let level = 1; level < v.levels.length; level++) {
       if (v.levels[level].length > 0) children.push(new LevelIterator(v.levels[level], open))

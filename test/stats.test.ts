@@ -88,6 +88,44 @@ test('stats().memory: the memtables, the block cache and the open tables\' index
   await db.close()
 })
 
+test('iterators and the block cache: a full scan caches only the first blocks of its runs, unless fillCache: true; fillCache false none; a fillCache not boolean is LEVEL_INVALID_OPTION', async (t) => {
+  const location = tempDir()
+  const db = new LsmLevel(location, { compression: false })
+  await db.open()
+  const N = 20_000
+  for (let i = 0; i < N; i += 500) {
+    await db.batch(Array.from({ length: 500 }, (_, j) => ({ type: 'put' as const, key: key(i + j), value: 'v'.repeat(100) })))
+  }
+  await db.compactRange()
+  await db.close()
+  const bytes: Record<string, number> = {}
+  for (const fillCache of [undefined, true, false]) {
+    const reopened = new LsmLevel(location)
+    await reopened.open()
+    let n = 0
+    for await (const [k, v] of reopened.iterator(fillCache === undefined ? {} : { fillCache })) if (k === key(n) && v.length === 100) n++
+    t.is(n, N, `fillCache ${String(fillCache)}: the scan sees every entry`)
+    bytes[String(fillCache)] = reopened.stats().blockCache.bytes
+    await reopened.close()
+  }
+  // 20,000 entries of 110 bytes: over 2 MB of 4 KiB blocks.
+  t.ok(bytes.true > 2_000_000, `fillCache true: every block cached (${bytes.true} bytes)`)
+  t.ok(bytes.undefined > 0 && bytes.undefined * 10 < bytes.true, `default: only the first blocks of each table's run cached (${bytes.undefined} bytes)`)
+  t.is(bytes.false, 0, 'fillCache false: nothing cached')
+  const again = new LsmLevel(location)
+  await again.open()
+  let code: unknown
+  try {
+    const it = again.iterator({ fillCache: 'yes' } as never)
+    await it.next()
+    await it.close()
+  } catch (err) {
+    code = (err as { code?: unknown }).code
+  }
+  t.is(code, 'LEVEL_INVALID_OPTION', 'fillCache must be a boolean')
+  await again.close()
+})
+
 test('stats().pendingWrites counts the writes issued and not yet committed', async (t) => {
   const db = new LsmLevel(tempDir())
   await db.open()

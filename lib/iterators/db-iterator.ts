@@ -34,6 +34,12 @@ export interface RangeOptions {
   lt?: Buffer
   lte?: Buffer
   reverse?: boolean
+  /**
+   * Whether the table blocks the iterator reads go into the block cache
+   * (LevelDB's fill_cache); default: not those of a long run of consecutive
+   * blocks (lib/sstable/readahead.ts).
+   */
+  fillCache?: boolean
 }
 
 export class DbIterator {

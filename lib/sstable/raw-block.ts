@@ -22,9 +22,10 @@ export class RawBlock {
   /** Approximate memory held (bytes), for the block cache. */
   readonly charge: number
   /**
-   * Set once views of the contents may outlive every reader (the block was
-   * decoded into a DecodedBlock, whose views stay valid forever): its memory is
-   * then never recycled.
+   * Its memory is never recycled by the block cache: set once views of the
+   * contents may outlive every reader (the block was decoded into a
+   * DecodedBlock, whose views stay valid forever), or when the memory is not
+   * the cache's (a block an iterator read without caching it: readahead.ts).
    */
   pinned = false
   /**

@@ -3,7 +3,8 @@
 // blocks are read on demand, one block per read (or, for an iterator walking
 // the blocks in order, from its readahead window: readahead.ts), through the shared BlockCache,
 // which holds them raw (decompressed on the miss that reads them, if they are
-// stored compressed): get() searches a raw block in place (raw-block.ts),
+// stored compressed; a long scan keeps the blocks of its run out of the cache,
+// in memory of its own: readahead.ts): get() searches a raw block in place (raw-block.ts),
 // iterators decode the blocks they visit into columns of their own
 // (block-columns.ts).
 //
@@ -178,9 +179,13 @@ export class Table {
     return { kind: rawSeekOut.kind, value, seq: rawSeekOut.seq }
   }
 
-  /** Lazy two-level iterator (index block -> data blocks); takes a reference until closed. */
-  iterator (): InternalIterator {
-    return new TableIterator(this)
+  /**
+   * Lazy two-level iterator (index block -> data blocks); takes a reference
+   * until closed. `fillCache`: whether the blocks it reads go into the block
+   * cache (readahead.ts; default: not those of a long run).
+   */
+  iterator (fillCache?: boolean): InternalIterator {
+    return new TableIterator(this, fillCache)
   }
 
   /** Approximate file offset where userKey would be (for size estimates). */
@@ -232,6 +237,7 @@ export class Table {
     const size = this.blockSizes[i]
     const handle: BlockHandle = { offset, size }
     const stored = readahead?.stored(this.file, this.name, handle)
+    if (readahead !== undefined && !readahead.caches()) return this.uncachedBlock(handle, stored, readahead)
     let contents: Buffer
     if (stored !== undefined) {
       contents = blockContents(this.name, handle, stored, this.verifyChecksums, this.takeBuffer)
@@ -245,6 +251,21 @@ export class Table {
     }
     const block = parseRawBlock(this.name, contents, this.formatVersion)
     this.cache.set(this.slots, i, block, block.charge)
+    return block
+  }
+
+  /**
+   * The block at `h`, read into `readahead`'s memory and not cached (`stored`:
+   * its bytes from a window, if stored() gave them): valid until the
+   * readahead's next read. Marked pinned, so that the block cache never takes
+   * its memory for another block.
+   */
+  private uncachedBlock (h: BlockHandle, stored: Buffer | undefined, readahead: Readahead): RawBlock {
+    const total = h.size + BLOCK_TRAILER_SIZE
+    const bytes = stored ?? readahead.alone(this.file, this.name, h)
+    if (bytes.length !== total) throw corruption(this.name, `truncated block at offset ${h.offset} (read ${bytes.length} of ${total} bytes)`)
+    const block = parseRawBlock(this.name, blockContents(this.name, h, bytes, this.verifyChecksums, readahead.takeOwn), this.formatVersion)
+    block.pinned = true
     return block
   }
 
@@ -292,11 +313,12 @@ class TableIterator implements InternalIterator {
   private readonly cols: BlockColumns = takeColumns()
   private pos = -1
   private closed = false
-  /** Reads ahead while the iterator walks the blocks in order (readahead.ts). */
-  readonly readahead = new Readahead()
+  /** Reads ahead while the iterator walks the blocks in order, and holds the blocks it does not cache (readahead.ts). */
+  readonly readahead: Readahead
 
-  constructor (private readonly table: Table) {
+  constructor (private readonly table: Table, fillCache?: boolean) {
     table.ref()
+    this.readahead = new Readahead(fillCache)
   }
 
   valid (): boolean {
@@ -380,7 +402,7 @@ class TableIterator implements InternalIterator {
     if (this.closed) return
     this.closed = true
     this.unload()
-    this.readahead.reset()
+    this.readahead.release()
     releaseColumns(this.cols)
     this.table.unref()
   }
