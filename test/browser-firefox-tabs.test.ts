@@ -22,6 +22,7 @@ if (missing !== undefined) {
     name: 'firefox',
     browser: 'Firefox',
     prefix: 'firefox tabs',
+    suiteAssertions: 4668,
     launch: launchFirefox,
     crash: 'no way to crash one tab\'s content process from WebDriver BiDi; chrome://crash is Chromium\'s',
     compliance: 'too slow for npm test: over 8 minutes on 2 busy cores, where the suite through the main thread\'s database (test/browser-firefox.test.ts) already takes minutes'

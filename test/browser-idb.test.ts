@@ -10,19 +10,27 @@
 import test from 'tape'
 import type * as http from 'node:http'
 import { skipBrowserTests } from './browser/skip'
-import { buildTestPages, chromiumMissing, type Browser, type Context, findChromium, playwrightChromium, serveDist, summarize } from './browser/harness'
+import { buildTestPages, chromiumMissing, type Browser, type CDPSession, type Context, findChromium, type Page, playwrightChromium, serveDist, summarize } from './browser/harness'
 
 const RUN_TIMEOUT_MS = 60_000
 const COMPLIANCE_TIMEOUT_MS = 10 * 60_000
 
 const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Loads `url` in a page of `context` and collects its TAP lines (window.lsmLines) until '# done'. */
-async function run (context: Context, url: string, timeoutMs = RUN_TIMEOUT_MS): Promise<string[]> {
+/** What the test does when the page says `line`, before it lets the page go on (window.lsmGo()). */
+interface Cue { line: string, then: () => Promise<void> }
+
+/**
+ * Loads `url` in a page of `context` and collects its TAP lines
+ * (window.lsmLines) until '# done'. `prepare` runs before the page loads
+ * (CDP settings for it); `cue`, when the page says its line.
+ */
+async function run (context: Context, url: string, timeoutMs = RUN_TIMEOUT_MS, prepare?: (page: Page) => Promise<void>, cue?: Cue): Promise<string[]> {
   const page = await context.newPage()
   const lines: string[] = []
   page.on('pageerror', (err) => lines.push(`not ok - page error: ${err.message}`))
   try {
+    await prepare?.(page)
     await page.goto(url)
     const deadline = Date.now() + timeoutMs
     while (!lines.includes('# done') && !lines.some((l) => l.startsWith('not ok - page error'))) {
@@ -33,6 +41,10 @@ async function run (context: Context, url: string, timeoutMs = RUN_TIMEOUT_MS): 
         return w.lsmLines === undefined ? [] : w.lsmLines.splice(0)
       }, undefined)
       for (const line of got) lines.push(...line.split('\n'))
+      if (cue !== undefined && got.includes(cue.line)) {
+        await cue.then()
+        await page.evaluate(() => { (globalThis as unknown as { lsmGo: () => void }).lsmGo() }, undefined)
+      }
     }
     return lines
   } finally {
@@ -57,6 +69,11 @@ if (missing !== undefined) {
   let browser: Browser
   let server: http.Server
   let base = ''
+  /** IDB_ONLY=<words>: only the tests whose name has them (and the setup and the close). */
+  const only = process.env.IDB_ONLY
+  const idbTest = (name: string, fn: (t: test.Test) => Promise<void>): void => {
+    if (only === undefined || name.includes(only)) test(name, fn)
+  }
 
   test('browser-idb: bundle, serve, launch', async (t) => {
     buildTestPages(t)
@@ -65,7 +82,7 @@ if (missing !== undefined) {
     t.pass(`Chromium launched (${executablePath})`)
   })
 
-  test("browser-idb: storage: 'indexeddb': a round trip, db.storage, the data kept across a new page load; 'auto' finds it there; 'auto' elsewhere is OPFS", async (t) => {
+  idbTest("browser-idb: storage: 'indexeddb': a round trip, db.storage, the data kept across a new page load; 'auto' finds it there; 'auto' elsewhere is OPFS", async (t) => {
     const context = await browser.newContext()
     const location = `idb-${Date.now()}`
     const wrote = await run(context, `${base}/storage.html?run=write&location=${location}&storage=indexeddb`)
@@ -84,7 +101,7 @@ if (missing !== undefined) {
     await context.close()
   })
 
-  test("browser-idb: the abstract-level compliance suite through BrowserLevel with storage: 'indexeddb'", async (t) => {
+  idbTest("browser-idb: the abstract-level compliance suite through BrowserLevel with storage: 'indexeddb'", async (t) => {
     const context = await browser.newContext()
     const t0 = Date.now()
     const { pass, fail, failures } = summarize(t, await run(context, `${base}/storage.html?run=compliance&storage=indexeddb`, COMPLIANCE_TIMEOUT_MS))
@@ -93,6 +110,24 @@ if (missing !== undefined) {
     t.is(fail, 0, `no failure (${pass} passed, ${fail} failed, ${((Date.now() - t0) / 1000).toFixed(1)} s)`)
     // BrowserLevel's manifest makes 4,670 assertions of the suite (test/browser.test.ts); a run that stopped early passes fewer.
     t.ok(pass >= 4670, `the whole suite ran (${pass} assertions passed)`)
+  })
+
+  idbTest('browser-idb: a write without sync that does not fit in the quota (a CDP quota of 4 MB): close() fails with LEVEL_DATABASE_NOT_CLOSED / LEVEL_STORAGE_FULL, a second close() succeeds; with the quota raised, every write acknowledged with sync is there', async (t) => {
+    const context = await browser.newContext()
+    const location = `idb-full-${Date.now()}`
+    const quota = 4 * 1000 * 1000
+    let cdp: CDPSession | undefined
+    const lines = await run(context, `${base}/storage.html?run=full-close&location=${location}&storage=indexeddb&mib=8`, RUN_TIMEOUT_MS, async (page) => {
+      cdp = await context.newCDPSession(page)
+      await cdp.send('Storage.overrideQuotaForOrigin', { origin: base, quotaSize: quota })
+    }, {
+      line: '# raise the quota',
+      then: async () => { await cdp!.send('Storage.overrideQuotaForOrigin', { origin: base, quotaSize: 50 * quota }) }
+    })
+    for (const line of lines.filter((l) => l.startsWith('# '))) t.comment(line.slice(2))
+    expectChecks(t, lines, 5)
+    expectChecks(t, await run(context, `${base}/storage.html?run=full-reopen&location=${location}&storage=indexeddb`), 2)
+    await context.close()
   })
 
   // Opt-in (LSM_BROWSER_IDB_MIB=16,64,256): what a database of each size costs on each storage, for the README's limits.

@@ -19,6 +19,7 @@ if (missing !== undefined) {
     name: 'chromium',
     browser: `Chromium (${executablePath!})`,
     prefix: 'tabs',
+    suiteAssertions: 4670,
     launch: async () => await playwrightChromium().launch({ executablePath: executablePath!, args: ['--no-sandbox'] })
   })
 }

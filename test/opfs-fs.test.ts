@@ -275,6 +275,44 @@ test('opfs fs: a burst of flushes on a freshly mounted pool whose growth is slow
   fs.unmount(DIR)
 })
 
+test('opfs fs: new files\' handles that come later than the first wait (a browser under load) are waited for longer: the mount succeeds', async (t) => {
+  // Firefox at its worker limit, under load: every new file's sync access
+  // handle took over HANDLE_WAIT_MS (1 s); the pool passed each over.
+  const root = new FakeDirectory()
+  root.handleCreation.delayMs = 1500
+  const fs = new OpfsFileSystem(root, readFakeSnapshot)
+  const t0 = Date.now()
+  const failure = await fs.mount(DIR).then(() => undefined, (err: Error) => err)
+  const ms = Date.now() - t0
+  t.is(failure, undefined, `the mount succeeded in ${ms} ms${failure === undefined ? '' : ': ' + failure.message}`)
+  if (failure === undefined) {
+    writeFile(fs, `${DIR}/f`, 'data')
+    t.is(fs.list(DIR).length, 1, 'a file is created in it')
+    root.handleCreation.delayMs = 0
+    await fs.settled()
+    fs.unmount(DIR)
+  }
+})
+
+test('opfs fs: new files\' handles that never come fail the mount with LEVEL_IO_ERROR once growthGiveUpMs has passed; once they come, it mounts', async (t) => {
+  const root = new FakeDirectory()
+  root.handleCreation.never = true
+  const fs = new OpfsFileSystem(root, readFakeSnapshot)
+  const t0 = Date.now()
+  const failure = await fs.mount(DIR, { handleWaitMs: 20, growthGiveUpMs: 400 }).then(() => undefined, (err: Error & { code?: string }) => err)
+  const ms = Date.now() - t0
+  t.is(failure?.code, 'LEVEL_IO_ERROR', `the mount failed with LEVEL_IO_ERROR: ${String(failure?.message)}`)
+  t.ok(/sync access handle came in \d+ ms/.test(String(failure?.message)) && /growthGiveUpMs, is 400 ms/.test(String(failure?.message)), 'the message says what did not come, and for how long')
+  t.ok(ms >= 400 && ms < 2000, `after the bound, not before (${ms} ms for growthGiveUpMs 400)`)
+  t.ok(!fs.isMounted(DIR), 'nothing is left mounted')
+  root.handleCreation.never = false
+  await fs.mount(DIR)
+  writeFile(fs, `${DIR}/f`, 'data')
+  t.is(fs.list(DIR).length, 1, 'once handles come, the directory mounts and a file is created')
+  await fs.settled()
+  fs.unmount(DIR)
+})
+
 /** Creates `path` once the pool has room, as the engine does. */
 async function writeWhenRoom (fs: OpfsFileSystem, path: string, text: string): Promise<void> {
   await createWhenRoom(fs, DIR, 1, () => writeFile(fs, path, text))

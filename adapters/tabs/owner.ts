@@ -147,7 +147,9 @@ export class Owner {
   /**
    * Stops serving: the clients are told the database closed (they look for
    * the next owner), the engine closes, then the owner lock goes to the next
-   * tab that waits for it.
+   * tab that waits for it. A close that fails rejects with the reason
+   * (LEVEL_STORAGE_FULL, ...), not the engine's LEVEL_DATABASE_NOT_CLOSED
+   * around it: the tab's own close wraps it once, as an open's reason is.
    */
   async close (): Promise<void> {
     this.stopListening()
@@ -158,6 +160,9 @@ export class Owner {
     setTimeout(() => { for (const c of channels) c.close() }, 50)
     try {
       await this.engine.close()
+    } catch (err) {
+      const e = err as { code?: string, cause?: unknown }
+      throw e.code === 'LEVEL_DATABASE_NOT_CLOSED' && e.cause !== undefined ? e.cause : err
     } finally {
       this.releaseOwnerLock()
     }

@@ -38,8 +38,11 @@
 // openWrite on an empty pool (no wait asked) throws LEVEL_IO_ERROR. Chromium
 // was seen, about once in 50 opens, never to settle createSyncAccessHandle()
 // of a new file: such a file is passed over after HANDLE_WAIT_MS, and nothing
-// (mount, growth, close) waits on it; growth gives up, as a failure, after
-// FRUITLESS_BATCHES batches in a row in which no handle came.
+// (mount, growth, close) waits on it. A browser under load (Firefox at its
+// worker limit) was seen to take over HANDLE_WAIT_MS for every handle: each
+// batch in a row in which none came waits twice as long as the one before (up
+// to HANDLE_WAIT_MAX_MS), and growth gives up, as LEVEL_IO_ERROR, once such
+// batches have gone on for GROWTH_GIVE_UP_MS (30 s).
 //
 // Open handles: at most maxOpenHandles (MAX_OPEN_HANDLES, 64) per mounted
 // directory, whatever the number of files (Safari allows a page 252; each

@@ -11,6 +11,10 @@ export interface MountOptions {
   maxOpenHandles?: number
   /** How long a pool file whose handle is held elsewhere is retried before the mount fails with LEVEL_LOCKED (default BUSY_WAIT_MS). */
   busyWaitMs?: number
+  /** The first wait for a new pool file's sync access handle (default HANDLE_WAIT_MS; it doubles while none comes). */
+  handleWaitMs?: number
+  /** How long the pool's growth goes on with no new handle coming before it fails with LEVEL_IO_ERROR (default GROWTH_GIVE_UP_MS). */
+  growthGiveUpMs?: number
 }
 
 /**
@@ -40,7 +44,7 @@ function isBusy (err: unknown): boolean {
  * waits for a few free files.
  */
 export async function openPool (dir: DirectoryHandle, options: MountOptions, readSnapshot: SnapshotReader, abandoned: Set<string>): Promise<Pool> {
-  const pool = new Pool(dir, Math.max(MIN_OPEN_HANDLES, options.maxOpenHandles ?? MAX_OPEN_HANDLES), readSnapshot, abandoned)
+  const pool = new Pool(dir, Math.max(MIN_OPEN_HANDLES, options.maxOpenHandles ?? MAX_OPEN_HANDLES), readSnapshot, abandoned, options)
   const header = new Uint8Array(HEADER_BYTES)
   const losers: PoolFile[] = []
   try {

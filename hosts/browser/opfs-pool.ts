@@ -13,10 +13,16 @@ export const RESERVE_FILES = 16
 export const MAX_FREE_FILES = 32
 /** New pool files whose handles are opened at once. */
 export const GROWTH_BATCH = 8
-/** How long a new pool file's sync access handle is waited for before it is passed over. */
+/**
+ * How long a new pool file's sync access handle is waited for before it is
+ * passed over, at first: each batch in a row in which none came waits twice
+ * as long as the one before, up to HANDLE_WAIT_MAX_MS (a browser under load
+ * was seen to take over a second for each).
+ */
 export const HANDLE_WAIT_MS = 1000
-/** Batches in a row in which no new handle came before growth fails. */
-export const FRUITLESS_BATCHES = 10
+export const HANDLE_WAIT_MAX_MS = 8000
+/** How long growth goes on with no new handle coming before it fails with LEVEL_IO_ERROR. */
+export const GROWTH_GIVE_UP_MS = 30000
 /** Free pool files mount() waits for. */
 export const MOUNT_FREE_FILES = 6
 /**
@@ -132,7 +138,13 @@ export class Pool {
   /** Handle openings in progress (each settles after closing its handle if the pool closed meanwhile). */
   readonly opening = new Set<Promise<unknown>>()
 
-  constructor (readonly dir: DirectoryHandle, readonly maxOpenHandles: number, readonly readSnapshot: SnapshotReader, readonly abandoned: Set<string>) {
+  /** The first wait for a new file's handle, and how long growth goes on with none coming (HANDLE_WAIT_MS, GROWTH_GIVE_UP_MS; tests make them short). */
+  readonly handleWaitMs: number
+  readonly growthGiveUpMs: number
+
+  constructor (readonly dir: DirectoryHandle, readonly maxOpenHandles: number, readonly readSnapshot: SnapshotReader, readonly abandoned: Set<string>, waits: { handleWaitMs?: number, growthGiveUpMs?: number } = {}) {
+    this.handleWaitMs = waits.handleWaitMs ?? HANDLE_WAIT_MS
+    this.growthGiveUpMs = waits.growthGiveUpMs ?? GROWTH_GIVE_UP_MS
     this.maxFree = Math.min(MAX_FREE_FILES, Math.floor(maxOpenHandles / 2))
     this.target = Math.max(MOUNT_FREE_FILES, Math.min(RESERVE_FILES, Math.floor(maxOpenHandles / 4)))
   }
@@ -434,21 +446,37 @@ export class Pool {
     })
   }
 
+  /**
+   * Adds files in batches until `target` are free. A batch in which no
+   * handle came waits at least its wait, and the next one waits twice as
+   * long (up to HANDLE_WAIT_MAX_MS); once batches in a row have gone on for
+   * growthGiveUpMs with none coming, growth fails with LEVEL_IO_ERROR.
+   */
   private async growToTarget (): Promise<void> {
-    for (let fruitless = 0, slotWaits = 0; !this.closed && this.free.length < this.target;) {
-      const added = await this.addFiles(Math.min(GROWTH_BATCH, this.target - this.free.length))
+    let waitMs = this.handleWaitMs
+    let fruitlessMs = 0
+    for (let slotWaits = 0; !this.closed && this.free.length < this.target;) {
+      const started = Date.now()
+      const added = await this.addFiles(Math.min(GROWTH_BATCH, this.target - this.free.length), waitMs)
       if (added > 0) {
-        fruitless = 0
+        waitMs = this.handleWaitMs
+        fruitlessMs = 0
         slotWaits = 0
         this.wake()
       } else if (this.openHandles >= this.maxOpenHandles) {
         // Every slot in use: the snapshots asked for (closeLeastRecentlyUsed) let handles close soon.
-        if (++slotWaits * SLOT_WAIT_MS > HANDLE_WAIT_MS * FRUITLESS_BATCHES) {
-          throw errnoError('EIO', `no sync access handle slot freed within ${slotWaits * SLOT_WAIT_MS} ms (${this.openHandles} open, the most allowed)`)
+        if (++slotWaits * SLOT_WAIT_MS > this.growthGiveUpMs) {
+          throw ioError(`No sync access handle slot of the OPFS pool freed within ${slotWaits * SLOT_WAIT_MS} ms (${this.openHandles} open, the most allowed)`)
         }
         await new Promise((resolve) => setTimeout(resolve, SLOT_WAIT_MS))
-      } else if (++fruitless >= FRUITLESS_BATCHES) {
-        throw errnoError('EIO', `no new OPFS file's sync access handle came within ${HANDLE_WAIT_MS} ms, ${fruitless} times in a row`)
+      } else {
+        const left = waitMs - (Date.now() - started)
+        if (left > 0 && !this.closed) await new Promise((resolve) => setTimeout(resolve, left))
+        fruitlessMs += Date.now() - started
+        if (fruitlessMs >= this.growthGiveUpMs) {
+          throw ioError(`No new OPFS file's sync access handle came in ${fruitlessMs} ms (tries waiting ${this.handleWaitMs} to ${waitMs} ms for each; the bound, growthGiveUpMs, is ${this.growthGiveUpMs} ms): the browser gave none`)
+        }
+        waitMs = Math.min(2 * waitMs, HANDLE_WAIT_MAX_MS)
       }
     }
   }
@@ -467,12 +495,12 @@ export class Pool {
    * Adds up to `n` files to the free list at once: spare files reopened
    * first, then new pool files, as handle slots allow. Resolves to how many
    * were added, or rejects with the first failure (the files that did open
-   * are added). A new file whose handle has not come within HANDLE_WAIT_MS
+   * are added). A new file whose handle has not come within `waitMs`
    * is passed over (Chromium was seen never to settle one, about once in 50
    * opens): it is closed if it ever comes, and the next mount skips or
    * reuses it.
    */
-  async addFiles (n: number): Promise<number> {
+  async addFiles (n: number, waitMs = this.handleWaitMs): Promise<number> {
     const jobs: Array<Promise<boolean>> = []
     for (let i = 0; i < n; i++) {
       const spare = this.spare.pop()
@@ -481,7 +509,7 @@ export class Pool {
         continue
       }
       if (!this.takeSlot()) break
-      jobs.push(this.tracked(this.addFile()))
+      jobs.push(this.tracked(this.addFile(waitMs)))
     }
     const results = await Promise.allSettled(jobs)
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
@@ -509,14 +537,14 @@ export class Pool {
   }
 
   /** Creates a new pool file in the slot taken for it. */
-  private async addFile (): Promise<boolean> {
+  private async addFile (waitMs: number): Promise<boolean> {
     const name = `p${this.count++}${POOL_SUFFIX}`
     let entry: FileHandle | undefined
     const opening = this.dir.getFileHandle(name, { create: true }).then(async (f) => {
       entry = f
       return await f.createSyncAccessHandle()
     })
-    const handle = await within(opening, HANDLE_WAIT_MS).catch((err: unknown) => {
+    const handle = await within(opening, waitMs).catch((err: unknown) => {
       this.openHandles--
       throw err
     })

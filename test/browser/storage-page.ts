@@ -15,6 +15,16 @@
 //                              times the writes, 100 puts with sync, the close, the open (the
 //                              IndexedDB storage loads it all) and 1,000
 //                              random gets ('# size ...', for the README's limits)
+//   ?run=full-close&location=...  under a small quota (the test sets it with
+//                              CDP): writes with sync that fit, then one
+//                              batch without sync larger than the quota,
+//                              then close(): it must fail with
+//                              LEVEL_DATABASE_NOT_CLOSED / LEVEL_STORAGE_FULL
+//                              and a second close() succeed; '# raise the
+//                              quota' then waits for window.lsmGo() (the test
+//                              raises it), and the database reopens in this
+//                              page with every write acknowledged with sync
+//   ?run=full-reopen&location=...  those writes, in a new page load
 // Lines go to the test as TAP: pushed to window.lsmLines, which the test
 // drains (a WebDriver client cannot expose a function), ending with '# done'.
 import test from 'tape'
@@ -44,6 +54,13 @@ function key (i: number): string {
 let n = 0
 function check (ok: boolean, what: string): void {
   report(`${ok ? 'ok' : 'not ok'} ${++n} ${what}`)
+}
+
+/** The codes along an error's cause chain: 'LEVEL_A / LEVEL_B / ...'. */
+function codeChain (err: unknown): string {
+  const codes: string[] = []
+  for (let e = err as { code?: string, name?: string, cause?: unknown } | undefined; e !== undefined && e !== null; e = e.cause as typeof e) codes.push(String(e.code ?? e.name))
+  return codes.join(' / ')
 }
 
 function codes (err: unknown): string {
@@ -150,6 +167,61 @@ async function size (mib: number): Promise<void> {
   await db.close()
 }
 
+/** The writes acknowledged with sync in ?run=full-close: FULL_SYNCED keys of 1,000 bytes, in batches of 20. */
+const FULL_SYNCED = 400
+const fullKey = (i: number): string => `synced${String(i).padStart(6, '0')}`
+
+/** 1,000 bytes that do not compress (IndexedDB's backing store compresses). */
+function incompressible (i: number): string {
+  let out = ''
+  for (let x = (i + 1) * 2654435761; out.length < 1000; x = (x * 1103515245 + 12345) >>> 0) out += (x >>> 8).toString(36)
+  return out.slice(0, 1000)
+}
+
+async function readSynced (db: BrowserLevel): Promise<number> {
+  const values = await db.getMany(Array.from({ length: FULL_SYNCED }, (_, i) => fullKey(i)))
+  return values.filter((v, i) => v !== incompressible(i)).length
+}
+
+async function fullClose (location: string, unsyncedMib: number): Promise<void> {
+  const db = new BrowserLevel(location, { worker, storage })
+  await db.open()
+  for (let i = 0; i < FULL_SYNCED; i += 20) {
+    await db.batch(Array.from({ length: 20 }, (_, j) => ({ type: 'put' as const, key: fullKey(i + j), value: incompressible(i + j) })), { sync: true } as object)
+  }
+  report(`# acked ${FULL_SYNCED} keys with sync`)
+  // Acknowledged before it reaches IndexedDB: its transaction meets the quota during close().
+  const count = Math.floor(unsyncedMib * 1048576 / 1000)
+  await db.batch(Array.from({ length: count }, (_, i) => ({ type: 'put' as const, key: `unsynced${String(i).padStart(7, '0')}`, value: incompressible(FULL_SYNCED + i) })))
+  const closed = await db.close().then(() => undefined, (err: Error & { cause?: Error }) => err)
+  const chain = closed === undefined ? 'closed' : `${codeChain(closed)} (${String(closed.cause?.message)})`
+  check(chain.startsWith('LEVEL_DATABASE_NOT_CLOSED / LEVEL_STORAGE_FULL / '), `close() after a write without sync that did not fit in the quota (${unsyncedMib} MiB): ${chain}`)
+  const again = await db.close().then(() => 'closed', (err: unknown) => codes(err))
+  check(again === 'closed', `a second close() succeeds: ${again}`)
+  report('# raise the quota')
+  await new Promise<void>((resolve) => { (globalThis as unknown as { lsmGo: () => void }).lsmGo = resolve })
+  const reopened = new BrowserLevel(location, { worker, storage })
+  const opened = await reopened.open().then(() => 'opened', (err: unknown) => codes(err))
+  check(opened === 'opened', `with the quota raised, it opens again in this page: ${opened}`)
+  if (opened !== 'opened') return
+  const wrong = await readSynced(reopened)
+  check(wrong === 0, `every write acknowledged with sync is there (${FULL_SYNCED} keys, ${wrong} missing or wrong)`)
+  const unsynced = await reopened.get('unsynced0000000')
+  report(`# the batch without sync is ${unsynced === undefined ? 'not there' : 'there'}`)
+  await reopened.put('after', 'x', { sync: true } as object)
+  check(await reopened.get('after') === 'x', 'and it takes writes')
+  await reopened.close()
+}
+
+async function fullReopen (location: string): Promise<void> {
+  const db = new BrowserLevel(location, { worker, storage })
+  await db.open({ createIfMissing: false })
+  const wrong = await readSynced(db)
+  check(wrong === 0, `in a new page load, every write acknowledged with sync is there (${FULL_SYNCED} keys, ${wrong} missing or wrong)`)
+  check(await db.get('after') === 'x', 'and the write made after the reopen')
+  await db.close()
+}
+
 async function main (): Promise<void> {
   const run = params.get('run')
   if (run === 'compliance') {
@@ -169,6 +241,8 @@ async function main (): Promise<void> {
     else if (run === 'read') await read(location)
     else if (run === 'option') option()
     else if (run === 'size') await size(Number(params.get('mib') ?? '16'))
+    else if (run === 'full-close') await fullClose(location, Number(params.get('mib') ?? '8'))
+    else if (run === 'full-reopen') await fullReopen(location)
     else check(false, `unknown run ${String(run)}`)
   } catch (err) {
     check(false, `threw ${codes(err)}`)

@@ -6,7 +6,8 @@
 // torn header). A second sync access handle on a file fails with
 // NoModificationAllowedError, as in browsers (another tab holds the database).
 // Creating a sync access handle can be made slow (as in Firefox, where a burst
-// of flushes outran the pool's growth) or made to fail (a full quota). A quota
+// of flushes outran the pool's growth, or a browser under load), made never to
+// settle, or made to fail (a full quota). A quota
 // on the bytes of all files makes writes past it come up short, as in Firefox,
 // or return a bogus count, as in Chrome (0xFFFFFFF8, after writing what fit),
 // and makes truncate() past it throw QuotaExceededError.
@@ -102,6 +103,8 @@ export interface HandleCreation {
   delayMs: number
   /** Set: every creation fails with it (after the delay). */
   failure?: Error
+  /** True: every creation started meanwhile never settles (a browser that gives no handle). */
+  never?: boolean
   /** Creations in progress now, and the most there were at once. */
   inFlight: number
   maxInFlight: number
@@ -216,6 +219,7 @@ export class FakeDirectory implements DirectoryHandle {
         return new FakeSnapshot(f)
       },
       async createSyncAccessHandle () {
+        if (creation.never === true) return await new Promise<never>(() => {})
         if (creation.delayMs > 0 || creation.failure !== undefined) {
           creation.maxInFlight = Math.max(creation.maxInFlight, ++creation.inFlight)
           try {
