@@ -232,6 +232,7 @@ test('three takers of one stale lock, interleaved: one holds it, never two', (t)
 })
 
 const STEPPER = path.join(__dirname, 'fixtures', 'lock-stepper.js')
+const STEP_TIMEOUT_MS = 60_000
 
 /** A test/fixtures/lock-stepper.ts child: a taker of the lock whose file operations run one at a time when told. */
 class Stepper {
@@ -250,10 +251,15 @@ class Stepper {
     this.child.once('exit', () => this.wake?.())
   }
 
+  /** Its next line; fails after STEP_TIMEOUT_MS of silence (a taker that never answers fails the test, not hangs it). */
   private async next (): Promise<string> {
+    const until = Date.now() + STEP_TIMEOUT_MS
     while (this.lines.length === 0) {
       if (this.child.exitCode !== null || this.child.signalCode !== null) return (this.last = 'exited')
-      await new Promise<void>((resolve) => { this.wake = resolve })
+      if (Date.now() > until) throw new Error(`lock-stepper ${this.child.pid}: no answer within ${STEP_TIMEOUT_MS} ms after "${this.last}"`)
+      let timer: ReturnType<typeof setTimeout> | undefined
+      await new Promise<void>((resolve) => { this.wake = resolve; timer = setTimeout(resolve, 1000) })
+      clearTimeout(timer)
       this.wake = undefined
     }
     return (this.last = this.lines.shift()!)
