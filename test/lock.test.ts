@@ -5,10 +5,13 @@ import * as nodeFs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import { type ChildProcess, fork, spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { createInterface } from 'node:readline'
 import { acquireLock } from '../hosts/node/lock'
 import { nodeFileSystem } from '../hosts/node/node-fs'
 import { isLevelError } from '../lib/errors'
 import { LOCK } from '../lib/filenames'
+import { Random, seedFromEnv } from './util/random'
 
 const tmpRoot = nodeFs.mkdtempSync(path.join(os.tmpdir(), 'lsm-lock-test-'))
 let dirCounter = 0
@@ -226,4 +229,138 @@ test('three takers of one stale lock, interleaved: one holds it, never two', (t)
     for (const link of links) nodeFs.unlinkSync(link)
     t.end()
   })
+})
+
+const STEPPER = path.join(__dirname, 'fixtures', 'lock-stepper.js')
+const STEP_TIMEOUT_MS = 60_000
+
+/** A test/fixtures/lock-stepper.ts child: a taker of the lock whose file operations run one at a time when told. */
+class Stepper {
+  readonly child: ChildProcess
+  /** Its last line: "op <method> <file>" (waiting), "result ..." or "released". */
+  last = ''
+  private readonly lines: string[] = []
+  private wake: (() => void) | undefined
+
+  constructor () {
+    this.child = spawn(process.execPath, [STEPPER], { stdio: ['pipe', 'pipe', 'inherit'] })
+    createInterface({ input: this.child.stdout! }).on('line', (line) => {
+      this.lines.push(line)
+      this.wake?.()
+    })
+    this.child.once('exit', () => this.wake?.())
+  }
+
+  /** Its next line; fails after STEP_TIMEOUT_MS of silence (a taker that never answers fails the test, not hangs it). */
+  private async next (): Promise<string> {
+    const until = Date.now() + STEP_TIMEOUT_MS
+    while (this.lines.length === 0) {
+      if (this.child.exitCode !== null || this.child.signalCode !== null) return (this.last = 'exited')
+      if (Date.now() > until) throw new Error(`lock-stepper ${this.child.pid}: no answer within ${STEP_TIMEOUT_MS} ms after "${this.last}"`)
+      let timer: ReturnType<typeof setTimeout> | undefined
+      await new Promise<void>((resolve) => { this.wake = resolve; timer = setTimeout(resolve, 1000) })
+      clearTimeout(timer)
+      this.wake = undefined
+    }
+    return (this.last = this.lines.shift()!)
+  }
+
+  /** Sends a command and resolves with its next line. */
+  async send (command: string): Promise<string> {
+    this.child.stdin!.write(command + '\n')
+    return await this.next()
+  }
+
+  get waiting (): boolean {
+    return this.last.startsWith('op ')
+  }
+
+  async kill (): Promise<void> {
+    await killAndReap(this.child)
+  }
+}
+
+/** The name of a stale LOCK's break file at `level` (hosts/node/lock.ts: takeOverStale). */
+function breakFile (lockBytes: string, level: number): string {
+  return `${LOCK}.break-${createHash('sha256').update(lockBytes).digest('hex').slice(0, 16)}-${level}`
+}
+
+async function deadPid (): Promise<number> {
+  const dead = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' })
+  await exited(dead)
+  return dead.pid as number
+}
+
+test('takers SIGKILLed while they hold their break file: the next open takes the stale lock over', async (t) => {
+  const dir = freshDir()
+  const stale = lockText(await deadPid(), '03'.repeat(16))
+  nodeFs.writeFileSync(path.join(dir, LOCK), stale)
+  for (const level of [0, 1]) {
+    const taker = new Stepper()
+    try {
+      // Step it until it has made its break file, then kill it at its next file operation.
+      let line = await taker.send(`acquire ${dir}`)
+      while (line.startsWith('op ') && !line.endsWith(breakFile(stale, level))) line = await taker.send('go')
+      t.match(line, new RegExp(`^op hardLink ${LOCK}\\.taker-[0-9a-f]+ ${breakFile(stale, level)}$`), `taker ${level + 1} makes its break file at level ${level}`)
+      line = await taker.send('go')
+      t.ok(line.startsWith('op '), `taker ${level + 1} holds it, not done (${line})`)
+      await taker.send('die')
+      t.equal(taker.child.signalCode, 'SIGKILL', `taker ${level + 1} killed while holding it`)
+      t.ok(nodeFs.existsSync(path.join(dir, breakFile(stale, level))), `its break file at level ${level} stays`)
+    } finally {
+      await taker.kill()
+    }
+  }
+  const h = acquireLock(nodeFileSystem, dir)
+  t.match(nodeFs.readFileSync(path.join(dir, LOCK), 'utf8'), new RegExp(`pid ${process.pid}\\n`), 'the next open holds the lock')
+  h.release()
+  const left = nodeFs.readdirSync(dir).sort()
+  t.deepEqual(left.filter((f) => !f.startsWith(`${LOCK}.taker-`)), [breakFile(stale, 0), breakFile(stale, 1)], 'left: the dead takers\' break files')
+  t.equal(left.filter((f) => f.startsWith(`${LOCK}.taker-`)).length, 2, 'and their own files')
+})
+
+test('three takers stepped one file operation at a time in seeded random orders, after a dead taker: never two holders', async (t) => {
+  const seed = seedFromEnv()
+  const rnd = new Random(seed)
+  const ROUNDS = Number(process.env.LSM_LOCK_SCHEDULES ?? 20)
+  const pid = await deadPid()
+  const takers = [new Stepper(), new Stepper(), new Stepper()]
+  const twoHolders: string[] = []
+  const others: string[] = []
+  const stuck: string[] = []
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      const dir = freshDir()
+      const stale = lockText(pid, '04'.repeat(16))
+      nodeFs.writeFileSync(path.join(dir, LOCK), stale)
+      // A taker that died holding its break file (both this version's name and the former LOCK.break).
+      const deadTaker = lockText(pid, '05'.repeat(16))
+      nodeFs.writeFileSync(path.join(dir, breakFile(stale, 0)), deadTaker)
+      nodeFs.writeFileSync(path.join(dir, `${LOCK}.break`), deadTaker)
+      for (const taker of takers) await taker.send(`acquire ${dir}`)
+      const ops: string[] = []
+      // Runs of one taker's operations (it keeps going with probability 3/4), so that a taker can get far between two of another's.
+      let taker = takers[0]
+      for (let waiting = takers.filter((s) => s.waiting); waiting.length > 0; waiting = takers.filter((s) => s.waiting)) {
+        if (!taker.waiting || rnd.int(4) === 0) taker = rnd.pick(waiting)
+        ops.push(`${takers.indexOf(taker)}:${taker.last.slice(3)}`)
+        await taker.send('go')
+      }
+      const results = takers.map((s) => s.last)
+      const where = `round ${round} (seed ${seed}): ${JSON.stringify(results)} after ${ops.join(', ')}`
+      if (results.filter((r) => r === 'result holds').length > 1) twoHolders.push(where)
+      if (results.some((r) => r !== 'result holds' && r !== 'result LEVEL_LOCKED')) others.push(where)
+      for (const taker of takers) await taker.send('release')
+      try {
+        acquireLock(nodeFileSystem, dir).release()
+      } catch (err) {
+        stuck.push(`${where}: then ${(err as Error).message}`)
+      }
+    }
+  } finally {
+    for (const taker of takers) await taker.kill()
+  }
+  t.same(twoHolders.slice(0, 3), [], `never two holders over ${ROUNDS} schedules`)
+  t.same(others.slice(0, 3), [], 'the others are LEVEL_LOCKED')
+  t.same(stuck.slice(0, 3), [], 'an open after each schedule takes the lock')
 })

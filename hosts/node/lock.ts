@@ -31,13 +31,11 @@
 //      - empty or unparseable: usually a crash between create and write, but
 //        possibly another process between those two steps right now; re-read for
 //        a short while (EMPTY_WAIT_MS), then treat as stale.
-//   4. Stale: create LOCK.break exclusively (it serializes the takers of a
-//      stale LOCK; if it exists, its holder is judged as in 3: alive ->
-//      LEVEL_LOCKED; dead -> it is moved aside to a unique name, read back and
-//      checked to be the bytes judged, then created again), re-read LOCK: the
-//      bytes judged stale -> remove it; gone or other bytes -> LEVEL_LOCKED or
-//      try again; remove LOCK.break; then createExclusive(LOCK) again; losing
-//      that race to another process is LEVEL_LOCKED.
+//   4. Stale: take the right to break it (the chain of break files
+//      LOCK.break-<hash of its bytes>-<level>, see takeOverStale), re-read LOCK:
+//      the bytes judged stale -> remove it; gone -> try again; other bytes ->
+//      LEVEL_LOCKED; give the right back; then createExclusive(LOCK) again;
+//      losing that race to another process is LEVEL_LOCKED.
 // Release: remove LOCK only if it still holds our token; forget the registry
 // entry. Idempotent. `restore` (a failed open) releases, then puts back the
 // stale LOCK that acquiring took over, byte for byte, so that the directory is
@@ -56,22 +54,24 @@
 // - Processes in different pid namespaces (containers) that share the directory
 //   and a hostname see each other's pids as meaningless: a live holder can look
 //   dead and be taken over. Use distinct hostnames or do not share the directory.
-// - Network file systems: O_EXCL creation and rename are not reliably atomic
+// - Network file systems: O_EXCL creation and link(2) are not reliably atomic
 //   across clients there, and the pid check is per host anyway; the host line
 //   makes a foreign lock LEVEL_LOCKED, but the exclusivity itself is only as good
 //   as the file system's.
-// - A taker of a stale lock that dies while it holds LOCK.break leaves it
-//   behind; the next takers move it aside as stale lock files were moved
-//   before LOCK.break, whose race (between a taker's check of what it moved and
-//   its putting back a file it should not have moved, a third process can take
-//   the lock) needs that death and three takers at once. A holder that stalls
-//   for longer than EMPTY_WAIT_MS between creating LOCK and writing it can be
-//   taken over.
+// - A taker of a stale lock that dies during its takeover (a few file
+//   operations) leaves its LOCK.taker-<token> and maybe a LOCK.break-* file
+//   behind, for good: they are a few bytes each and do not block a later
+//   takeover (the next takers go to the next level of that chain), but they
+//   are not removed (a dead taker's break file must stay for the chain's rule
+//   to hold). Remove them by hand when no process has the database open.
+//   After 8 dead takers of one stale LOCK, takers get LEVEL_LOCKED. A holder
+//   that stalls for longer than EMPTY_WAIT_MS between creating LOCK and writing
+//   it can be taken over.
 // - It is advisory: only processes using this module honour it.
 import * as os from 'node:os'
 import * as path from 'node:path'
-import { randomBytes } from 'node:crypto'
-import type { FileSystem } from '../../lib/fs/fs'
+import { createHash, randomBytes } from 'node:crypto'
+import { hardLinkIfSupported, type FileSystem } from '../../lib/fs/fs'
 import type { LockHandle } from '../../lib/platform'
 import { ioError, levelError } from '../../lib/errors'
 import { LOCK, join } from '../../lib/filenames'
@@ -79,8 +79,12 @@ import { LOCK, join } from '../../lib/filenames'
 /** Version of the LOCK file contents drawn above. */
 export const FORMAT_VERSION = 1
 
-/** Held by a process while it removes a stale LOCK (see takeOverStale). */
+/** Prefix of the break files that give the right to remove a stale LOCK (see takeOverStale). */
 const LOCK_BREAK = `${LOCK}.break`
+/** Prefix of a taker's own file, linked as its break file. */
+const TAKER = `${LOCK}.taker`
+/** Dead takers of one stale LOCK before giving up (each died during its takeover). */
+const MAX_BREAK_LEVELS = 8
 
 const EMPTY_WAIT_MS = 100
 const EMPTY_POLL_MS = 10
@@ -89,7 +93,7 @@ const EMPTY_POLL_MS = 10
 const lockedDirs = new Set<string>()
 // Tokens of the locks this process holds.
 const liveTokens = new Set<string>()
-// Tokens of the LOCK.break files this process holds (only inside takeOverStale).
+// Tokens of this process's takers of a stale LOCK (only inside takeOverStale).
 const breakingTokens = new Set<string>()
 
 const processStart = Math.round(Date.now() - process.uptime() * 1000)
@@ -172,7 +176,7 @@ export function acquireLock (fs: FileSystem, dir: string): LockHandle {
 
   let replaced: Buffer | undefined
   if (!tryCreate(fs, lockPath, data)) {
-    replaced = takeOverStale(fs, dir, lockPath, token)
+    replaced = takeOverStale(fs, dir, lockPath, token, data)
     if (!tryCreate(fs, lockPath, data)) throw locked(dir, 'another process (it took the lock concurrently)')
   }
 
@@ -200,34 +204,52 @@ export function acquireLock (fs: FileSystem, dir: string): LockHandle {
 
 // Judges the existing LOCK; throws LEVEL_LOCKED if its holder may be alive,
 // otherwise removes it and returns its bytes (or finds it already gone:
-// undefined). Breakers are serialized by LOCK.break, created exclusively and
-// removed after: only its holder removes LOCK, and only while LOCK still holds
-// the bytes judged stale. Nothing else removes a LOCK but its own holder, and
-// nothing creates one over an existing one, so a live holder's LOCK is never
-// removed (without LOCK.break, a taker that moved LOCK aside could move a lock
-// a second taker had just made, and a third could take it meanwhile: two
-// holders).
-function takeOverStale (fs: FileSystem, dir: string, lockPath: string, token: string): Buffer | undefined {
+// undefined). Only a process holding the right to break that LOCK removes it,
+// and only while LOCK still holds the bytes judged stale; nothing else removes
+// a LOCK but its own holder, and nothing creates one over an existing one, so
+// a live holder's LOCK is never removed.
+//
+// The right to break the LOCK whose bytes hash to K is a chain of break files
+// LOCK.break-K-0, LOCK.break-K-1, ...: each a hard link of its taker's
+// LOCK.taker-<token> (written whole before it gets the name: never seen
+// empty), so each is made exclusively and complete. A taker tries level 0; a
+// level held by a live taker is LEVEL_LOCKED; one held by a dead taker (died
+// during its takeover) stays for good and sends it to the next level. Having
+// made level n, the taker checks that levels 0..n-1 still hold the dead takers'
+// bytes it judged: a file is made once (its taker's token is unique) and
+// removed only by its own taker, so a dead one's cannot have been replaced, and
+// a level removed and made again by another taker in the meantime shows. Then
+// no other taker holds the right: one below n would have had to make a level
+// that a dead taker holds, one at n would have had to make our file, one above
+// n would have had to judge us dead. A taker removes only its own files; a
+// dead taker's stay (see "does not guarantee" above).
+function takeOverStale (fs: FileSystem, dir: string, lockPath: string, token: string, data: Buffer): Buffer | undefined {
   const judged = readJudged(fs, lockPath)
   if (judged === undefined) return undefined // released meanwhile; just try to create again
   refuseLiveHolder(dir, judged.holder)
 
-  const breakPath = join(dir, LOCK_BREAK)
-  const breaker = Buffer.from(`pid ${process.pid}\nhost ${os.hostname()}\ntoken ${token}\n`)
-  if (!tryCreate(fs, breakPath, breaker)) {
-    // Another process is taking over now (it holds LOCK.break for a few file
-    // operations), or died doing so: its break file is taken over as a stale
-    // LOCK was before LOCK.break (moved aside, checked), which needs a breaker's
-    // death and three takers at once to go wrong.
-    const other = readJudged(fs, breakPath)
-    if (other !== undefined) {
-      refuseLiveHolder(dir, other.holder, ' (taking over a stale lock)')
-      moveAside(fs, dir, breakPath, other.seen, token)
-    }
-    if (!tryCreate(fs, breakPath, breaker)) throw locked(dir, 'another process (taking over a stale lock)')
-  }
+  const key = createHash('sha256').update(judged.seen).digest('hex').slice(0, 16)
+  const takerPath = join(dir, `${TAKER}-${token}`)
   breakingTokens.add(token)
+  let held: string | undefined
   try {
+    tryCreate(fs, takerPath, data)
+    const dead: Array<{ file: string, seen: Buffer }> = []
+    for (let level = 0; held === undefined; level++) {
+      if (level === MAX_BREAK_LEVELS) throw locked(dir, `dead takers of a stale lock (remove LOCK and ${LOCK_BREAK}-* by hand if no process has the database open)`)
+      const file = join(dir, `${LOCK_BREAK}-${key}-${level}`)
+      if (makeBreakFile(fs, takerPath, file, data)) {
+        held = file
+      } else {
+        const other = readJudged(fs, file)
+        if (other === undefined) throw locked(dir, 'another process (it took over the stale lock meanwhile)')
+        refuseLiveHolder(dir, other.holder, ' (taking over a stale lock)')
+        dead.push({ file, seen: other.seen })
+      }
+    }
+    for (const { file, seen } of dead) {
+      if (!(readLock(fs, file)?.equals(seen) ?? false)) throw locked(dir, 'another process (it took over the stale lock meanwhile)')
+    }
     const now = readLock(fs, lockPath)
     if (now === undefined) return undefined
     if (!now.equals(judged.seen)) throw locked(dir, 'another process (it took the lock concurrently)')
@@ -235,8 +257,23 @@ function takeOverStale (fs: FileSystem, dir: string, lockPath: string, token: st
     return judged.seen
   } finally {
     breakingTokens.delete(token)
-    try { fs.remove(breakPath) } catch {}
+    if (held !== undefined) fs.remove(held)
+    fs.remove(takerPath)
   }
+}
+
+// Makes break file `file` hold `data`, exclusively: a hard link of the
+// taker's file (whole at once), or, where the file system cannot link, an
+// exclusive create (then, as for LOCK, a taker stalled between its create and
+// write for EMPTY_WAIT_MS can be judged dead). False if `file` exists.
+function makeBreakFile (fs: FileSystem, takerPath: string, file: string, data: Buffer): boolean {
+  try {
+    if (hardLinkIfSupported(fs, takerPath, file)) return true
+  } catch (err) {
+    if (errCode(err) === 'EEXIST') return false
+    throw ioError(`Cannot create lock file: ${(err as Error).message}`, err, LOCK)
+  }
+  return tryCreate(fs, file, data)
 }
 
 // A lock file's bytes and holder (waiting a little for a file created but not
@@ -265,26 +302,4 @@ function refuseLiveHolder (dir: string, holder: LockContents | undefined, doing 
   } else if (isAlive(holder.pid)) {
     throw locked(dir, `process ${holder.pid}${doing}`)
   }
-}
-
-// Moves a stale lock file out of the way under a name nobody else will use, and
-// makes sure what it moved is what was judged (if not, it moved a file another
-// process has just made: put back, LEVEL_LOCKED).
-function moveAside (fs: FileSystem, dir: string, file: string, seen: Buffer, token: string): void {
-  const aside = join(dir, `${LOCK}.stale-${token}`)
-  try {
-    fs.rename(file, aside)
-  } catch (err) {
-    if (errCode(err) === 'ENOENT') return // someone else moved it first; race for the create
-    throw ioError(`Cannot move stale lock file aside: ${(err as Error).message}`, err, LOCK)
-  }
-  const moved = readLock(fs, aside)
-  if (moved !== undefined && !moved.equals(seen)) {
-    try {
-      fs.createExclusive(file, moved)
-    } catch {}
-    fs.remove(aside)
-    throw locked(dir, 'another process (it took the lock concurrently)')
-  }
-  fs.remove(aside)
 }

@@ -11,6 +11,12 @@ export class Peer {
   readonly acked: string[] = []
   /** Keys of its write stream whose put failed, with the error code. */
   readonly failed: Array<[string, string]> = []
+  /** Its write stream's counter keys: the versions acknowledged. */
+  readonly counted: Array<[string, number]> = []
+  /** Its write stream's counter keys: the versions whose put failed, with the error code. */
+  readonly countFailed: Array<[string, number, string]> = []
+  /** Called with each acknowledgement report, as it arrives. */
+  onAcked: (keys: string[], counted: Array<[string, number]>) => void = () => {}
   exited = false
   private nextId = 1
   private readonly waiting = new Map<number, { resolve: (v: unknown) => void, reject: (e: Error) => void }>()
@@ -24,6 +30,9 @@ export class Peer {
       }
       if (msg.acked !== undefined) this.acked.push(...msg.acked)
       if (msg.failed !== undefined) this.failed.push(...msg.failed)
+      if (msg.counted !== undefined) this.counted.push(...msg.counted)
+      if (msg.countFailed !== undefined) this.countFailed.push(...msg.countFailed)
+      if (msg.acked !== undefined || msg.counted !== undefined) this.onAcked(msg.acked ?? [], msg.counted ?? [])
       if (msg.id === undefined) return
       const w = this.waiting.get(msg.id)
       this.waiting.delete(msg.id)
