@@ -11,10 +11,12 @@ import * as net from 'node:net'
 import { DirectoryStore } from '../hosts/node/object-store/directory-store'
 import { S3Store } from '../hosts/node/object-store/s3-store'
 import { objectStoreContract } from './util/object-store-contract'
+import { MemoryStore } from './util/memory-store'
 import { startS3, type LocalS3 } from './util/s3-server'
 import { tempDir } from './util/temp'
 
 objectStoreContract(test, 'directory', async () => new DirectoryStore(tempDir('lsm-store-')))
+objectStoreContract(test, 'memory (the tests\' store)', async () => new MemoryStore())
 
 let s3: LocalS3 | undefined
 test('s3: start the emulator (s3rver) on 127.0.0.1', async (t) => {
