@@ -7,8 +7,10 @@
 // the replica converges to the writer's last write; writes to the replica
 // fail with LEVEL_READ_ONLY; its stats report the lag. Then a writer restored to
 // an earlier point that ships again: the replica, past that point, rebuilds
-// itself from the store, and no state it shows mixes the two histories.
-// SEED=<n> replays.
+// itself from the store (through a store 25 ms away, so that the rebuild
+// takes a while), and no state it shows mixes the two histories: at least
+// SAMPLES_DURING_REBUILD states read while it runs. A replica following a
+// writer through the S3 emulator. SEED=<n> replays.
 import test from 'tape'
 import * as path from 'node:path'
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -16,10 +18,17 @@ import { LsmLevel, ReplicaLevel } from '../index'
 import { DirectoryStore } from '../hosts/node/object-store/directory-store'
 import { stateAt } from './util/backup-writer'
 import { tempDir } from './util/temp'
-import { History, OPTIONS, sameMap, writeFor } from './util/backup-history'
+import { History, OPTIONS, sameMap, SwitchStore, writeFor } from './util/backup-history'
 import { Random, seedFromEnv } from './util/random'
+import { s3Missing, startS3 } from './util/s3-server'
 
 const seed = seedFromEnv()
+
+/** The fewest states the prefix check must see while the first writer writes. */
+const MIN_CHECKS = 20
+
+/** The fewest states the mix check must see while a rebuild runs (it restores beside the old copy, then swaps). */
+const SAMPLES_DURING_REBUILD = 5
 
 const WRITER = path.join(__dirname, 'util', 'backup-writer.js')
 const sleep = async (ms: number): Promise<void> => await new Promise((resolve) => setTimeout(resolve, ms))
@@ -64,8 +73,9 @@ test('a replica follows a writer in another process through the store, across a 
     last = seq
   }
   t.ok(replica.sequence >= 1, `caught up at open: ${replica.sequence}`)
-  const until = Date.now() + 1500
-  while (Date.now() < until) { await check(); await sleep(25) }
+  // For 1.5 s and at least MIN_CHECKS checks (a loaded machine makes fewer in 1.5 s), at most 20 s.
+  const started = Date.now()
+  while ((Date.now() < started + 1500 || checks < MIN_CHECKS) && Date.now() < started + 20000) { await check(); await sleep(25) }
   // The writer killed while writing, then restarted: a new generation.
   first.child.kill('SIGKILL')
   await first.done
@@ -80,6 +90,7 @@ test('a replica follows a writer in another process through the store, across a 
   const stats = replica.stats().replica!
   t.equal(replica.sequence, end, `converged to the writer's last write (from ${killedAt} at the kill; ${stats.segmentsApplied} segments, ${stats.batchesApplied} batches applied, generation ${stats.generation}${stats.lastError !== undefined ? ', ' + stats.lastError : ''})`)
   t.ok(await sameAsWriter(replica, end), 'its state is the writer\'s')
+  t.ok(checks >= MIN_CHECKS, `${checks} states checked (at least ${MIN_CHECKS})`)
   t.equal(prefixes, checks, `every state seen was the writer's at the replica's sequence number (${checks} checks)`)
   t.equal(stats.lagSequences, 0, 'no lag once caught up')
   try {
@@ -102,9 +113,36 @@ test('a replica whose history the store no longer continues (the writer restored
   await writeFor(w1, rnd, h1, () => Date.now() > end)
   await w1.close()
   const n = h1.batches[h1.batches.length - 1].last
-  const replica = await ReplicaLevel.open<string, string>(store, tempDir() + '/replica', { pollIntervalMs: 20, generationCheckMs: 20 })
+  // The replica reaches the store through 25 ms of latency a request: its rebuild (a restore of every table
+  // and segment) takes long enough to be read from while it runs.
+  const replica = await ReplicaLevel.open<string, string>(new SwitchStore(store, () => 25), tempDir() + '/replica', { pollIntervalMs: 20, generationCheckMs: 20 })
   t.equal(replica.sequence, n, `the replica holds the first writer's ${n} writes`)
-  const rebuilt = new Promise((resolve) => replica.once('rebuild', resolve))
+  let rebuildDone = false
+  const rebuilt = new Promise((resolve) => replica.once('rebuild', (result) => { rebuildDone = true; resolve(result) }))
+  // States read from now on, checked once the writes are done (the history is complete then).
+  const samples: Array<{ seq: number, state: Map<string, string>, duringRebuild: boolean }> = []
+  let last = Infinity
+  let sampling = true
+  const sampler = (async () => {
+    const deadline = Date.now() + 60000
+    // The rebuild swaps the new copy in while the replica is closed: its sequence is read only while open.
+    while (sampling && (replica.status !== 'open' || replica.sequence !== last) && Date.now() < deadline) {
+      await sleep(5)
+      if (replica.status !== 'open') continue
+      // The follower says so from the moment it found the divergence until the rebuilt copy follows.
+      const duringRebuild = !rebuildDone && /rebuilding/.test(replica.stats().replica?.lastError ?? '')
+      try {
+        const snapshot = replica.snapshot()
+        const seq = replica.sequence
+        const state = new Map(await replica.iterator({ snapshot }).all())
+        await snapshot.close()
+        samples.push({ seq, state, duringRebuild })
+      } catch (err) {
+        // Closed under the read by the rebuild.
+        if ((err as { code?: string }).code !== 'LEVEL_DATABASE_NOT_OPEN' && (err as { code?: string }).code !== 'LEVEL_ITERATOR_NOT_OPEN') throw err
+      }
+    }
+  })()
   // The writer's database restored to about half way, and written on with other writes, past n.
   const restoredDir = tempDir()
   const r = await LsmLevel.restore(store, restoredDir, { sequence: n >> 1 })
@@ -116,33 +154,66 @@ test('a replica whose history the store no longer continues (the writer restored
   end = Date.now() + 10000
   await writeFor(w2, new Random(seed ^ 0x0de2), h2, () => Date.now() > end || w2.sequence > n + 50)
   await w2.close()
-  const last = h2.batches[h2.batches.length - 1].last
+  last = h2.batches[h2.batches.length - 1].last
   t.ok(last > n, `the restored writer went from ${r.sequence} to ${last}, past the replica's ${n}`)
-  // A state seen meanwhile is the first history's or the second's, never a mix.
-  let mixed = 0
-  let seen = 0
-  const deadline = Date.now() + 15000
-  // The rebuild swaps the new copy in while the replica is closed: its sequence is read only while open.
-  while ((replica.status !== 'open' || replica.sequence !== last) && Date.now() < deadline) {
-    await sleep(10)
-    if (replica.status !== 'open') continue
-    try {
-      const snapshot = replica.snapshot()
-      const seq = replica.sequence
-      const got = new Map(await replica.iterator({ snapshot }).all())
-      await snapshot.close()
-      seen++
-      if (!sameMap(got, h1.stateAt(seq)) && !sameMap(got, h2.stateAt(seq))) mixed++
-    } catch (err) {
-      // Closed under the read by the rebuild.
-      if ((err as { code?: string }).code !== 'LEVEL_DATABASE_NOT_OPEN' && (err as { code?: string }).code !== 'LEVEL_ITERATOR_NOT_OPEN') throw err
-    }
-  }
+  await sampler
+  sampling = false
   const result = await Promise.race([rebuilt, sleep(5000)]) as { generation?: string } | undefined
   t.equal(result?.generation, generation, 'rebuilt from the new generation (\'rebuild\' emitted)')
   t.equal(replica.sequence, last, `caught up with the restored writer at ${last} (${JSON.stringify(replica.stats().replica)})`)
   t.equal(replica.stats().replica!.rebuilds, 1, 'one rebuild')
   t.ok(sameMap(new Map(await replica.iterator().all()), h2.stateAt(last)), 'its state is the restored writer\'s')
-  t.equal(mixed, 0, `no mixed state in ${seen} reads`)
+  // A state seen is the first history's or the second's at the replica's sequence number, never a mix.
+  const mixed = samples.filter((x) => !sameMap(x.state, h1.stateAt(x.seq)) && !sameMap(x.state, h2.stateAt(x.seq))).length
+  const during = samples.filter((x) => x.duringRebuild).length
+  t.ok(during >= SAMPLES_DURING_REBUILD, `${during} states read while the rebuild ran (at least ${SAMPLES_DURING_REBUILD}), ${samples.length} in all`)
+  t.ok(samples.some((x) => !x.duringRebuild && x.seq > n), 'and states of the new history after it')
+  t.equal(mixed, 0, `no mixed state in ${samples.length} reads`)
   await replica.close()
+})
+
+test('a replica follows a writer through the S3 store (s3rver): every state it shows is a prefix, its sequence never goes back, it converges', { skip: s3Missing() ?? false }, async (t) => {
+  const s3 = await startS3()
+  try {
+    const store = await s3.store()
+    const rnd = new Random(seed ^ 0x53f0)
+    const writer = new LsmLevel<string, string>(tempDir(), OPTIONS)
+    await writer.open()
+    await writer.replicate(store, { prefix: 'r', intervalMs: 30 })
+    const history = new History()
+    // Until a round shipped some of them (at least 300 ms).
+    let end = Date.now() + 300
+    await writeFor(writer, rnd, history, () => Date.now() > end && (writer.stats().replication!.shippedSequence > 0 || Date.now() > end + 20000))
+    const replica = await ReplicaLevel.open<string, string>(store, tempDir() + '/replica', { prefix: 'r', pollIntervalMs: 30 })
+    t.ok(replica.sequence > 0, `restored from S3 at open: ${replica.sequence}`)
+    // Read while the writer goes on; checked once its history is complete.
+    const samples: Array<{ seq: number, state: Map<string, string> }> = []
+    let writing = true
+    const sampler = (async () => {
+      while (writing) {
+        await sleep(20)
+        const snapshot = replica.snapshot()
+        const seq = replica.sequence
+        samples.push({ seq, state: new Map(await replica.iterator({ snapshot }).all()) })
+        await snapshot.close()
+      }
+    })()
+    end = Date.now() + 1500
+    await writeFor(writer, rnd, history, () => Date.now() > end)
+    await writer.close()
+    writing = false
+    await sampler
+    const last = history.batches[history.batches.length - 1].last
+    const deadline = Date.now() + 15000
+    while (replica.sequence < last && Date.now() < deadline) await sleep(20)
+    t.equal(replica.sequence, last, `converged to the writer's last write (${JSON.stringify(replica.stats().replica)})`)
+    t.ok(sameMap(new Map(await replica.iterator().all()), history.stateAt(last)), 'its state is the writer\'s')
+    const seqs = new Set(samples.map((x) => x.seq))
+    t.ok(samples.length >= 20 && seqs.size >= 3, `${samples.length} states read while the writer wrote, at ${seqs.size} sequence numbers`)
+    t.ok(samples.every((x, i) => i === 0 || x.seq >= samples[i - 1].seq), 'the sequence number never went back')
+    t.equal(samples.filter((x) => !sameMap(x.state, history.stateAt(x.seq))).length, 0, 'each state was the writer\'s at the replica\'s sequence number')
+    await replica.close()
+  } finally {
+    await s3.close()
+  }
 })

@@ -377,7 +377,7 @@ export class Shipper {
     }
   }
 
-  /** Stops after the running round and one last round (what was written before stop() is shipped if the store takes it); then releases the logs. */
+  /** Stops after the running round and one last round, or as many as its segments need (what was written before stop() is shipped if the store takes it); then releases the logs. */
   async stop (): Promise<void> {
     if (this.stopping) return await this.loop
     this.stopping = true
@@ -493,7 +493,8 @@ export class Shipper {
         this.counters.failedRounds++
         if (!this.halted) this.counters.lastError = (err as Error).message
       }
-      if (last) {
+      // The last rounds go on while they stop at the segment cap: close() ships everything written before it.
+      if (last && !behind) {
         this.finished = true
         return
       }

@@ -9,8 +9,13 @@ const BIN = path.join(ROOT, 'bin', 'lsm-level.js')
 export interface CliRun { code: number | null, stdout: string, stderr: string }
 
 export function cli (...args: string[]): Promise<CliRun> {
+  return cliWithEnv({}, ...args)
+}
+
+/** As cli(), with these variables added to the environment. */
+export function cliWithEnv (env: Record<string, string>, ...args: string[]): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } })
     let stdout = ''
     let stderr = ''
     child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d })
