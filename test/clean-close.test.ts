@@ -285,3 +285,29 @@ test('a table damaged after a clean close is LEVEL_CORRUPTION naming it', async 
   const cause = (err as { cause?: unknown } | undefined)?.cause ?? err
   t.ok(isLevelError(cause, 'LEVEL_CORRUPTION') && (cause as Error).message.includes(tables[0]), `LEVEL_CORRUPTION naming ${tables[0]} (${(cause as Error | undefined)?.message ?? 'no error'})`)
 })
+
+test('the open after a clean close appends its edit to the manifest: no new manifest, CURRENT as it was', async (t) => {
+  const dir = tempDir()
+  const db = new LsmLevel<string, string>(dir)
+  await db.open()
+  for (let i = 0; i < N; i++) await db.put(key(i), value(i))
+  await db.close()
+  const manifests = (): string[] => fs.readdirSync(dir).filter((n) => n.startsWith('MANIFEST-'))
+  const before = manifests()
+  const current = fs.readFileSync(path.join(dir, 'CURRENT'), 'latin1')
+  const size = fs.statSync(path.join(dir, before[0])).size
+  for (let round = 0; round < 3; round++) {
+    const again = new LsmLevel<string, string>(dir)
+    await again.open()
+    t.deepEqual(manifests(), before, `open ${round + 1}: the same manifest`)
+    t.is(fs.readFileSync(path.join(dir, 'CURRENT'), 'latin1'), current, `open ${round + 1}: CURRENT as it was`)
+    await again.put(key(round), 'new ' + String(round))
+    await again.close()
+  }
+  t.ok(fs.statSync(path.join(dir, before[0])).size > size, 'the manifest grew by the edits')
+  const last = new LsmLevel<string, string>(dir)
+  await last.open()
+  t.is(await last.get(key(2)), 'new 2', 'the writes between the opens')
+  t.is((await last.keys().all()).length, N, 'every key')
+  await last.close()
+})

@@ -59,8 +59,17 @@ class NodeWritableFile implements WritableFile {
   private allocated = 0
   private readonly preallocate: boolean
 
-  constructor (path: string, preallocate: boolean) {
-    this.fd = fs.openSync(path, 'w')
+  /** `append`: an existing file, appended to after its last byte; else created or truncated. */
+  constructor (path: string, preallocate: boolean, append = false) {
+    this.fd = fs.openSync(path, append ? 'r+' : 'w')
+    if (append) {
+      try {
+        this.length = fs.fstatSync(this.fd).size
+      } catch (err) {
+        fs.closeSync(this.fd)
+        throw err
+      }
+    }
     this.preallocate = preallocate
   }
 
@@ -140,6 +149,10 @@ export class NodeFileSystem implements FileSystem {
 
   openWrite (path: string, options?: { preallocate?: boolean }): WritableFile {
     return new NodeWritableFile(path, options?.preallocate === true)
+  }
+
+  openAppend (path: string): WritableFile {
+    return new NodeWritableFile(path, false, true)
   }
 
   readSmallFile (path: string): Buffer {

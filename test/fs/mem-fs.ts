@@ -111,6 +111,12 @@ export class MemFileSystem implements FileSystem {
     return new MemWritableFile(this.faults, inode, abs, step)
   }
 
+  openAppend (p: string): WritableFile {
+    const abs = path.resolve(p)
+    this.faults.before('openAppend', abs)
+    return new MemWritableFile(this.faults, this.lookup(abs, 'open'), abs, 0)
+  }
+
   readSmallFile (p: string): Buffer {
     const abs = path.resolve(p)
     this.faults.before('readSmallFile', abs)
