@@ -159,11 +159,11 @@ export class NodeFileSystem implements FileSystem {
     return fs.readFileSync(path)
   }
 
-  createExclusive (path: string, data: Uint8Array): void {
+  createExclusive (path: string, data: Uint8Array, options?: { sync?: boolean }): void {
     const fd = fs.openSync(path, 'wx')
     try {
       fs.writeSync(fd, data)
-      fs.fsyncSync(fd)
+      if (options?.sync !== false) fs.fsyncSync(fd)
     } finally {
       fs.closeSync(fd)
     }

@@ -60,8 +60,12 @@ export interface FileSystem {
   openAppend? (path: string): WritableFile
   /** Reads a whole small file (CURRENT, LOCK). Never used for tables or logs. */
   readSmallFile (path: string): Buffer
-  /** Creates a file exclusively (fails with code EEXIST if it exists), writes `data`, syncs and closes it. */
-  createExclusive (path: string, data: Uint8Array): void
+  /**
+   * Creates a file exclusively (fails with code EEXIST if it exists), writes
+   * `data`, syncs (unless `sync` is false: a file whose bytes matter only
+   * while its creator runs, LOCK) and closes it.
+   */
+  createExclusive (path: string, data: Uint8Array, options?: { sync?: boolean }): void
   exists (path: string): boolean
   /** Names (not paths) of the entries in a directory. */
   list (dir: string): string[]
