@@ -124,6 +124,9 @@ export class VersionSet {
     if (reader.tail.state === 'corrupt') {
       throw corruption(name, `damaged record at offset ${reader.tail.offset} followed by valid records`)
     }
+    // A clean close's record holds only as the manifest's very end: bytes after
+    // it (a torn record) were appended by a later open (resumeManifest).
+    if (reader.tail.state !== 'clean') this.logsAtClose = undefined
     if (!sawSnapshot || !haveNext || !haveSeq) throw corruption(name, 'no complete state record')
     for (const files of version.levels) {
       for (const f of files) if (f.number >= this.nextFileNumber) this.nextFileNumber = f.number + 1
