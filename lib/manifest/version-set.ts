@@ -43,8 +43,10 @@ export class VersionSet {
   private manifest: LogWriter | undefined
   /**
    * Set by recover(): the manifest read ends in a whole record, its snapshot
-   * is of this format version, and it is below MANIFEST_ROLL_BYTES: an edit
-   * may be appended to it.
+   * is of this format version and names a live log (not a new database's,
+   * whose history from creation a truncation could cut back to an empty state
+   * that no file refutes), and it is below MANIFEST_ROLL_BYTES: an edit may be
+   * appended to it.
    */
   private appendable = false
   private readonly tableRefs = new Map<number, number>()
@@ -94,6 +96,7 @@ export class VersionSet {
     }
     let sawSnapshot = false
     let formatVersion: number | undefined
+    let firstLogNumber = 0
     let haveNext = false
     let haveSeq = false
     try {
@@ -108,7 +111,7 @@ export class VersionSet {
           applyPending()
           version = version.apply(edit)
         }
-        if (!sawSnapshot) formatVersion = edit.formatVersion
+        if (!sawSnapshot) { formatVersion = edit.formatVersion; firstLogNumber = edit.logNumber ?? 0 }
         sawSnapshot = true
         if (edit.logNumber !== undefined) this.logNumber = edit.logNumber
         if (edit.nextFileNumber !== undefined) { this.nextFileNumber = edit.nextFileNumber; haveNext = true }
@@ -134,7 +137,7 @@ export class VersionSet {
     this.checkAgainstDirectory(version, name, reader.tail.state === 'clean' ? -1 : reader.tail.offset)
     this.manifestNumber = Number(m[2])
     if (this.manifestNumber >= this.nextFileNumber) this.nextFileNumber = this.manifestNumber + 1
-    this.appendable = reader.tail.state === 'clean' && formatVersion === MANIFEST_FORMAT_VERSION && reader.offset < MANIFEST_ROLL_BYTES
+    this.appendable = reader.tail.state === 'clean' && formatVersion === MANIFEST_FORMAT_VERSION && firstLogNumber > 0 && reader.offset < MANIFEST_ROLL_BYTES
     this.replaceCurrent(version)
   }
 
