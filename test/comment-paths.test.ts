@@ -65,8 +65,8 @@ export function namedPaths (comment: string, topFolders: string[]): string[] {
 }
 
 test('every repository path named in a comment exists', (t) => {
-  // This file's own examples are strings that look like comments.
-  const files = sources('').filter((f) => f !== 'test/comment-paths.test.ts')
+  // This file's own examples, and the lint rule's planted modules, are strings that look like comments.
+  const files = sources('').filter((f) => f !== 'test/comment-paths.test.ts' && f !== 'test/lint-rules.test.ts')
   let checked = 0
   const missing: string[] = []
   for (const file of files) {
