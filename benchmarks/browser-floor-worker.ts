@@ -2,9 +2,9 @@
 // bundled by scripts/build-browser.js into dist/browser-bench/floor.js: it
 // answers each message with its own data, at once, on the worker's scope and
 // on each port the page hands it ({ port }); a message marked { turn: true }
-// is answered after one more MessageChannel turn here, as a server that
-// gathers a turn's replies into one message (adapters/remote/session.ts)
-// answers.
+// is answered after one more MessageChannel turn here (setImmediate in a
+// browser's worker), as a server that gathers a turn's replies into one
+// message would answer.
 
 interface PortLike {
   onmessage: ((event: { data: unknown }) => void) | null

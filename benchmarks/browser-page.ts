@@ -82,16 +82,16 @@ interface FloorPort {
 }
 
 /** The ways floor() measures a round trip. */
-export type FloorKind = 'worker' | 'worker, 100 bytes' | 'port' | 'port, 100 bytes' | 'port, 100 bytes, a turn in the worker'
+export type FloorKind = 'worker' | 'worker, 100 bytes' | 'worker, 100 bytes, a turn in the worker' | 'port' | 'port, 100 bytes'
 
 /**
  * The floor under an awaited operation of BrowserLevel: microseconds per round
  * trip of a message from this page to a dedicated worker (browser-floor-worker.ts)
  * and back, awaited one at a time: on the worker's own postMessage and over a
- * MessagePort handed to it (as each BrowserLevel talks to the page's engine
- * worker), with no payload or a Uint8Array of 100 bytes (cloned, as a small
- * value is) each way, and as the port's with the worker answering after one
- * more MessageChannel turn (as the remote server gathers a turn's replies).
+ * MessagePort handed to it, with no payload or a Uint8Array of 100 bytes
+ * (cloned, as a small value is) each way, and on the worker's postMessage with
+ * the worker answering after one more MessageChannel turn (setImmediate in a
+ * worker, with which a server may gather a turn's replies).
  */
 async function floor (trips: number): Promise<Record<FloorKind, number>> {
   const worker = new page.Worker('/browser-bench/floor.js', { type: 'module' }) as unknown as FloorPort & { terminate (): void }
@@ -108,9 +108,9 @@ async function floor (trips: number): Promise<Record<FloorKind, number>> {
   const kinds: Array<[FloorKind, FloorPort, () => unknown]> = [
     ['worker', worker, () => 1],
     ['worker, 100 bytes', worker, () => ({ value: bytes })],
+    ['worker, 100 bytes, a turn in the worker', worker, () => ({ value: bytes, turn: true })],
     ['port', port1, () => 1],
-    ['port, 100 bytes', port1, () => ({ value: bytes })],
-    ['port, 100 bytes, a turn in the worker', port1, () => ({ value: bytes, turn: true })]
+    ['port, 100 bytes', port1, () => ({ value: bytes })]
   ]
   const out = {} as Record<FloorKind, number>
   for (const [kind, on, message] of kinds) {

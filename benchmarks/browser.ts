@@ -243,8 +243,8 @@ function floorReport (floors: Array<Record<FloorKind, number>>, cell: (workload:
     '|---|---:|'
   ]
   for (const kind of Object.keys(floors[0]) as FloorKind[]) lines.push(`| ${kind} | ${us(floor(kind))} |`)
-  const base = floor('port, 100 bytes')
-  lines.push('', 'The target: an awaited put or get from the page costs at most 1.5 x (the floor over a port with 100 bytes + the engine\'s own time per operation, OpfsLevel in a worker):', '')
+  const base = floor('worker, 100 bytes')
+  lines.push('', 'The target: an awaited put or get from the page costs at most 1.5 x (the floor on the worker\'s postMessage with 100 bytes, the transport BrowserLevel uses, + the engine\'s own time per operation, OpfsLevel in a worker):', '')
   lines.push('| operation | floor µs | engine in a worker µs | target µs | BrowserLevel from the page µs | page / (floor + engine) | target |')
   lines.push('|---|---:|---:|---:|---:|---:|---|')
   for (const [name, workload] of [['put', 'fillrandom'], ['get', 'readrandom']] as const) {
