@@ -9,16 +9,18 @@
 // the owner's worker, on its event loop, in slices between requests.
 //
 // It serves every BrowserLevel of the page that started it (engine-worker.ts),
-// each over a MessageChannel of its own, and posts a hello
+// each over a line of its own on the worker's postMessage
+// (adapters/remote/worker-lines.ts), and posts a hello
 // ({ lsmLevelWorkerStarted: true }) to the page once its script runs. The page
-// hands it a database's channel as
-// { lsmLevelConnect: { port, relay?, useRelay, ownerTimeoutMs?, storage? } }:
-// the database's end of the channel, the port to the relay SharedWorker it
-// started (browser-relay.ts) with the first database that has one, and that
+// opens a database's line with
+// { lsmLevelConnect: { line, relay?, useRelay, ownerTimeoutMs?, storage? } }:
+// the line's number, the port to the relay SharedWorker it started
+// (browser-relay.ts) with the first database that has one, and that
 // database's options.
 import './hosts/browser/globals'
 import { installBrowserPlatform } from './hosts/browser/platform'
-import { WORKER_CONNECT, WORKER_STARTED, markedPortChannel, type MessagePortLike, type WorkerScopeLike } from './adapters/remote/channel'
+import { WORKER_CONNECT, WORKER_STARTED, type MessagePortLike, type WorkerScopeLike } from './adapters/remote/channel'
+import { WorkerLines } from './adapters/remote/worker-lines'
 import { serve } from './adapters/remote/server'
 import { ENGINE_METHODS, SharedDatabaseHost } from './adapters/remote/shared-host'
 import type { ServerChannel } from './adapters/remote/session'
@@ -31,24 +33,27 @@ installBrowserPlatform().catch(() => {})
 /** How long the relay has to answer this worker's hello before the fallback transport is used instead. */
 const RELAY_HELLO_MS = 1000
 
-interface ConnectMessage { port: MessagePortLike, relay?: MessagePortLike, useRelay: boolean, ownerTimeoutMs?: number, storage?: string }
+interface ConnectMessage { line: number, relay?: MessagePortLike, useRelay: boolean, ownerTimeoutMs?: number, storage?: string }
 
 /** The relay, once it answered this worker's hello (opens do not wait for it: one that never answers, its file missing, would hold each open back). */
 let relay: Relay | undefined
 
 const CALLABLE = new Set([...ENGINE_METHODS, 'tabs'])
 
-/** Serves one database of the page over its channel; the first attach opens it, with the options that came with the channel. */
+const scope = globalThis as unknown as WorkerScopeLike
+const lines = new WorkerLines((message, transfer) => scope.postMessage(message, transfer))
+
+/** Serves one database of the page over its line; the first attach opens it, with the options that came with the line. */
 function serveDatabase (connect: ConnectMessage): void {
   const tab = { relay: () => connect.useRelay ? relay : undefined, ownerTimeoutMs: connect.ownerTimeoutMs ?? OWNER_TIMEOUT_MS }
   // An error goes back as the open's cause (the client's open wraps it again).
   const open = async (location: string, options: Record<string, unknown>): Promise<TabDatabase> =>
     await TabDatabase.open(location, connect.storage === undefined ? options : { ...options, storage: connect.storage }, tab)
-  serve(markedPortChannel(connect.port) as ServerChannel, new SharedDatabaseHost(open, CALLABLE))
+  serve(lines.open(connect.line) as ServerChannel, new SharedDatabaseHost(open, CALLABLE))
 }
 
-const scope = globalThis as unknown as WorkerScopeLike
 scope.onmessage = (event) => {
+  if (lines.deliver(event.data)) return
   const connect = (event.data as { [WORKER_CONNECT]?: ConnectMessage } | null)?.[WORKER_CONNECT]
   if (connect === undefined) return
   if (connect.relay !== undefined) relayOverPort(connect.relay, RELAY_HELLO_MS).then((r) => { relay = r }, () => {})

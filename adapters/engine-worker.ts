@@ -1,6 +1,7 @@
 // The page's engine worker: the one dedicated worker (per worker factory) in
 // which every BrowserLevel of this page (or worker) runs its engine, each
-// database over a MessageChannel of its own. One worker, not one per
+// database over a line of its own on the worker's postMessage
+// (remote/worker-lines.ts). One worker, not one per
 // database: a worker costs a start of about 100 ms (its script loaded and
 // compiled again) and its own copy of the engine in memory, and browsers cap
 // the workers a site runs (Firefox: 512), which an app of many databases (or
@@ -9,8 +10,10 @@
 // The worker ends IDLE_WORKER_MS after its last database closed, or when it
 // fails (it did not start in time, or an error escaped it): then every
 // database in it fails, and the next open starts a new one.
-import { WORKER_CONNECT, WORKER_STARTED, markedPortChannel, type MessagePortLike, type TransportLine, type WorkerLike } from './remote/channel'
+import { WORKER_CONNECT, WORKER_STARTED, type WorkerLike } from './remote/channel'
 import { RemoteConnection, type ClientChannel } from './remote/connection'
+import type { Request, ServerMessage } from './remote/protocol'
+import { WorkerLines } from './remote/worker-lines'
 import { backgroundTimer } from '../lib/util/turn'
 
 /** Starts the worker that runs the engine. */
@@ -28,17 +31,18 @@ export interface ConnectSetup {
 /** How long a worker with no database stays for the next open. */
 const IDLE_WORKER_MS = 5000
 
-type MessageChannelConstructor = new () => { port1: MessagePortLike, port2: MessagePortLike }
-
 class EngineWorker {
-  private readonly lines = new Set<TransportLine<unknown, unknown>>()
+  private readonly lines: WorkerLines
+  private nextLine = 1
   private failure: Error | undefined
   private relayGiven = false
   private startTimer: ReturnType<typeof setTimeout> | undefined
   private idleTimer: ReturnType<typeof setTimeout> | undefined
 
   constructor (private readonly worker: WorkerLike, startTimeoutMs: number, private readonly forget: () => void) {
+    this.lines = new WorkerLines((message, transfer) => worker.postMessage(message, transfer))
     worker.onmessage = (event) => {
+      if (this.lines.deliver(event.data)) return
       if ((event.data as { [WORKER_STARTED]?: boolean } | null)?.[WORKER_STARTED] === true) clearTimeout(this.startTimer)
     }
     worker.onerror = (event) => {
@@ -55,22 +59,19 @@ class EngineWorker {
     return this.failure === undefined
   }
 
-  /** A connection for one database, over a new channel to this worker. */
+  /** A connection for one database, over a new line to this worker. */
   connect (setup: ConnectSetup): RemoteConnection {
     clearTimeout(this.idleTimer)
-    const MC = (globalThis as unknown as { MessageChannel: MessageChannelConstructor }).MessageChannel
-    const { port1, port2 } = new MC()
     const relay = setup.relay !== false && !this.relayGiven ? setup.relay() : undefined
     if (relay !== undefined) this.relayGiven = true
-    const transfer = (relay === undefined ? [port2] : [port2, relay]) as ArrayBuffer[]
-    this.worker.postMessage({ [WORKER_CONNECT]: { port: port2, relay, useRelay: setup.relay !== false, ownerTimeoutMs: setup.ownerTimeoutMs, storage: setup.storage } }, transfer)
-    const line = markedPortChannel<unknown, unknown>(port1)
-    this.lines.add(line)
+    const n = this.nextLine++
+    this.worker.postMessage({ [WORKER_CONNECT]: { line: n, relay, useRelay: setup.relay !== false, ownerTimeoutMs: setup.ownerTimeoutMs, storage: setup.storage } }, (relay === undefined ? [] : [relay]) as ArrayBuffer[])
+    const line = this.lines.open<Request[], ServerMessage[]>(n)
     // The line ends when its database lets go of the connection, or when the worker fails.
     const channel: ClientChannel = {
       send: (message, transfer) => line.send(message, transfer),
-      receive: (onMessage, onClose) => line.receive(onMessage as (message: unknown) => void, (reason) => {
-        this.letGo(line)
+      receive: (onMessage, onClose) => line.receive(onMessage, (reason) => {
+        this.letGo()
         onClose?.(reason)
       }),
       close: () => line.close()
@@ -78,8 +79,7 @@ class EngineWorker {
     return new RemoteConnection(channel)
   }
 
-  private letGo (line: TransportLine<unknown, unknown>): void {
-    this.lines.delete(line)
+  private letGo (): void {
     if (this.lines.size === 0 && this.failure === undefined) this.idleTimer = backgroundTimer(() => this.end(), IDLE_WORKER_MS)
   }
 
@@ -87,9 +87,7 @@ class EngineWorker {
     if (this.failure !== undefined) return
     this.failure = reason
     this.end()
-    const lines = [...this.lines]
-    this.lines.clear()
-    for (const line of lines) line.ended(reason)
+    this.lines.endAll(reason)
   }
 
   private end (): void {

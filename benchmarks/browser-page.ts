@@ -23,6 +23,8 @@ interface BenchWorker {
 }
 interface PageGlobals {
   Worker: new (url: string, options: object) => never
+  MessageChannel: new () => { port1: FloorPort, port2: FloorPort }
+  performance: { now (): number }
   indexedDB: { deleteDatabase (name: string): unknown }
   lsmBench: unknown
 }
@@ -74,6 +76,53 @@ class InWorker {
   }
 }
 
+interface FloorPort {
+  onmessage: ((event: { data: unknown }) => void) | null
+  postMessage (message: unknown, transfer?: unknown[]): void
+}
+
+/** The ways floor() measures a round trip. */
+export type FloorKind = 'worker' | 'worker, 100 bytes' | 'worker, 100 bytes, a turn in the worker' | 'port' | 'port, 100 bytes'
+
+/**
+ * The floor under an awaited operation of BrowserLevel: microseconds per round
+ * trip of a message from this page to a dedicated worker (browser-floor-worker.ts)
+ * and back, awaited one at a time: on the worker's own postMessage and over a
+ * MessagePort handed to it, with no payload or a Uint8Array of 100 bytes
+ * (cloned, as a small value is) each way, and on the worker's postMessage with
+ * the worker answering after one more MessageChannel turn (setImmediate in a
+ * worker, with which a server may gather a turn's replies).
+ */
+async function floor (trips: number): Promise<Record<FloorKind, number>> {
+  const worker = new page.Worker('/browser-bench/floor.js', { type: 'module' }) as unknown as FloorPort & { terminate (): void }
+  const next = async (on: FloorPort, message: unknown): Promise<unknown> => await new Promise((resolve) => {
+    on.onmessage = (event) => resolve(event.data)
+    if (message !== undefined) on.postMessage(message)
+  })
+  await next(worker, undefined)
+  const { port1, port2 } = new page.MessageChannel()
+  const ready = next(worker, undefined)
+  worker.postMessage({ port: port2 }, [port2])
+  await ready
+  const bytes = new Uint8Array(100).fill(7)
+  const kinds: Array<[FloorKind, FloorPort, () => unknown]> = [
+    ['worker', worker, () => 1],
+    ['worker, 100 bytes', worker, () => ({ value: bytes })],
+    ['worker, 100 bytes, a turn in the worker', worker, () => ({ value: bytes, turn: true })],
+    ['port', port1, () => 1],
+    ['port, 100 bytes', port1, () => ({ value: bytes })]
+  ]
+  const out = {} as Record<FloorKind, number>
+  for (const [kind, on, message] of kinds) {
+    for (let i = 0; i < Math.min(100, trips); i++) await next(on, message())
+    const t0 = page.performance.now()
+    for (let i = 0; i < trips; i++) await next(on, message())
+    out[kind] = (page.performance.now() - t0) * 1000 / trips
+  }
+  worker.terminate()
+  return out
+}
+
 let onPage: Map<EngineName, Workloads>
 let inWorker: InWorker
 
@@ -113,6 +162,7 @@ const bench = {
     return await onPage.get(engine)!.run(workload, run)
   },
   snapshots,
+  floor,
   async finish (): Promise<void> {
     for (const workloads of onPage.values()) await workloads.finish()
     await inWorker.call({ method: 'finish' })

@@ -68,12 +68,12 @@ export function dateLine (started: Date, startLoad: string): string {
   return `- Date: ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC (1-minute load average on the ${os.cpus().length} cores: ${startLoad} at the start, ${loadNote()} at the end)`
 }
 
-/** The commit the run was built from, with "+ uncommitted changes" if the code (not the docs) differs from it. */
-export function gitCommit (): string {
+/** The commit a run was built from (this checkout's, or another's), with "+ uncommitted changes" if the code (not the docs) differs from it. */
+export function gitCommit (checkout = path.join(__dirname, '..', '..')): string {
   try {
-    const opts = { cwd: path.join(__dirname, '..', '..'), encoding: 'utf8' as const, stdio: ['ignore', 'pipe', 'ignore'] as Array<'ignore' | 'pipe'> }
+    const opts = { cwd: checkout, encoding: 'utf8' as const, stdio: ['ignore', 'pipe', 'ignore'] as Array<'ignore' | 'pipe'> }
     const head = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], opts).trim()
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no', '--', 'index.ts', 'lib', 'benchmarks', 'test', 'package.json', 'tsconfig.json'], opts).trim() !== ''
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no', '--', 'index.ts', 'lib', 'adapters', 'hosts', 'benchmarks', 'test', 'package.json', 'tsconfig.json'], opts).trim() !== ''
     return dirty ? `${head} + uncommitted changes` : head
   } catch {
     return 'unknown'

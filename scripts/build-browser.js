@@ -10,7 +10,7 @@
 // test/browser-tabs.test.ts (tabs.js), and the page of the fallback-storage
 // tests (storage.js), into dist/browser-test/, and the page
 // of the browser benchmark (benchmarks/browser-page.ts, with browser-level)
-// and its worker (benchmarks/browser-worker.ts), and the page of the many-tabs
+// and its workers (benchmarks/browser-worker.ts, browser-floor-worker.ts), and the page of the many-tabs
 // benchmark (benchmarks/browser-tabs-page.ts), into dist/browser-bench/.
 // Node-only modules that adapters/lsm-level.ts imports on demand
 // (repair, destroy, importLevelDB) become a stub that fails with
@@ -60,7 +60,7 @@ async function main () {
       inject: [path.join(root, 'test/browser/process-shim.js')],
       define: { ...common.define, __dirname: '"/"' }
     })
-    await esbuild.build({ ...common, entryPoints: { page: path.join(root, 'benchmarks/browser-page.ts'), worker: path.join(root, 'benchmarks/browser-worker.ts'), tabs: path.join(root, 'benchmarks/browser-tabs-page.ts') }, outdir: path.join(root, 'dist/browser-bench') })
+    await esbuild.build({ ...common, entryPoints: { page: path.join(root, 'benchmarks/browser-page.ts'), worker: path.join(root, 'benchmarks/browser-worker.ts'), floor: path.join(root, 'benchmarks/browser-floor-worker.ts'), tabs: path.join(root, 'benchmarks/browser-tabs-page.ts') }, outdir: path.join(root, 'dist/browser-bench') })
   }
 }
 

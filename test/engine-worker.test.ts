@@ -1,14 +1,16 @@
 // BrowserLevel's worker, one per page (adapters/engine-worker.ts), in Node with
 // a fake worker that serves the page's channels as the browser's worker entry
-// does (each over a marked MessageChannel port, each with a host of its own,
-// LsmLevel for the engine): the databases of one `worker` function share one
+// does (each over a numbered line of the worker's postMessage, messages
+// cloned and delivered in a later turn, each with a host of its own, LsmLevel
+// for the engine): the databases of one `worker` function share one
 // worker, which ends 5 s after the last one closed; a failed worker fails every
 // database in it, and the next open starts another.
 import test from 'tape'
 import * as path from 'node:path'
 import { BrowserLevel } from '../adapters/browser-level'
 import { LsmLevel } from '../index'
-import { WORKER_CONNECT, WORKER_STARTED, markedPortChannel, type MessagePortLike, type WorkerLike } from '../adapters/remote/channel'
+import { WORKER_CONNECT, WORKER_STARTED, type WorkerLike } from '../adapters/remote/channel'
+import { WorkerLines } from '../adapters/remote/worker-lines'
 import { serve, type ServerChannel } from '../adapters/remote/server'
 import { SharedDatabaseHost, type OwnedDatabase } from '../adapters/remote/shared-host'
 import { tempDir } from './util/temp'
@@ -22,16 +24,28 @@ class FakeWorker implements WorkerLike {
   /** The databases it opened, closed when it is terminated (as a browser's ended worker lets go of its files). */
   private readonly dbs: LsmLevel<Uint8Array, Uint8Array>[] = []
   closed: Promise<unknown> = Promise.resolve()
+  /** The worker's side of the lines: what it posts reaches the page's onmessage, cloned, in a later turn. */
+  private readonly lines = new WorkerLines((message, transfer) => {
+    const data = structuredClone(message, { transfer })
+    setImmediate(() => { if (!this.terminated) this.onmessage?.({ data }) })
+  })
 
   constructor () {
     setImmediate(() => this.onmessage?.({ data: { [WORKER_STARTED]: true } }))
   }
 
-  postMessage (message: unknown): void {
-    const connect = (message as { [WORKER_CONNECT]?: { port: MessagePortLike } })[WORKER_CONNECT]
-    if (connect === undefined || this.terminated) return
+  postMessage (message: unknown, transfer?: ArrayBuffer[]): void {
+    const data = structuredClone(message, { transfer })
+    setImmediate(() => { if (!this.terminated) this.receive(data) })
+  }
+
+  /** What the worker's scope does with a message from the page. */
+  private receive (message: unknown): void {
+    if (this.lines.deliver(message)) return
+    const connect = (message as { [WORKER_CONNECT]?: { line: number } })[WORKER_CONNECT]
+    if (connect === undefined) return
     this.channels++
-    serve(markedPortChannel(connect.port) as ServerChannel, new SharedDatabaseHost(async (location, options) => {
+    serve(this.lines.open(connect.line) as ServerChannel, new SharedDatabaseHost(async (location, options) => {
       const db = new LsmLevel<Uint8Array, Uint8Array>(location, { ...options, keyEncoding: 'view', valueEncoding: 'view' })
       this.dbs.push(db)
       await db.open({ createIfMissing: options.createIfMissing !== false, errorIfExists: options.errorIfExists === true } as object)
@@ -75,7 +89,7 @@ test('BrowserLevel: the databases of one worker function run in one worker, whic
   await Promise.all(dbs.map(async (db, i) => await db.put('k', `v${i}`)))
   t.same(await Promise.all(dbs.map(async (db) => await db.get('k'))), ['v0', 'v1', 'v2'], 'each database reads its own write')
   t.is(started.length, 1, 'one worker started for the three')
-  t.is(started[0].channels, 3, 'a channel each')
+  t.is(started[0].channels, 3, 'a line each')
   await dbs[0].close()
   const d = new BrowserLevel<string, string>(path.join(dir, 'd'), { worker: factory, relay: false })
   await d.open()

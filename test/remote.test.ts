@@ -6,14 +6,17 @@
 // a server's 'closed' push closes the client; a protocol version the server
 // does not speak, and options that differ from the open database's, are
 // refused clearly; BrowserLevel's open fails when its worker never starts
-// (a fake worker). test/compliance-remote.test.ts runs the abstract-level
+// (a fake worker); a session answers a lone request without waiting for a
+// turn of the event loop. test/compliance-remote.test.ts runs the abstract-level
 // suite through RemoteLevel; test/browser.test.ts, through BrowserLevel.
 import test from 'tape'
 import * as path from 'node:path'
 import { once } from 'node:events'
 import { RemoteLevel } from '../adapters/remote-level'
 import { BrowserLevel } from '../adapters/browser-level'
-import { PROTOCOL_VERSION } from '../adapters/remote/protocol'
+import { PROTOCOL_VERSION, type Request, type ServerMessage } from '../adapters/remote/protocol'
+import type { DatabaseHost, ServedDatabase } from '../adapters/remote/host'
+import { serve } from '../adapters/remote/server'
 import type { MessagePortLike } from '../adapters/remote/channel'
 import { TestServer } from './util/remote-server'
 import { tempDir } from './util/temp'
@@ -319,4 +322,32 @@ test('BrowserLevel: an open whose worker never starts fails after workerStartTim
   for (const bad of [0, -1, 'soon']) {
     t.throws(() => new BrowserLevel('x', { worker: queued, workerStartTimeoutMs: bad as number }), /Invalid option 'workerStartTimeoutMs'/, `workerStartTimeoutMs: ${JSON.stringify(bad)}`)
   }
+})
+
+test('remote session: the reply that leaves no request running goes without waiting for a turn; replies of requests running together leave in one message', async (t) => {
+  const value = Uint8Array.of(7)
+  // A served database whose reads settle in microtasks only (the depth of their promise chains varies).
+  const db = {
+    get: async (key: Uint8Array) => key[0] === 2 ? await Promise.resolve().then(async () => await Promise.resolve(value)) : value
+  } as unknown as ServedDatabase
+  const host: DatabaseHost = { attach: async () => db, detach: async () => {}, callable: new Set() }
+  const sent: ServerMessage[][] = []
+  let deliver: (requests: Request[]) => void = () => {}
+  serve({ send: (batch) => { sent.push(batch) }, receive: (onMessage) => { deliver = onMessage }, close: () => {} }, host)
+  const turn = async (): Promise<void> => await new Promise((resolve) => setImmediate(resolve))
+  deliver([{ id: 1, op: 'attach', version: PROTOCOL_VERSION, location: 'x', options: {} }])
+  for (let i = 0; i < 10 && sent.length === 0; i++) await turn()
+  t.is(sent.length, 1, 'attached')
+
+  let turned = false
+  setImmediate(() => { turned = true })
+  deliver([{ id: 2, op: 'get', key: Uint8Array.of(1) }])
+  await new Promise<void>((resolve) => queueMicrotask(resolve))
+  for (let i = 0; i < 20 && sent.length === 1; i++) await Promise.resolve()
+  t.is(sent.length, 2, 'a lone get is answered')
+  t.is(turned, false, 'before a turn of the event loop')
+
+  deliver([{ id: 3, op: 'get', key: Uint8Array.of(2) }, { id: 4, op: 'get', key: Uint8Array.of(1) }])
+  for (let i = 0; i < 10 && sent.length === 2; i++) await turn()
+  t.same(sent.slice(2).map((batch) => batch.map((m) => (m as { id: number }).id)), [[4, 3]], 'two gets of one message: both replies in one message')
 })

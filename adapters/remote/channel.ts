@@ -1,9 +1,9 @@
 // A channel: one two-way line between a remote database client and its server,
 // whatever carries the messages. The remote layer (the server's sessions and
 // the client's connection) speaks only to this interface; the adapters below
-// fit it onto a MessagePort (node:worker_threads' or the browser's), plain or
-// with an end mark (a browser's port does not learn that its other end
-// closed), or onto another transport. Messages are structured-cloned; the buffers named in
+// fit it onto a MessagePort (node:worker_threads' or the browser's) or onto
+// another transport (a numbered line of a worker's postMessage,
+// worker-lines.ts). Messages are structured-cloned; the buffers named in
 // `transfer` move to the other side instead.
 //
 // The types here are structural (no DOM or node typings): the same module runs
@@ -47,9 +47,9 @@ export interface WorkerLike {
 export const WORKER_STARTED = 'lsmLevelWorkerStarted'
 
 /**
- * The key of the message that hands a worker serving many databases the
- * channel of one more: { [WORKER_CONNECT]: { port, ... } }, the database's
- * end of a MessageChannel (a marked port channel) and its options.
+ * The key of the message that opens one more database's channel to a worker
+ * serving many: { [WORKER_CONNECT]: { line, ... } }, the number of the
+ * database's line on the worker's postMessage (worker-lines.ts) and its options.
  */
 export const WORKER_CONNECT = 'lsmLevelConnect'
 
@@ -112,28 +112,6 @@ export function portChannel<Out = unknown, In = unknown> (port: MessagePortLike)
   })
   port.onmessage = (event) => line.delivered(event.data as In)
   port.addEventListener?.('close', () => line.ended())
-  return line
-}
-
-/** The mark a marked port channel posts when it closes ({ [PORT_END]: true }); protocol messages are arrays. */
-export const PORT_END = 'lsmLevelPortEnd'
-
-/**
- * A channel over one end of a MessageChannel whose two sides both use this:
- * close() posts an end mark before closing the port, and the mark ends the
- * other side's channel, which a browser's port would otherwise never learn
- * (the many channels of one worker, each over a port of its own).
- */
-export function markedPortChannel<Out = unknown, In = unknown> (port: MessagePortLike): TransportLine<Out, In> {
-  const line = new Line<Out, In>((m, t) => port.postMessage(m, t), () => {
-    port.onmessage = null
-    port.postMessage({ [PORT_END]: true })
-    port.close()
-  })
-  port.onmessage = (event) => {
-    if ((event.data as { [PORT_END]?: boolean } | null)?.[PORT_END] === true) line.ended()
-    else line.delivered(event.data as In)
-  }
   return line
 }
 

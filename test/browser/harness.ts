@@ -28,6 +28,8 @@ export interface Page {
   on (event: 'pageerror', fn: (err: Error) => void): void
   on (event: 'console', fn: (message: { type (): string, text (): string }) => void): void
   close (): Promise<void>
+  /** Makes this the browser's active tab (a background tab's timers may be throttled). */
+  bringToFront (): Promise<void>
 }
 /** A Chrome DevTools Protocol session (Chromium only). */
 export interface CDPSession { send (method: string, params?: object): Promise<unknown> }
@@ -48,11 +50,10 @@ export function playwrightChromium (): Chromium {
 const MIME: Record<string, string> = { '.js': 'text/javascript', '.map': 'application/json', '.html': 'text/html' }
 
 /**
- * Serves the files of dist/ and, at each path of `pages` (such as
- * '/test.html'), an HTML page that loads the module script it maps to.
+ * Serves the files of dist/ (or of another build's `dist`) and, at each path of
+ * `pages` (such as '/test.html'), an HTML page that loads the module script it maps to.
  */
-export async function serveDist (pages: Record<string, string>): Promise<{ server: http.Server, base: string }> {
-  const dist = path.join(root, 'dist')
+export async function serveDist (pages: Record<string, string>, dist = path.join(root, 'dist')): Promise<{ server: http.Server, base: string }> {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost')
     const script = pages[url.pathname]

@@ -1,0 +1,38 @@
+// The worker of the browser benchmark's floor (browser-page.ts, floor()),
+// bundled by scripts/build-browser.js into dist/browser-bench/floor.js: it
+// answers each message with its own data, at once, on the worker's scope and
+// on each port the page hands it ({ port }); a message marked { turn: true }
+// is answered after one more MessageChannel turn here (setImmediate in a
+// browser's worker), as a server that gathers a turn's replies into one
+// message would answer.
+
+interface PortLike {
+  onmessage: ((event: { data: unknown }) => void) | null
+  postMessage (message: unknown): void
+}
+interface FloorScope extends PortLike {
+  MessageChannel: new () => { port1: PortLike, port2: PortLike }
+}
+const scope = globalThis as unknown as FloorScope
+
+const turn = new scope.MessageChannel()
+const due: Array<() => void> = []
+turn.port1.onmessage = () => { for (const run of due.splice(0)) run() }
+
+function echo (to: PortLike): (event: { data: unknown }) => void {
+  return (event) => {
+    const data = event.data as { turn?: boolean, port?: PortLike } | null
+    if (data?.port !== undefined) {
+      data.port.onmessage = echo(data.port)
+      to.postMessage('ready')
+    } else if (data?.turn === true) {
+      if (due.length === 0) turn.port2.postMessage(null)
+      due.push(() => to.postMessage(data))
+    } else {
+      to.postMessage(data)
+    }
+  }
+}
+
+scope.onmessage = echo(scope)
+scope.postMessage('ready')

@@ -1,0 +1,103 @@
+// CPU profiles of BrowserLevel's awaited gets and puts from a page, in
+// headless Chromium through the DevTools protocol: Profiler.start/stop on the
+// page and, through Target.setAutoAttach, on the page's engine worker
+// (lsm-level-worker.js). The page is the browser benchmark's
+// (benchmarks/browser-page.ts); prints each thread's self time by function.
+//
+//   node dist/benchmarks/browser-profile.js     BENCH_GETS / BENCH_PUTS (3000 each)
+//   BENCH_PROFILE_DIR=<dir> ...                 also write page.cpuprofile and worker.cpuprofile there
+import * as fs from 'node:fs'
+import * as os from 'node:os'
+import * as path from 'node:path'
+import { findChromium, playwrightChromium, serveDist, type Page } from '../test/browser/harness'
+import type { Bench } from './browser-page'
+
+interface PageGlobal { lsmBench: Bench }
+interface Profile { nodes: Array<{ id: number, callFrame: { functionName: string, url: string, lineNumber: number } }>, samples: number[], timeDeltas: number[] }
+/** The DevTools session as used here (playwright-core's CDPSession). */
+interface Session {
+  send (method: string, params?: object): Promise<any>
+  on (event: string, listener: (event: any) => void): void
+}
+
+const GETS = Number(process.env.BENCH_GETS ?? 3000)
+const PUTS = Number(process.env.BENCH_PUTS ?? 3000)
+
+/** Self time by function, the `top` largest, as lines. */
+function selfTimes (profile: Profile, top = 20): string[] {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+  const self = new Map<string, number>()
+  let total = 0
+  profile.samples.forEach((id, i) => {
+    const frame = byId.get(id)!.callFrame
+    const key = `${frame.functionName === '' ? '(anonymous)' : frame.functionName} ${frame.url.split('/').pop() ?? ''}:${frame.lineNumber}`
+    const dt = profile.timeDeltas[i] ?? 0
+    total += dt
+    self.set(key, (self.get(key) ?? 0) + dt)
+  })
+  return [`sampled ${(total / 1000).toFixed(0)} ms`, ...[...self].sort((a, b) => b[1] - a[1]).slice(0, top)
+    .map(([key, us]) => `${(us / 1000).toFixed(1).padStart(8)} ms ${(100 * us / total).toFixed(1).padStart(5)}%  ${key}`)]
+}
+
+async function main (): Promise<void> {
+  const executablePath = findChromium()
+  if (executablePath === undefined) throw new Error('no Chromium found; set CHROMIUM_PATH')
+  const { server, base } = await serveDist({ '/bench.html': '/browser-bench/page.js' })
+  const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-browser-profile-'))
+  const context = await playwrightChromium().launchPersistentContext(profileDir, { executablePath, args: ['--no-sandbox'] })
+  try {
+    const page: Page = await context.newPage()
+    await page.goto(`${base}/bench.html`)
+    await page.waitForFunction('globalThis.lsmBench !== undefined')
+    const run = async (workload: 'fillbatch' | 'readrandom' | 'fillrandom', n: number): Promise<number> =>
+      await page.evaluate(async ([w, r]) => await (globalThis as unknown as PageGlobal).lsmBench.run('lsm-level', w, r), [workload, n] as ['fillrandom', number])
+    await page.evaluate(async (c) => await (globalThis as unknown as PageGlobal).lsmBench.setup(c), { puts: PUTS, keys: Math.max(GETS, 1000), gets: GETS, seeks: 1, seed: 1 })
+    // Untimed: starts the engine's worker and fills the database the gets read.
+    await run('fillbatch', 0)
+    const cdp = await context.newCDPSession(page) as unknown as Session
+    const workers: Array<{ sessionId: string, targetInfo: { url: string } }> = []
+    const waiting = new Map<number, (reply: any) => void>()
+    let nextId = 1
+    cdp.on('Target.attachedToTarget', (event) => workers.push(event))
+    cdp.on('Target.receivedMessageFromTarget', (event) => {
+      const reply = JSON.parse(event.message)
+      waiting.get(reply.id)?.(reply)
+      waiting.delete(reply.id)
+    })
+    await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: false })
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    const engine = workers.find((w) => w.targetInfo.url.includes('lsm-level-worker'))
+    if (engine === undefined) throw new Error('the engine worker was not found among ' + workers.map((w) => w.targetInfo.url).join(', '))
+    const inWorker = async (method: string, params: object = {}): Promise<any> => await new Promise((resolve) => {
+      const id = nextId++
+      waiting.set(id, resolve)
+      cdp.send('Target.sendMessageToTarget', { sessionId: engine.sessionId, message: JSON.stringify({ id, method, params }) }).catch(() => {})
+    })
+    for (const send of [async (m: string, p?: object) => await cdp.send(m, p), inWorker]) {
+      await send('Profiler.enable')
+      await send('Profiler.setSamplingInterval', { interval: 100 })
+      await send('Profiler.start')
+    }
+    const gets = await run('readrandom', 0)
+    const puts = await run('fillrandom', 1)
+    const pageProfile = (await cdp.send('Profiler.stop')).profile as Profile
+    const workerProfile = (await inWorker('Profiler.stop')).result.profile as Profile
+    console.log(`# ${GETS} awaited gets: ${gets.toFixed(0)}/s; ${PUTS} awaited puts: ${puts.toFixed(0)}/s; ${new Date().toISOString()}, load ${os.loadavg()[0].toFixed(1)}`)
+    console.log('# the page', ...selfTimes(pageProfile).map((l) => '\n' + l))
+    console.log('# the engine worker', ...selfTimes(workerProfile).map((l) => '\n' + l))
+    const out = process.env.BENCH_PROFILE_DIR
+    if (out !== undefined) {
+      fs.writeFileSync(path.join(out, 'page.cpuprofile'), JSON.stringify(pageProfile))
+      fs.writeFileSync(path.join(out, 'worker.cpuprofile'), JSON.stringify(workerProfile))
+    }
+  } finally {
+    await context.close()
+    server.close()
+    fs.rmSync(profileDir, { recursive: true, force: true })
+  }
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})
