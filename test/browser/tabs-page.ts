@@ -75,13 +75,17 @@ scope.lsmTabs = {
   async keys (prefix: string) {
     return await safely(async () => await database().keys({ gte: prefix, lt: prefix + '\uffff' }).all())
   },
-  /** Opens an iterator (one entry read) and an explicit snapshot, and keeps them. */
+  /** Opens an iterator (one entry read) and an explicit snapshot (one read through it), and keeps them. */
   async hold () {
     return await safely(async () => {
       const it = database().iterator()
       await it.next()
       held.iterators.push(it)
-      held.snapshots.push(database().snapshot())
+      const snapshot = database().snapshot()
+      held.snapshots.push(snapshot)
+      // A read through it: the snapshot is made on the owner (a client's
+      // snapshot() returns at once) before this resolves.
+      await database().get('k', { snapshot })
       return true
     })
   },
