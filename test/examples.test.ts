@@ -114,6 +114,8 @@ test('import { Level } from \'lsm-level\' (ES module, index.mjs): the same class
 test('package.json exports and files', (t) => {
   const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'))
   t.same(pkg.exports['.'], {
+    // A browser bundle gets BrowserLevel from the root (test/bundlers.test.ts builds one).
+    browser: { types: './dist/browser.d.ts', default: './dist/browser/lsm-level.js' },
     import: { types: './index.d.mts', default: './index.mjs' },
     require: { types: './dist/index.d.ts', default: './dist/node/lsm-level.js' }
   })
