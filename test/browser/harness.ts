@@ -135,12 +135,16 @@ export interface ReportingPage {
  */
 export async function reportingPage (context: Context, idleMs: number): Promise<ReportingPage> {
   const page = await context.newPage()
+  const traceT0 = Date.now()
   let lines: string[] = []
   const messages: string[] = []
   let done: (() => void) | undefined
   let progressed: (() => void) | undefined
   await page.exposeFunction('lsmReport', (line: string) => {
-    for (const l of line.split('\n')) lines.push(l)
+    for (const l of line.split('\n')) {
+      lines.push(l)
+      if (process.env.LSM_PAGE_TRACE === '1' && l.startsWith('# ')) process.stderr.write(`[page ${((Date.now() - traceT0) / 1000).toFixed(1)}] ${l}\n`)
+    }
     progressed?.()
     if (line === '# done') done?.()
   })
