@@ -21,7 +21,8 @@ export function findChromium (): string | undefined {
 
 export interface Page {
   exposeFunction (name: string, fn: (line: string) => void): Promise<void>
-  goto (url: string): Promise<unknown>
+  /** `timeout`: ms for the load (30,000 by default in playwright-core and puppeteer-core; 0 waits without bound). */
+  goto (url: string, options?: { timeout?: number }): Promise<unknown>
   reload (): Promise<unknown>
   evaluate<R, A> (fn: (arg: A) => R | Promise<R>, arg: A): Promise<R>
   waitForFunction (expression: string): Promise<unknown>
@@ -177,7 +178,9 @@ export async function reportingPage (context: Context, idleMs: number): Promise<
     // Together: a run that goes idle while the navigation still waits (a page
     // that never finishes loading) fails the run, rather than rejecting a
     // promise nobody awaits yet.
-    await Promise.all([page.goto(url), finished])
+    // The load itself is bounded by idleMs too, not the driver's 30 s: on a
+    // busy machine, pages loading side by side took longer than that.
+    await Promise.all([page.goto(url, { timeout: idleMs }), finished])
     return lines
   }
   return { page, run, console: () => messages.slice() }
