@@ -1,8 +1,7 @@
 // lsm-level in a second browser: headless Firefox (the distribution's
 // firefox-esr, test/browser/firefox.ts, driven over WebDriver BiDi by
-// puppeteer-core), one browser for the whole file, its profile on disk (OPFS
-// as a user's Firefox keeps it), the compliance suite in a page of its own
-// beside the other tests, which share one page. The same page as the Chromium
+// puppeteer-core), one browser and one page for the whole file, its profile
+// on disk (OPFS as a user's Firefox keeps it). The same page as the Chromium
 // test (test/browser/page.ts, bundled by scripts/build-browser.js --tests):
 // the abstract-level compliance suite with default options through the main
 // thread's database on OPFS; the data surviving a new page load; a second tab
@@ -24,7 +23,7 @@
 import test from 'tape'
 import type * as http from 'node:http'
 import { buildTestPages, type ReportingPage, reportingPage, serveDist, summarize } from './browser/harness'
-import { type Firefox, firefoxMissing, launchFirefox, NO_BACKGROUND_THROTTLING } from './browser/firefox'
+import { type Firefox, firefoxMissing, launchFirefox } from './browser/firefox'
 import { skipBrowserTests } from './browser/skip'
 
 /**
@@ -56,10 +55,10 @@ if (missing !== undefined) {
   let page: ReportingPage
 
   /** Prints what a failed run needs for its diagnosis: the failures, the page's console, Firefox's output. */
-  const diagnose = (t: test.Test, failures: string[], lines: string[], of: ReportingPage = page): void => {
+  const diagnose = (t: test.Test, failures: string[], lines: string[]): void => {
     for (const f of failures.slice(0, 20)) t.comment(f)
     if (failures.length === 0 && lines.length > 0) t.comment(`the page's last lines:\n${lines.slice(-15).join('\n')}`)
-    const messages = of.console()
+    const messages = page.console()
     if (messages.length > 0) t.comment(`the page's last console errors and warnings:\n${messages.slice(-20).join('\n')}`)
     const output = firefox.output()
     if (output.length > 0) t.comment(`Firefox's last lines of output:\n${output.slice(-20).join('\n')}`)
@@ -76,31 +75,22 @@ if (missing !== undefined) {
     }
   }
 
-  // The compliance suite takes minutes, waiting on its worker and on OPFS
-  // most of the time: it runs in a page of its own, started first, while the
-  // file's shorter tests run in the other page; its result is checked before
-  // the engine checks and the worker-limit test, which run alone (beside the
-  // suite on a machine at a load average of 50, the burst of flushes waited
-  // 81 s for new OPFS files and failed with LEVEL_IO_ERROR).
-  const COMPLIANCE = 'firefox: the abstract-level compliance suite (default options) through the main thread\'s database, on OPFS'
-  let suitePage: ReportingPage
-  let compliance: Promise<{ lines: string[], seconds: number, error?: Error }> | undefined
-
   test('firefox: bundle, serve, launch', async (t) => {
     buildTestPages(t)
     ;({ server, base } = await serveDist({ '/test.html': '/browser-test/page.js' }))
-    firefox = await launchFirefox(NO_BACKGROUND_THROTTLING)
+    firefox = await launchFirefox()
     page = await reportingPage(firefox.defaultContext, RUN_TIMEOUT_MS)
     t.pass(`Firefox launched (${firefox.executablePath}, ${firefox.version})`)
   })
 
-  firefoxTest(`${COMPLIANCE}: start it in a page of its own (checked below)`, async (t) => {
-    suitePage = await reportingPage(firefox.defaultContext, RUN_TIMEOUT_MS)
+  firefoxTest('firefox: the abstract-level compliance suite (default options) through the main thread\'s database, on OPFS', async (t) => {
     const t0 = Date.now()
-    compliance = suitePage.run(`${base}/test.html?run=compliance&config=default`).then(
-      (lines) => ({ lines, seconds: (Date.now() - t0) / 1000 }),
-      (error: Error) => ({ lines: [], seconds: (Date.now() - t0) / 1000, error }))
-    t.pass('started')
+    const lines = await run(t, 'run=compliance&config=default')
+    const { pass, fail, failures } = summarize(t, lines)
+    t.is(fail, 0, `no failure in the browser (${pass} passed, ${fail} failed, ${((Date.now() - t0) / 1000).toFixed(1)} s)`)
+    // 4,668 assertions pass in Firefox ESR 140 (4,670 in Chromium); a run that stopped early passes fewer.
+    t.ok(pass >= 4668, `the whole suite ran (${pass} assertions passed)`)
+    if (fail > 0 || pass < 4668) diagnose(t, failures, lines)
   })
 
   firefoxTest('firefox: data survives a new page load (OPFS on disk), synced write included', async (t) => {
@@ -126,6 +116,29 @@ if (missing !== undefined) {
     const after = await second.run(`${base}/test.html?run=two-tabs&location=${location}&hold=0`)
     t.ok(after.includes('# opened'), `once the first tab has left it, the second opens it: ${after.filter((l) => l.startsWith('# open')).join(' ')}`)
     await second.page.close()
+  })
+
+  const seed0 = process.env.SEED !== undefined && process.env.SEED !== '' ? Number(process.env.SEED) >>> 0 : Math.floor(Math.random() * 0x100000000)
+  firefoxTest(`firefox: engine checks (random writes against a model with reopens, snapshots, range deletes, a burst of flushes)${RUNS > 1 ? `, ${RUNS} runs in a row` : ''}`, async (t) => {
+    let passedRuns = 0
+    let inARow = 0
+    for (let i = 0; i < RUNS; i++) {
+      const seed = (seed0 + i) >>> 0
+      const t0 = Date.now()
+      const lines = await run(t, `run=engine&seed=${seed}`)
+      const { pass, fail, failures } = summarize(t, lines)
+      const ok = fail === 0 && pass >= 40
+      // 8 rounds of 3 checks and the background-work check (25), the snapshot test (6), the range-delete test (6), the burst (3).
+      t.ok(ok, `run ${i + 1} of ${RUNS}, SEED=${seed}: ${pass} passed, ${fail} failed (${((Date.now() - t0) / 1000).toFixed(1)} s)`)
+      if (ok) {
+        passedRuns++
+        inARow++
+      } else {
+        inARow = 0
+        diagnose(t, failures, lines)
+      }
+    }
+    t.comment(`engine checks in Firefox: ${passedRuns} of ${RUNS} runs passed (the last ${inARow} in a row); SEED=${seed0} replays the first`)
   })
 
   const WORKER_COMPLIANCE = 'firefox: OpfsLevel in a dedicated worker: the abstract-level compliance suite (default options) on OPFS'
@@ -166,43 +179,9 @@ if (missing !== undefined) {
     if (checks.length !== 5 || checks.some((l) => l.startsWith('not ok'))) diagnose(t, [], lines)
   })
 
-  firefoxTest(COMPLIANCE, async (t) => {
-    const { lines, seconds, error } = await compliance!
-    if (error !== undefined) t.fail(`the page run: ${error.message}`)
-    const { pass, fail, failures } = summarize(t, lines)
-    t.is(fail, 0, `no failure in the browser (${pass} passed, ${fail} failed, ${seconds.toFixed(1)} s)`)
-    // 4,668 assertions pass in Firefox ESR 140 (4,670 in Chromium); a run that stopped early passes fewer.
-    t.ok(pass >= 4668, `the whole suite ran (${pass} assertions passed)`)
-    if (fail > 0 || pass < 4668) diagnose(t, failures, lines, suitePage)
-    await suitePage.page.close()
-  })
-
-  const seed0 = process.env.SEED !== undefined && process.env.SEED !== '' ? Number(process.env.SEED) >>> 0 : Math.floor(Math.random() * 0x100000000)
-  firefoxTest(`firefox: engine checks (random writes against a model with reopens, snapshots, range deletes, a burst of flushes)${RUNS > 1 ? `, ${RUNS} runs in a row` : ''}`, async (t) => {
-    let passedRuns = 0
-    let inARow = 0
-    for (let i = 0; i < RUNS; i++) {
-      const seed = (seed0 + i) >>> 0
-      const t0 = Date.now()
-      const lines = await run(t, `run=engine&seed=${seed}`)
-      const { pass, fail, failures } = summarize(t, lines)
-      const ok = fail === 0 && pass >= 40
-      // 8 rounds of 3 checks and the background-work check (25), the snapshot test (6), the range-delete test (6), the burst (3).
-      t.ok(ok, `run ${i + 1} of ${RUNS}, SEED=${seed}: ${pass} passed, ${fail} failed (${((Date.now() - t0) / 1000).toFixed(1)} s)`)
-      if (ok) {
-        passedRuns++
-        inARow++
-      } else {
-        inARow = 0
-        diagnose(t, failures, lines)
-      }
-    }
-    t.comment(`engine checks in Firefox: ${passedRuns} of ${RUNS} runs passed (the last ${inARow} in a row); SEED=${seed0} replays the first`)
-  })
-
   firefoxTest('firefox: at the browser\'s limit of workers per site (6 here), an open fails with LEVEL_DATABASE_NOT_OPEN after workerStartTimeoutMs, not hangs; with one worker free, 12 databases open at once in it', async (t) => {
     // A browser of its own: the limit is a preference of the profile.
-    const capped = await launchFirefox({ ...NO_BACKGROUND_THROTTLING, 'dom.workers.maxPerDomain': 6 })
+    const capped = await launchFirefox({ 'dom.workers.maxPerDomain': 6 })
     try {
       const cappedPage = await reportingPage(capped.defaultContext, 60 * 1000)
       const lines = await cappedPage.run(`${base}/test.html?run=worker-cap&location=cap-${Date.now()}&count=12&timeout=3000`)
