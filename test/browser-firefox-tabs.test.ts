@@ -9,7 +9,7 @@
 // it). Runs wherever Firefox is found;
 // skipped (loudly) without it; LSM_REQUIRE_BROWSERS=firefox makes that a failure.
 import { skipBrowserTests } from './browser/skip'
-import { firefoxMissing, launchFirefox, NO_BACKGROUND_THROTTLING } from './browser/firefox'
+import { firefoxMissing, launchFirefox } from './browser/firefox'
 import { registerTabTests } from './browser/tabs-tests'
 
 const missing = firefoxMissing()
@@ -23,7 +23,7 @@ if (missing !== undefined) {
     browser: 'Firefox',
     prefix: 'firefox tabs',
     suiteAssertions: 4668,
-    launch: async () => await launchFirefox(NO_BACKGROUND_THROTTLING),
+    launch: launchFirefox,
     crash: 'no way to crash one tab\'s content process from WebDriver BiDi; chrome://crash is Chromium\'s',
     compliance: 'too slow for npm test: over 8 minutes on 2 busy cores, where the suite through the main thread\'s database (test/browser-firefox.test.ts) already takes minutes'
   })

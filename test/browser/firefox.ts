@@ -52,25 +52,6 @@ function contextOf (c: PuppeteerContext): Context {
   }
 }
 
-/**
- * Preferences for the tests: Firefox runs a background tab's timers at most
- * once a second (measured in headless Firefox ESR: about 1 callback a second
- * against 170 in the front tab), and every page but the last one opened is a
- * background tab here, so a test with two pages or more (a second tab, the
- * many-tabs tests, a suite in a page of its own) waited up to a second on
- * each timer of the others. They turn that off, as playwright-core does for
- * Chromium (--disable-background-timer-throttling);
- * FIREFOX_THROTTLE_BACKGROUND=1 keeps Firefox's defaults.
- */
-export const NO_BACKGROUND_THROTTLING: Record<string, unknown> = process.env.FIREFOX_THROTTLE_BACKGROUND === '1'
-  ? {}
-  : {
-      'dom.min_background_timeout_value': 4,
-      'dom.min_background_timeout_value_without_budget_throttling': 4,
-      'dom.timeout.enable_budget_timer_throttling': false,
-      'dom.workers.throttling.enabled': false
-    }
-
 /** Launches headless Firefox on a new profile on disk; close() ends it and removes the profile. `prefs`: Firefox preferences to set. */
 export async function launchFirefox (prefs: Record<string, unknown> = {}): Promise<Firefox> {
   const executablePath = findFirefox()
