@@ -136,7 +136,8 @@ export interface ReportingPage {
  */
 export async function reportingPage (context: Context, idleMs: number): Promise<ReportingPage> {
   const page = await context.newPage()
-  const traceT0 = Date.now()
+  /** For LSM_PAGE_TRACE: the run's query and start. */
+  let trace = { query: '', t0: Date.now() }
   let lines: string[] = []
   const messages: string[] = []
   let done: (() => void) | undefined
@@ -144,7 +145,7 @@ export async function reportingPage (context: Context, idleMs: number): Promise<
   await page.exposeFunction('lsmReport', (line: string) => {
     for (const l of line.split('\n')) {
       lines.push(l)
-      if (process.env.LSM_PAGE_TRACE === '1' && l.startsWith('# ')) process.stderr.write(`[page ${((Date.now() - traceT0) / 1000).toFixed(1)}] ${l}\n`)
+      if (process.env.LSM_PAGE_TRACE === '1' && l.startsWith('# ')) process.stderr.write(`[${trace.query} ${((Date.now() - trace.t0) / 1000).toFixed(1)} s] ${l}\n`)
     }
     progressed?.()
     if (line === '# done') done?.()
@@ -162,6 +163,7 @@ export async function reportingPage (context: Context, idleMs: number): Promise<
   const run = async (url: string): Promise<string[]> => {
     lines = []
     const t0 = Date.now()
+    trace = { query: new URL(url).search.slice(1), t0 }
     const finished = new Promise<void>((resolve, reject) => {
       const hung = (): void => reject(new Error(`no line from ${url} in ${idleMs} ms (no '# done' after ${((Date.now() - t0) / 1000).toFixed(0)} s); last lines:\n${lines.slice(-10).join('\n')}`))
       let timer = setTimeout(hung, idleMs)
