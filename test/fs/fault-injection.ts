@@ -39,7 +39,7 @@ export function isCrashError (err: unknown): boolean {
  */
 export type OpKind =
   | 'openRead' | 'read' | 'readSmallFile' | 'exists' | 'list'
-  | 'openWrite' | 'append' | 'sync' | 'syncAsync' | 'syncDone' | 'syncFile'
+  | 'openWrite' | 'openAppend' | 'append' | 'sync' | 'syncAsync' | 'syncDone' | 'syncFile'
   | 'createExclusive' | 'hardLink' | 'rename' | 'remove' | 'removeDirIfEmpty' | 'mkdirp' | 'syncDir' | 'syncDirAsync' | 'syncDirDone' | 'truncate'
 
 /** Operations that change the (current or durable) state: the crash points. */

@@ -159,7 +159,7 @@ export class MemWritableFile implements WritableFile {
   private allocated = 0
 
   /**
-   * A handle on `inode`, just created or truncated by openWrite.
+   * A handle on `inode`, just created or truncated by openWrite (or opened by openAppend: not preallocated).
    * `preallocateStep` > 0: a preallocated file (see the top of this file).
    */
   constructor (private readonly faults: FaultInjector, private readonly inode: Inode, private readonly p: string, private readonly preallocateStep: number) {}

@@ -111,6 +111,12 @@ export class MemFileSystem implements FileSystem {
     return new MemWritableFile(this.faults, inode, abs, step)
   }
 
+  openAppend (p: string): WritableFile {
+    const abs = path.resolve(p)
+    this.faults.before('openAppend', abs)
+    return new MemWritableFile(this.faults, this.lookup(abs, 'open'), abs, 0)
+  }
+
   readSmallFile (p: string): Buffer {
     const abs = path.resolve(p)
     this.faults.before('readSmallFile', abs)
@@ -118,7 +124,7 @@ export class MemFileSystem implements FileSystem {
     return Buffer.from(inode.data.subarray(0, inode.len))
   }
 
-  createExclusive (p: string, data: Uint8Array): void {
+  createExclusive (p: string, data: Uint8Array, options?: { sync?: boolean }): void {
     const abs = path.resolve(p)
     this.faults.before('createExclusive', abs)
     const { dir, name } = this.parent(abs, 'open')
@@ -126,7 +132,7 @@ export class MemFileSystem implements FileSystem {
     const inode = newInode()
     this.link(dir, name, inode)
     appendTo(inode, data)
-    syncInode(inode, inode.len, inode.epoch)
+    if (options?.sync !== false) syncInode(inode, inode.len, inode.epoch)
   }
 
   exists (p: string): boolean {
