@@ -159,6 +159,10 @@ export class NodeFileSystem implements FileSystem {
     return fs.readFileSync(path)
   }
 
+  modifiedMs (path: string): number {
+    return fs.statSync(path).mtimeMs
+  }
+
   createExclusive (path: string, data: Uint8Array, options?: { sync?: boolean }): void {
     const fd = fs.openSync(path, 'wx')
     try {

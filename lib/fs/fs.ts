@@ -66,6 +66,12 @@ export interface FileSystem {
    */
   createExclusive (path: string, data: Uint8Array, options?: { sync?: boolean }): void
   exists (path: string): boolean
+  /**
+   * When the file's content last changed, in milliseconds since the epoch on
+   * the clock Date.now() reads (stat's mtime). Optional: it tells a lock file
+   * being written now from one a crash left unwritten (hosts/node/lock.ts).
+   */
+  modifiedMs? (path: string): number
   /** Names (not paths) of the entries in a directory. */
   list (dir: string): string[]
   /**

@@ -38,7 +38,7 @@ export function isCrashError (err: unknown): boolean {
  * trim on close).
  */
 export type OpKind =
-  | 'openRead' | 'read' | 'readSmallFile' | 'exists' | 'list'
+  | 'openRead' | 'read' | 'readSmallFile' | 'exists' | 'modifiedMs' | 'list'
   | 'openWrite' | 'openAppend' | 'append' | 'sync' | 'syncAsync' | 'syncDone' | 'syncFile'
   | 'createExclusive' | 'hardLink' | 'rename' | 'remove' | 'removeDirIfEmpty' | 'mkdirp' | 'syncDir' | 'syncDirAsync' | 'syncDirDone' | 'truncate'
 

@@ -18,6 +18,8 @@
 //     of that directory makes them durable (`syncDirAsync`: those recorded when
 //     it was called, once it completes). An open handle keeps writing to its
 //     file whatever happens to the name (POSIX).
+//   - Modification times: each file's is when its content last changed
+//     (Date.now()); an image may be dated later (Survival.elapsedMs).
 //   - Directories themselves (mkdirp, removeDirIfEmpty) are durable at once: the
 //     engine never fsyncs a database directory's parent, and this model does not
 //     try to catch that.
@@ -44,6 +46,11 @@ export interface Survival {
   keepDirOp (): boolean
   /** The bytes of a file in the image. */
   content (file: FileRecord): Buffer
+  /**
+   * Time between the crash and the image's use (default 0): its files'
+   * modification times are that much older than the crashed ones'.
+   */
+  elapsedMs?: number
 }
 
 type DirOp =
@@ -133,6 +140,12 @@ export class MemFileSystem implements FileSystem {
     this.link(dir, name, inode)
     appendTo(inode, data)
     if (options?.sync !== false) syncInode(inode, inode.len, inode.epoch)
+  }
+
+  modifiedMs (p: string): number {
+    const abs = path.resolve(p)
+    this.faults.before('modifiedMs', abs)
+    return this.lookup(abs, 'stat').mtimeMs
   }
 
   exists (p: string): boolean {
@@ -289,7 +302,7 @@ export class MemFileSystem implements FileSystem {
     const copy = (inode: Inode): Inode => {
       let c = copies.get(inode)
       if (!c) {
-        c = newInode(survival.content(inode))
+        c = newInode(survival.content(inode), inode.mtimeMs - (survival.elapsedMs ?? 0))
         copies.set(inode, c)
       }
       return c
