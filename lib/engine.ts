@@ -770,9 +770,31 @@ export class Engine {
   }
 
   /**
+   * flushOnClose: freezes the active memtable (its log retired, a new empty
+   * log started), and says whether the scheduler is to flush the frozen
+   * memtables as it closes. Then the logs left hold no record: the next open
+   * replays nothing. Not for a read-only open, nor after a failed write or job
+   * (the logs as they are then are what the next open recovers from).
+   */
+  private async freezeForClose (): Promise<boolean> {
+    if (this.follower !== undefined || !this.options.flushOnClose) return false
+    if (this.pipeline.error !== undefined || this.scheduler.error !== undefined) return false
+    if (!this.memtables.active.isEmpty()) {
+      try {
+        await createWhenRoom(this.fs, this.location, 1, () => { if (!this.memtables.active.isEmpty()) this.rotate() })
+      } catch {
+        // No new log: the writes stay in the current one, recorded at close as before.
+        return this.memtables.frozen.length > 0
+      }
+    }
+    return this.memtables.frozen.length > 0
+  }
+
+  /**
    * Waits for queued writes and running jobs to reach a safe point, then closes
    * files and releases the lock. A flush in progress is finished; a compaction in
-   * progress is abandoned (its output is deleted; its inputs stay live).
+   * progress is abandoned (its output is deleted; its inputs stay live). With
+   * flushOnClose, the memtables are written to level-0 tables first.
    */
   async close (): Promise<void> {
     if (this.closed) return
@@ -787,7 +809,7 @@ export class Engine {
     await this.logs.settle()
     // Every write is in the logs: the shipper's last round takes them.
     await this.shipper?.stop()
-    await this.scheduler.close()
+    await this.scheduler.close(await this.freezeForClose())
     if (this.follower === undefined) await this.recordCleanClose()
     this.closed = true
     try {

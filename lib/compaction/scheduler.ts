@@ -219,7 +219,8 @@ export class CompactionScheduler {
     return await writeTables(mem.iterator(), params)
   }
 
-  private async flushOldest (): Promise<void> {
+  /** Flushes the oldest frozen memtable: on the flush runner, or with `onEventLoop` (or no runner) on the event loop. */
+  private async flushOldest (onEventLoop = false): Promise<void> {
     const { memtables, options, versions } = this.env
     const frozen = memtables.flushable()!
     const mem = frozen.mem
@@ -228,7 +229,7 @@ export class CompactionScheduler {
     let result
     const t0 = traceCompactions ? performance.now() : 0
     let t1 = t0
-    if (this.flushRunner) {
+    if (this.flushRunner && !onEventLoop) {
       // On a worker thread, from a copy of the frozen memtable (SkipList.state).
       // Copied over a few turns; the parameters below are taken after the copy, together.
       const entries = await mem.entriesStateInSlices()
@@ -451,11 +452,6 @@ export class CompactionScheduler {
   }
 
   /**
-   * Stops scheduling: a flush in progress is finished; a compaction in
-   * progress is abandoned (its output is deleted; its inputs stay live).
-   * Resolves when both are over and the pending deletions done.
-   */
-  /**
    * Resolves once none of `mems` is among the frozen memtables, that is, once
    * each is in a table (flushes run oldest first), or at once when no flush can
    * run any more (the scheduler is closing). Rejects with the error that failed
@@ -471,13 +467,37 @@ export class CompactionScheduler {
     }
   }
 
-  async close (): Promise<void> {
+  /**
+   * Stops scheduling: a flush in progress is finished; a compaction in
+   * progress is abandoned (its output is deleted; its inputs stay live). With
+   * `flushFrozen`, the frozen memtables are then flushed (flushFrozenAtClose).
+   * Resolves when all that is over and the pending deletions done.
+   */
+  async close (flushFrozen = false): Promise<void> {
     this.closing = true
     this.cancelCompaction?.()
     while (this.flushJob || this.compactionJob) {
       await Promise.all([this.flushJob, this.compactionJob])
     }
+    if (flushFrozen) await this.flushFrozenAtClose()
     await this.settleRemovals()
+  }
+
+  /**
+   * close(true): every frozen memtable, oldest first, into a level-0 table on
+   * the event loop (a job thread's start, 40-125 ms, would cost more than it
+   * saves, and there is nothing else to run now), each installed by its own
+   * edit as any flush. A failure stops it and is not an error of the close: the
+   * memtables left keep their logs, which close() syncs and records as ever.
+   */
+  private async flushFrozenAtClose (): Promise<void> {
+    while (this.failure === undefined && this.env.memtables.flushable() !== undefined) {
+      try {
+        await this.flushOldest(true)
+      } catch {
+        return
+      }
+    }
   }
 }
 
