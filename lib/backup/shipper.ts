@@ -74,9 +74,10 @@ import { closeAsync, type FileSystem, type RandomAccessFile } from '../fs/fs'
 import type { Version } from '../manifest/version'
 import type { FileMeta } from '../manifest/file-meta'
 import type { LogPosition, SealedLog } from '../wal/log-manager'
-import { HEADER_SIZE, RECORD_FULL, recordChecksum } from '../wal/log-format'
-import { batchCount } from '../wal/batch'
-import { getFixed32, getFixed64 } from '../util/coding'
+import { HEADER_SIZE, recordFaultText, recordLength, walkRecords } from '../wal/log-format'
+import { readRecordFrom } from '../wal/log-reader'
+import { BATCH_HEADER_SIZE, batchCount } from '../wal/batch'
+import { getFixed64 } from '../util/coding'
 import { crc } from '../util/crc'
 import { backgroundTimer, nextTurn } from '../util/turn'
 import { join, logName, logNumbers, tableName } from '../filenames'
@@ -651,12 +652,14 @@ export class Shipper {
     const name = logName(number)
     let want = Math.min(end - log.shipped, this.maxSegmentBytes)
     let bytes = readAt(log.file, log.shipped, want, name)
-    let walk = walkRecords(bytes, name, log.shipped)
+    let walk = walkBatches(bytes, name, log.shipped)
     if (walk.end === 0) {
       // One record longer than the cap: that record alone.
-      want = HEADER_SIZE + getFixed32(bytes, 4)
+      const length = recordLength(bytes, 0, Infinity)
+      if (typeof length !== 'number') throw corruption(name, recordFaultText(length, log.shipped))
+      want = HEADER_SIZE + length
       bytes = readAt(log.file, log.shipped, want, name)
-      walk = walkRecords(bytes, name, log.shipped)
+      walk = walkBatches(bytes, name, log.shipped)
     }
     bytes = bytes.subarray(0, walk.end)
     const seg = { log: number, start: log.shipped, end: log.shipped + walk.end, first: walk.first, last: walk.last, crc: crc(bytes) >>> 0, ms: roundMs }
@@ -848,37 +851,26 @@ function readAt (file: RandomAccessFile, position: number, length: number, name:
 
 /**
  * The whole records at the start of `bytes` (log bytes from file offset
- * `base`): where the last whole one ends (0: not even one), and the sequence
- * numbers of the first and last operations. Headers only: the CRCs are the
- * restore's to check.
+ * `base`): where the last whole one ends (0: not even one; a record cut by the
+ * end of `bytes` is left for the next segment), and the sequence numbers of the
+ * first and last operations. Headers only: the CRCs are the restore's to check.
  */
-function walkRecords (bytes: Buffer, name: string, base: number): { end: number, first: number, last: number } {
-  let pos = 0
+function walkBatches (bytes: Buffer, name: string, base: number): { end: number, first: number, last: number } {
   let first = 0
   let last = 0
-  while (pos + HEADER_SIZE <= bytes.length) {
-    const length = getFixed32(bytes, pos + 4)
-    if (bytes[pos + 8] !== RECORD_FULL || length < 12) throw corruption(name, `no log record at offset ${base + pos}`)
-    if (pos + HEADER_SIZE + length > bytes.length) break
-    const seq = getFixed64(bytes, pos + HEADER_SIZE)
+  const walk = walkRecords(bytes, (payload, at) => {
+    if (payload.length < BATCH_HEADER_SIZE) throw corruption(name, `no log record at offset ${base + at}`)
+    const seq = getFixed64(payload, 0)
     if (first === 0) first = seq
-    last = seq + batchCount(bytes.subarray(pos + HEADER_SIZE, pos + HEADER_SIZE + length)) - 1
-    pos += HEADER_SIZE + length
-  }
-  return { end: pos, first, last }
+    last = seq + batchCount(payload) - 1
+  }, false)
+  if (walk.fault === 'bad-type') throw corruption(name, recordFaultText(walk.fault, base + walk.end))
+  return { end: walk.end, first, last }
 }
 
 /** Where the valid records of a retired log end, from `from` (a record boundary): its length was not noted while it was sealed. */
 function recordsEnd (file: RandomAccessFile, from: number): number {
-  const header = Buffer.allocUnsafe(HEADER_SIZE)
   let pos = from
-  for (;;) {
-    if (file.read(header, 0, HEADER_SIZE, pos) < HEADER_SIZE) return pos
-    const length = getFixed32(header, 4)
-    if (header[8] !== RECORD_FULL || length < 12 || length > 0x7fffffff) return pos
-    const payload = Buffer.allocUnsafe(length)
-    if (file.read(payload, 0, length, pos + HEADER_SIZE) < length) return pos
-    if (recordChecksum(RECORD_FULL, payload) !== getFixed32(header, 0)) return pos
-    pos += HEADER_SIZE + length
-  }
+  for (let rec = readRecordFrom(file, pos); rec !== undefined && rec.payload.length >= BATCH_HEADER_SIZE; rec = readRecordFrom(file, pos)) pos = rec.next
+  return pos
 }
