@@ -1,7 +1,8 @@
-// A client process's line to the owner of a multiProcess database: one socket
-// connection (hosts/node/socket-channel.ts) carrying the remote protocol
-// (RemoteConnection, RemoteDatabase), and a watchdog that bounds how long the
-// client waits for an owner that stopped answering.
+// A client's line to the owner of a shared database, over any channel (a Unix
+// socket between processes, a MessagePort or BroadcastChannels between tabs):
+// the remote protocol's connection and database, and a watchdog that bounds
+// how long the client waits for an owner that stopped answering. It is a
+// client's term (election.ts): it lasts until the line ends.
 //
 // The watchdog. While requests are in flight, the line expects to hear from
 // the owner: after a third of `timeoutMs` of silence it pings (a 'sequence'
@@ -9,15 +10,25 @@
 // compaction or a change feed waiting for a write); after `timeoutMs` of
 // silence the owner is declared unreachable (alive but hung: stopped,
 // deadlocked, swapped out) and the line ends, failing what is in flight.
-// Idle, the line neither pings nor keeps the process alive: its socket is
-// unref'ed, and ref'ed only while a request waits for its reply.
-import type { Socket } from 'node:net'
-import { socketChannel } from '../../hosts/node/socket-channel'
+// Idle, the line neither pings nor keeps its timer: `hold` and `release` (a
+// socket's ref and unref) bracket the time requests wait for replies.
 import { RemoteConnection, type ClientChannel } from '../remote/connection'
 import type { RemoteDatabase } from '../remote/remote-database'
-import { levelError, type LevelError } from '../../lib/errors'
+import type { LevelError } from '../../lib/errors'
+import type { Term } from './election'
+import { ownerUnreachable } from './messages'
 
-export class OwnerLine {
+export interface OwnerLineOptions {
+  location: string
+  timeoutMs: number
+  /** Keeps the process alive while a request waits (a socket's ref); default none. */
+  hold?: () => void
+  /** Lets the process end while no request waits (a socket's unref); default none. */
+  release?: () => void
+}
+
+export class OwnerLine implements Term {
+  readonly local = false
   readonly connection: RemoteConnection
   /** Set once attached. */
   remote: RemoteDatabase | undefined
@@ -32,21 +43,24 @@ export class OwnerLine {
   private busySince = 0
   private timer: ReturnType<typeof setInterval> | undefined
 
-  constructor (private readonly socket: Socket, private readonly timeoutMs: number, private readonly location: string) {
-    socket.unref()
-    const inner = socketChannel(socket)
+  constructor (inner: ClientChannel, private readonly options: OwnerLineOptions) {
+    options.release?.()
     const channel: ClientChannel = {
       send: (m) => inner.send(m),
       receive: (onMessage, onClose) => inner.receive((m) => {
         this.heardAt = Date.now()
-        onMessage(m as Parameters<typeof onMessage>[0])
+        onMessage(m)
       }, (reason) => {
         onClose?.(reason)
-        this.end()
+        this.finishLine()
       }),
       close: () => inner.close()
     }
     this.connection = new RemoteConnection(channel)
+  }
+
+  get db (): RemoteDatabase {
+    return this.remote!
   }
 
   /** Runs `request` (requests on this line) under the watchdog. */
@@ -59,32 +73,32 @@ export class OwnerLine {
     }
   }
 
-  /** The error that ops failing because the owner stopped answering get. */
+  /** The error of operations failing because the owner stopped answering. */
   unreachableError (cause?: unknown): LevelError {
-    return levelError('LEVEL_OWNER_UNREACHABLE', `The owner of the database at ${this.location} did not answer within ${this.timeoutMs} ms (alive but hung?): option ownerTimeoutMs`, cause)
+    return ownerUnreachable(this.options.location, this.options.timeoutMs, cause)
   }
 
   /** Ends the line now (what is in flight fails with `reason`). */
-  close (reason?: Error): void {
+  end (reason?: Error): void {
     this.connection.close(reason)
-    this.end()
+    this.finishLine()
   }
 
   private begin (): void {
     if (this.pending++ > 0) return
     this.busySince = Date.now()
-    this.socket.ref()
+    this.options.hold?.()
     // The timer outlives a quiet moment (watch() stops it): awaited single
     // operations, one after another, do not start and stop one each.
     if (this.timer !== undefined) return
-    const every = Math.max(5, Math.floor(this.timeoutMs / 6))
+    const every = Math.max(5, Math.floor(this.options.timeoutMs / 6))
     this.timer = setInterval(() => this.watch(), every)
-    this.timer.unref()
+    ;(this.timer as { unref?: () => void }).unref?.()
   }
 
   private finish (): void {
     if (--this.pending > 0) return
-    if (!this.ended) this.socket.unref()
+    if (!this.ended) this.options.release?.()
   }
 
   private watch (): void {
@@ -93,10 +107,10 @@ export class OwnerLine {
       return
     }
     const quietMs = Date.now() - Math.max(this.heardAt, this.busySince)
-    if (quietMs > this.timeoutMs) {
+    if (quietMs > this.options.timeoutMs) {
       this.unreachable = true
-      this.close(this.unreachableError())
-    } else if (quietMs > this.timeoutMs / 3) {
+      this.end(this.unreachableError())
+    } else if (quietMs > this.options.timeoutMs / 3) {
       this.connection.post({ op: 'sequence' })
     }
   }
@@ -106,7 +120,7 @@ export class OwnerLine {
     this.timer = undefined
   }
 
-  private end (): void {
+  private finishLine (): void {
     if (this.ended) return
     this.ended = true
     this.stopWatching()
