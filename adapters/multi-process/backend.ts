@@ -12,7 +12,7 @@ import type { RangeMessage } from '../remote/protocol'
 import { ReadAheadIterator } from '../remote/read-ahead'
 import { EngineBackend } from '../engine-backend'
 import { notOnClient, type Backend, type LevelBatchOp, type ReadOptions, type WriteOptions } from '../lsm-backend'
-import type { IteratorOptions, RangeReadOptions } from '../lsm-cursor'
+import { abortError, type IteratorOptions, type RangeReadOptions } from '../lsm-cursor'
 import { FailoverDatabase } from '../failover/failover-database'
 import type { FailoverSnapshot } from '../failover/handles'
 import { ProcessElection, type ProcessElectionOptions } from './process-election'
@@ -148,7 +148,7 @@ export class MultiProcessBackend implements Backend {
     return new ReadAheadIterator(db, options, source, {
       decode: ([k, v]) => [decode(k, options.keyEncoding), decode(v, options.valueEncoding)],
       check: () => source.check(),
-      signal: options.signal
+      fetched: () => { if (options.signal?.aborted === true) throw abortError(options.signal.reason) }
     })
   }
 

@@ -4,7 +4,6 @@
 // iterators and a multiProcess client's are this one.
 import { AbstractIterator } from 'abstract-level'
 import type { ServedIterator } from './host'
-import { abortError } from '../lsm-cursor'
 
 type Entry = [unknown, unknown]
 
@@ -21,8 +20,8 @@ export interface ReadAheadOptions {
   decode?: (entry: Entry) => Entry
   /** Checked before each step: throws when the source may no longer be read (even what was read ahead). */
   check?: () => void
-  /** An abort signal, checked after each fetch. */
-  signal?: AbortSignal
+  /** Called after each fetch: throws when the iterator was aborted meanwhile (its abort signal). */
+  fetched?: () => void
 }
 
 export class ReadAheadIterator extends IteratorBase {
@@ -35,7 +34,7 @@ export class ReadAheadIterator extends IteratorBase {
 
   private async fetch (size: number): Promise<Entry[]> {
     const raw = await this.source.nextv(size) as Entry[]
-    if (this.options.signal?.aborted === true) throw abortError(this.options.signal.reason)
+    this.options.fetched?.()
     const decode = this.options.decode
     if (decode === undefined) return raw
     const out = new Array<Entry>(raw.length)
