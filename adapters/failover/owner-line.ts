@@ -7,9 +7,10 @@
 // The watchdog. While requests are in flight, the line expects to hear from
 // the owner: after a third of `timeoutMs` of silence it pings (a 'sequence'
 // request, answered by any live owner at once, even one busy with a long
-// compaction or a change feed waiting for a write); after `timeoutMs` of
-// silence the owner is declared unreachable (alive but hung: stopped,
-// deadlocked, swapped out) and the line ends, failing what is in flight.
+// compaction or a change feed waiting for a write); when nothing has come
+// back `timeoutMs` after the ping, the owner is declared unreachable (alive
+// but hung: stopped, deadlocked, swapped out) and the line ends, failing what
+// is in flight.
 // Idle, the line neither pings nor keeps its timer: `hold` and `release` (a
 // socket's ref and unref) bracket the time requests wait for replies.
 import { RemoteConnection, type ClientChannel } from '../remote/connection'
@@ -40,6 +41,8 @@ export class OwnerLine implements Term {
   onEnd: () => void = () => {}
   private pending = 0
   private heardAt = Date.now()
+  /** When the last ping left (0: none yet). */
+  private pingedAt = 0
   private busySince = 0
   private timer: ReturnType<typeof setInterval> | undefined
 
@@ -106,11 +109,15 @@ export class OwnerLine implements Term {
       this.stopWatching()
       return
     }
-    const quietMs = Date.now() - Math.max(this.heardAt, this.busySince)
-    if (quietMs > this.options.timeoutMs) {
-      this.unreachable = true
-      this.end(this.unreachableError())
-    } else if (quietMs > this.options.timeoutMs / 3) {
+    const now = Date.now()
+    if (this.pingedAt > this.heardAt) {
+      // A ping waits for its answer: the owner has ownerTimeoutMs to give one.
+      if (now - this.pingedAt > this.options.timeoutMs) {
+        this.unreachable = true
+        this.end(this.unreachableError())
+      }
+    } else if (now - Math.max(this.heardAt, this.busySince) > this.options.timeoutMs / 3) {
+      this.pingedAt = now
       this.connection.post({ op: 'sequence' })
     }
   }
