@@ -22,9 +22,10 @@ import { installBrowserPlatform } from './hosts/browser/platform'
 import { WORKER_CONNECT, WORKER_STARTED, type MessagePortLike, type WorkerScopeLike } from './adapters/remote/channel'
 import { WorkerLines } from './adapters/remote/worker-lines'
 import { serve } from './adapters/remote/server'
-import { ENGINE_METHODS, SharedDatabaseHost } from './adapters/remote/shared-host'
+import { SharedDatabaseHost } from './adapters/remote/shared-host'
 import type { ServerChannel } from './adapters/remote/session'
-import { OWNER_TIMEOUT_MS, TabDatabase } from './adapters/tabs/tab-database'
+import { TabDatabase } from './adapters/tabs/tab-database'
+import { ENGINE_METHODS, OWNER_TIMEOUT_MS } from './adapters/failover/messages'
 import { relayOverPort, type Relay } from './adapters/tabs/transports'
 
 // Started now, so that the first open does not wait for it (an open that finds it failed tries again).

@@ -1,57 +1,42 @@
 // lsm-level: an abstract-level database over the LSM engine in lib/. This file
 // only translates between the Level API (encodings, options, iterators,
-// snapshots) and the engine; it holds no storage logic.
-import { AbstractLevel, AbstractSnapshot } from 'abstract-level'
-import type { AbstractIterator, AbstractIteratorOptions, AbstractDatabaseOptions, AbstractPutOptions, AbstractDelOptions, AbstractBatchOptions, AbstractBatchOperation, AbstractChainedBatch, AbstractChainedBatchWriteOptions, AbstractSublevel, AbstractSublevelOptions } from 'abstract-level'
+// snapshots) and a backend chosen at open (lsm-backend.ts): the engine in this
+// process, or with multiProcess the engine or its owner in another process;
+// it holds no storage logic. Its typings are in lsm-level-types.ts.
+import { AbstractLevel } from 'abstract-level'
+import type { AbstractIterator, AbstractDatabaseOptions, AbstractBatchOperation, AbstractSublevelOptions } from 'abstract-level'
 import ModuleError = require('module-error')
-import { Engine, encodeBatch, type BatchOp, type LevelInfo, type RecoveryReport, type ChangeBatch, type CheckpointResult } from '../lib/engine'
-import type { Snapshot } from '../lib/snapshots'
-import { KIND_DELETE, KIND_VALUE } from '../lib/keys'
+import { Engine, type LevelInfo, type RecoveryReport, type ChangeBatch, type CheckpointResult } from '../lib/engine'
 import { resolveOptions, type EngineOptions } from '../lib/options'
 import { pickEngineOptions, withoutEngineOptions } from './engine-options'
 import { invalidOption, levelError } from '../lib/errors'
 import type { LsmStats } from '../lib/stats'
 import { engineProperty } from './engine-property'
 import type { FileMeta } from '../lib/manifest/file-meta'
-import { ownedOut, toView, type EncodingName, type Format } from './bytes'
+import { toView, type Format } from './bytes'
 import { restore, type RestoreOptions, type RestoreResult } from '../lib/backup/restore'
 import type { ObjectStore } from '../lib/backup/object-store'
 import type { ReplicateOptions } from '../lib/backup/shipper'
 import { platform } from '../lib/platform'
-import { LsmIterator, LsmKeyIterator, LsmValueIterator, rangeFrom, type IteratorOptions, type RangeReadOptions } from './lsm-cursor'
-import type { MultiProcessClient, MultiProcessClientOptions } from './multi-process/client'
-import { RUN_HERE, notOnClient } from './multi-process/run-here'
+import type { IteratorOptions, RangeReadOptions } from './lsm-cursor'
+import type { Backend, LevelBatchOp, ReadOptions, WriteOptions } from './lsm-backend'
+import { EngineBackend } from './engine-backend'
+import { OWNER_TIMEOUT_MS } from './failover/messages'
+import type { MultiProcessBackend, MultiProcessOptions } from './multi-process/backend'
+import type { LsmBatchOptions, LsmChainedBatch, LsmDelOptions, LsmIteratorOptions, LsmLevelOptions, LsmPutOptions, LsmSublevel } from './lsm-level-types'
 
 export type { EngineOptions, LevelInfo, RecoveryReport, FileMeta, LsmStats }
+export type * from './lsm-level-types'
 
-/** Options of the constructor and of open(): the Level options plus the engine's (lib/options.ts). */
-export interface LsmLevelOptions<K = string, V = string> extends Partial<EngineOptions> {
-  keyEncoding?: AbstractDatabaseOptions<K, V>['keyEncoding']
-  valueEncoding?: AbstractDatabaseOptions<K, V>['valueEncoding']
-  passive?: boolean
-  /**
-   * Let other processes open the database too (Node): the first open owns it
-   * and serves the others over a socket; if it goes away, one of them takes
-   * over (README, "Many processes"). Default false.
-   */
-  multiProcess?: boolean
-  /** multiProcess: how long a client waits for an owner that does not answer before LEVEL_OWNER_UNREACHABLE (ms, default 5000). */
-  ownerTimeoutMs?: number
-  [other: string]: unknown
-}
+const BACKEND = Symbol('backend')
 
-const ENGINE = Symbol('engine')
-const CLIENT = Symbol('client')
-
-/** Makes the link of a multiProcess open; installed by the Node entry (adapters/multi-process/index.ts). */
-let multiProcessClient: ((options: MultiProcessClientOptions) => MultiProcessClient) | undefined
+/** Makes the backend of a multiProcess open; installed by the Node entry (adapters/multi-process/index.ts). */
+let multiProcessBackend: ((options: MultiProcessOptions) => MultiProcessBackend) | undefined
 
 /** Installs multiProcess support (the Node entry does). */
-export function installMultiProcess (make: (options: MultiProcessClientOptions) => MultiProcessClient): void {
-  multiProcessClient = make
+export function installMultiProcess (make: (options: MultiProcessOptions) => MultiProcessBackend): void {
+  multiProcessBackend = make
 }
-
-const DEFAULT_OWNER_TIMEOUT_MS = 5000
 
 /** The multiProcess options, checked; undefined when the open is the process's alone. */
 function multiProcessOptions (options: Record<string, unknown>): { ownerTimeoutMs: number } | undefined {
@@ -62,8 +47,8 @@ function multiProcessOptions (options: Record<string, unknown>): { ownerTimeoutM
   }
   if (multiProcess !== true) return undefined
   if (options.readOnly === true) throw invalidOption('multiProcess', 'a read-only open takes no lock and owns nothing: use readOnly or multiProcess, not both')
-  if (multiProcessClient === undefined) throw levelError('LEVEL_NOT_SUPPORTED', 'multiProcess is for Node (processes sharing a directory); in browsers, tabs share a database through BrowserLevel')
-  return { ownerTimeoutMs: (ownerTimeoutMs as number | undefined) ?? DEFAULT_OWNER_TIMEOUT_MS }
+  if (multiProcessBackend === undefined) throw levelError('LEVEL_NOT_SUPPORTED', 'multiProcess is for Node (processes sharing a directory); in browsers, tabs share a database through BrowserLevel')
+  return { ownerTimeoutMs: (ownerTimeoutMs as number | undefined) ?? OWNER_TIMEOUT_MS }
 }
 
 /** The Level options alone, without ours. */
@@ -75,56 +60,9 @@ function levelOptions (options: Record<string, unknown>): Record<string, unknown
 // abstract-level's typings lag its manifest (getSync, snapshots, signals, ...).
 type LevelManifest = ConstructorParameters<typeof AbstractLevel>[0]
 
-/** An operation of abstract-level's _batch(): key and value already encoded. */
-interface LevelBatchOp {
-  type: 'put' | 'del'
-  key: Format
-  value?: Format
-}
-
-/** Options of abstract-level's point reads (encodings normalised by abstract-level). */
-interface ReadOptions {
-  snapshot?: LsmSnapshot
-  valueEncoding: EncodingName
-}
-
-/** Options of abstract-level's _put, _del and _batch, with ours. */
-interface WriteOptions {
-  sync?: boolean
-}
-
-/** The one operation of put() and del(), reused: encodeBatch copies it out at once. */
-const single: BatchOp[] = [{ kind: KIND_VALUE, key: '', value: undefined }]
-
-/** encodeBatch() of a single put (value given) or del. */
-function encodeOne (kind: number, key: Format, value: Format | undefined): Buffer {
-  const op = single[0]
-  op.kind = kind
-  op.key = key
-  op.value = value
-  const batch = encodeBatch(single)
-  op.key = ''
-  op.value = undefined
-  return batch
-}
-
-// abstract-level's typings omit the constructor's options ({ owner }).
-const SnapshotBase = AbstractSnapshot as unknown as new (options: object) => AbstractSnapshot
-
-class LsmSnapshot extends SnapshotBase {
-  readonly [ENGINE]: Engine
-  readonly inner: Snapshot
-
-  constructor (options: object, engine: Engine) {
-    super(options)
-    this[ENGINE] = engine
-    this.inner = engine.snapshot()
-  }
-
-  async _close (): Promise<void> {
-    this[ENGINE].releaseSnapshot(this.inner)
-  }
-}
+// abstract-level's own keys() and values(), over _iterator(), for a backend without its own.
+const levelKeys = (AbstractLevel.prototype as unknown as { _keys: (o: unknown) => unknown })._keys
+const levelValues = (AbstractLevel.prototype as unknown as { _values: (o: unknown) => unknown })._values
 
 /**
  * An abstract-level database stored in a log-structured merge-tree in `location`.
@@ -134,9 +72,8 @@ class LsmSnapshot extends SnapshotBase {
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V> {
   readonly location: string
-  private [ENGINE]: Engine | undefined
-  /** multiProcess: the link to the owner (set while open); the engine is set when this process is the owner. */
-  private [CLIENT]: MultiProcessClient | undefined
+  /** What the operations run on while open (lsm-backend.ts): the engine, or with multiProcess the engine or the owner. */
+  private [BACKEND]: Backend | undefined
   private readonly engineOptions: Partial<EngineOptions>
   private readonly multiProcess: { ownerTimeoutMs: number } | undefined
 
@@ -177,209 +114,79 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    * undefined while no owner is known (opening, failing over) or without multiProcess.
    */
   get processRole (): 'owner' | 'client' | undefined {
-    return this[CLIENT]?.role
+    return this[BACKEND]?.role
   }
 
-  /** The link to the owner, when this open is a client now. */
-  private clientNow (): MultiProcessClient | undefined {
-    return this[ENGINE] === undefined ? this[CLIENT] : undefined
+  /** The backend; LEVEL_DATABASE_NOT_OPEN while there is none. */
+  private get backend (): Backend {
+    const b = this[BACKEND]
+    if (b === undefined) throw new ModuleError('Database is not open', { code: 'LEVEL_DATABASE_NOT_OPEN' })
+    return b
   }
 
   /** The engine, for extensions and tests. Throws if the database is not open. */
   get engine (): Engine {
-    const e = this[ENGINE]
-    if (!e) {
-      if (this[CLIENT] !== undefined) throw notOnClient('The engine', 'the Level API (its operations go to the owner)')
-      throw new ModuleError('Database is not open', { code: 'LEVEL_DATABASE_NOT_OPEN' })
-    }
-    return e
+    return this.backend.engine('The engine', 'the Level API (its operations go to the owner)')
   }
 
   async _open (options: Record<string, unknown> & { createIfMissing: boolean, errorIfExists: boolean }): Promise<void> {
     const merged = { ...this.engineOptions, ...pickEngineOptions(options) }
     merged.createIfMissing = options.createIfMissing
     merged.errorIfExists = options.errorIfExists
-    if (this.multiProcess !== undefined) {
-      await this.openShared(merged)
+    if (this.multiProcess === undefined) {
+      this[BACKEND] = new EngineBackend(await Engine.open(this.location, merged))
       return
     }
-    this[ENGINE] = await Engine.open(this.location, merged)
-  }
-
-  /** multiProcess: owns the database (engine set), or becomes a client of the process that does. */
-  private async openShared (options: Partial<EngineOptions>): Promise<void> {
-    const { createIfMissing, errorIfExists, ...engineOptions } = options
-    const client = multiProcessClient!({
-      location: this.location,
-      engineOptions,
-      ownerTimeoutMs: this.multiProcess!.ownerTimeoutMs,
-      onOwner: (engine) => { this[ENGINE] = engine }
-    })
-    try {
-      await client.open({ createIfMissing: createIfMissing !== false, errorIfExists: errorIfExists === true })
-    } catch (err) {
-      this[ENGINE] = undefined
-      throw err
-    }
-    this[CLIENT] = client
+    // multiProcess: owns the database, or becomes a client of the process that does.
+    const { createIfMissing, errorIfExists, ...engineOptions } = merged
+    const backend = multiProcessBackend!({ location: this.location, engineOptions, ownerTimeoutMs: this.multiProcess.ownerTimeoutMs })
+    await backend.open({ createIfMissing: createIfMissing !== false, errorIfExists: errorIfExists === true })
+    this[BACKEND] = backend
   }
 
   async _close (): Promise<void> {
-    const e = this[ENGINE]
-    const client = this[CLIENT]
-    this[ENGINE] = undefined
-    this[CLIENT] = undefined
-    // A multiProcess owner's engine is its link's to close (after it stops serving).
-    if (client !== undefined) await client.close()
-    else if (e) await e.close()
+    const backend = this[BACKEND]
+    this[BACKEND] = undefined
+    await backend?.close()
   }
 
-  // Not async: the engine's promise is returned as is (one promise less per write).
-  _put (key: Format, value: Format, options: WriteOptions): Promise<void> {
-    const engine = this[ENGINE]
-    if (engine === undefined) return this.onOwner((c) => c.put(key, value, options.sync === true), () => this._put(key, value, options))
-    return engine.write(encodeOne(KIND_VALUE, key, value), options.sync === true)
-  }
-
-  _del (key: Format, options: WriteOptions): Promise<void> {
-    const engine = this[ENGINE]
-    if (engine === undefined) return this.onOwner((c) => c.del(key, options.sync === true), () => this._del(key, options))
-    return engine.write(encodeOne(KIND_DELETE, key, undefined), options.sync === true)
-  }
-
-  /**
-   * multiProcess, as a client: `remote` sends the operation to the owner; if
-   * this process has become the owner meanwhile, `here` runs it on the engine.
-   */
-  private async onOwner<T> (remote: (client: MultiProcessClient) => Promise<T | typeof RUN_HERE>, here: () => T | Promise<T>): Promise<T> {
-    const client = this[CLIENT]
-    if (client === undefined) throw new ModuleError('Database is not open', { code: 'LEVEL_DATABASE_NOT_OPEN' })
-    const result = await remote(client)
-    return result === RUN_HERE ? await here() : result
-  }
-
-  /**
-   * The operations (keys and values already encoded and prefixed by
-   * abstract-level) are copied once, straight into the batch's log record
-   * payload, which the memtable then reads them from (lib/wal/batch.ts).
-   */
-  _batch (operations: LevelBatchOp[], options: WriteOptions): Promise<void> {
-    if (this[ENGINE] === undefined) return this.onOwner((c) => c.batch(operations, options.sync === true), () => this._batch(operations, options))
-    const ops = new Array<BatchOp>(operations.length)
-    for (let i = 0; i < operations.length; i++) {
-      const op = operations[i]
-      if (op.type === 'put') ops[i] = { kind: KIND_VALUE, key: op.key, value: op.value }
-      else if (op.type === 'del') ops[i] = { kind: KIND_DELETE, key: op.key }
-      else throw levelError('LEVEL_INVALID_OPTION', `A batch operation's type must be 'put' or 'del', not '${String(op.type)}'`)
-    }
-    return this[ENGINE]!.write(encodeBatch(ops), options.sync === true)
-  }
-
-  _getSync (key: Format, options: ReadOptions): Format | undefined {
-    if (this[ENGINE] === undefined) throw notOnClient('getSync()', 'await db.get()')
-    const value = this[ENGINE]!.get(toView(key), options.snapshot?.inner)
-    return value === undefined ? undefined : ownedOut(value, options.valueEncoding)
-  }
-
-  /**
-   * Returns the value itself, not a promise, when the read completes now (the
-   * common case: abstract-level awaits it either way, and a plain value saves
-   * the async function's promise); a promise when the read waits for the next turn.
-   */
-  _get (key: Format, options: ReadOptions): Format | undefined | Promise<Format | undefined> {
-    const engine = this[ENGINE]
-    if (engine === undefined) return this.onOwner((c) => c.get(key, options), () => this._get(key, options))
-    if (engine.turn.exhausted()) return this.getLater(engine, key, options)
-    const value = engine.get(toView(key), options.snapshot?.inner)
-    return value === undefined ? undefined : ownedOut(value, options.valueEncoding)
-  }
-
-  private async getLater (engine: Engine, key: Format, options: ReadOptions): Promise<Format | undefined> {
-    return await engine.readAtPoint(options.snapshot?.inner, (at) => {
-      const value = engine.get(toView(key), at)
-      return value === undefined ? undefined : ownedOut(value, options.valueEncoding)
-    })
-  }
-
-  async _getMany (keys: Format[], options: ReadOptions): Promise<Array<Format | undefined>> {
-    const engine = this[ENGINE]
-    if (engine === undefined) return await this.onOwner((c) => c.getMany(keys, options), async () => await this._getMany(keys, options))
-    return await engine.readAtPoint(options.snapshot?.inner, (at) => {
-      const out = new Array(keys.length)
-      for (let i = 0; i < keys.length; i++) {
-        const value = engine.get(toView(keys[i]), at)
-        out[i] = value === undefined ? undefined : ownedOut(value, options.valueEncoding)
-      }
-      return out
-    })
-  }
-
-  async _has (key: Format, options: ReadOptions): Promise<boolean> {
-    const engine = this[ENGINE]
-    if (engine === undefined) return await this.onOwner((c) => c.has(key, options), async () => await this._has(key, options))
-    return await engine.readAtPoint(options.snapshot?.inner, (at) => engine.get(toView(key), at) !== undefined)
-  }
-
-  async _hasMany (keys: Format[], options: ReadOptions): Promise<boolean[]> {
-    const engine = this[ENGINE]
-    if (engine === undefined) return await this.onOwner((c) => c.hasMany(keys, options), async () => await this._hasMany(keys, options))
-    return await engine.readAtPoint(options.snapshot?.inner, (at) => keys.map((k) => engine.get(toView(k), at) !== undefined))
-  }
-
-  _iterator (options: IteratorOptions): LsmIterator<this, K, V> {
-    const client = this.clientNow()
-    if (client !== undefined) return client.iterator(this, options as never) as unknown as LsmIterator<this, K, V>
-    return new LsmIterator<this, K, V>(this, options, this[ENGINE]!)
-  }
-
-  _keys (options: IteratorOptions): LsmKeyIterator<this, K, V> {
-    // A client's keys() and values() are abstract-level's, over its _iterator().
-    if (this.clientNow() !== undefined) return (AbstractLevel.prototype as unknown as { _keys (o: unknown): never })._keys.call(this, options)
-    return new LsmKeyIterator<this, K, V>(this, options, this[ENGINE]!)
-  }
-
-  _values (options: IteratorOptions): LsmValueIterator<this, K, V> {
-    if (this.clientNow() !== undefined) return (AbstractLevel.prototype as unknown as { _values (o: unknown): never })._values.call(this, options)
-    return new LsmValueIterator<this, K, V>(this, options, this[ENGINE]!)
-  }
-
-  _snapshot (options: object): LsmSnapshot {
-    const client = this.clientNow()
-    if (client !== undefined) return client.snapshot(options) as unknown as LsmSnapshot
-    return new LsmSnapshot(options, this[ENGINE]!)
-  }
-
-  /** See Engine.clear: one range tombstone, or point deletes when limited or at a snapshot. */
-  async _clear (options: RangeReadOptions & { limit: number }): Promise<void> {
-    if (this[ENGINE] === undefined) return await this.onOwner((c) => c.clear(options as never), async () => await this._clear(options))
-    const limit = options.limit >= 0 ? options.limit : Infinity
-    await this[ENGINE]!.clear(rangeFrom(options), limit, options.snapshot?.inner)
-  }
+  // Not async: the backend's promise is returned as is (one promise less per write).
+  _put (key: Format, value: Format, options: WriteOptions): Promise<void> { return this.backend.put(key, value, options) }
+  _del (key: Format, options: WriteOptions): Promise<void> { return this.backend.del(key, options) }
+  _batch (operations: LevelBatchOp[], options: WriteOptions): Promise<void> { return this.backend.batch(operations, options) }
+  _getSync (key: Format, options: ReadOptions): Format | undefined { return this.backend.getSync(key, options) }
+  _get (key: Format, options: ReadOptions): Format | undefined | Promise<Format | undefined> { return this.backend.get(key, options) }
+  _getMany (keys: Format[], options: ReadOptions): Promise<Array<Format | undefined>> { return this.backend.getMany(keys, options) }
+  _has (key: Format, options: ReadOptions): Promise<boolean> { return this.backend.has(key, options) }
+  _hasMany (keys: Format[], options: ReadOptions): Promise<boolean[]> { return this.backend.hasMany(keys, options) }
+  _clear (options: RangeReadOptions & { limit: number }): Promise<void> { return this.backend.clear(options) }
+  _iterator (options: IteratorOptions): AbstractIterator<this, K, V> { return this.backend.iterator(this, options) as unknown as AbstractIterator<this, K, V> }
+  _keys (options: IteratorOptions): unknown { const b = this.backend; return b.keys === undefined ? levelKeys.call(this, options) : b.keys(this, options) }
+  _values (options: IteratorOptions): unknown { const b = this.backend; return b.values === undefined ? levelValues.call(this, options) : b.values(this, options) }
+  _snapshot (options: object): object { return this.backend.snapshot(options) }
 
   // ------------------------------------------------------------ extensions
 
   /** Files and bytes per LSM level. */
   levels (): LevelInfo[] {
-    if (this.clientNow() !== undefined) throw notOnClient('levels()', '(await db.fetchStats()).levels')
-    return this.engine.levels()
+    return this.backend.engine('levels()', '(await db.fetchStats()).levels').levels()
+  }
+
+  /** Resolves once open (deferred open: waits for an open under way). */
+  private async opened (): Promise<Backend> {
+    if (this.status === 'opening') await this.open({ passive: true })
+    return this.backend
   }
 
   /** Flushes the memtable and compacts every table overlapping [start, end] down the tree. */
   async compactRange (start?: K | Format, end?: K | Format): Promise<void> {
     const enc = (k: K | Format | undefined): Buffer | undefined => k === undefined || k === null ? undefined : toView(this.keyEncoding().encode(k as K))
-    if (this.status === 'opening') await this.open({ passive: true })
-    if (this.clientNow() !== undefined) {
-      const args = [enc(start), enc(end)]
-      return await this.onOwner((c) => c.call('compactRange', args) as Promise<void>, async () => await this.compactRange(start, end))
-    }
-    await this.engine.compactRange(enc(start), enc(end))
+    await (await this.opened()).call('compactRange', [enc(start), enc(end)])
   }
 
   /** Writes the memtable to a level-0 table and waits for it. */
   async flush (): Promise<void> {
-    if (this.status === 'opening') await this.open({ passive: true })
-    if (this.clientNow() !== undefined) return await this.onOwner((c) => c.call('flush', []) as Promise<void>, async () => await this.flush())
-    await this.engine.flushMemTable()
+    await (await this.opened()).call('flush', [])
   }
 
   /**
@@ -391,13 +198,8 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    */
   async checkpoint (dir: string): Promise<CheckpointResult> {
     if (typeof dir !== 'string' || dir === '') throw invalidOption('dir', 'checkpoint directory must be a non-empty string')
-    if (this.status === 'opening') await this.open({ passive: true })
-    if (this.clientNow() !== undefined) {
-      // The owner writes it: the path is this process's, made absolute; a checkpoint is not retried on the next owner.
-      const absolute = platform().resolvePath(dir)
-      return await this.onOwner((c) => c.call('checkpoint', [absolute], true) as Promise<CheckpointResult>, async () => await this.checkpoint(dir))
-    }
-    return await this.engine.checkpoint(dir)
+    // The path is this process's, made absolute (the owner may be another process); a checkpoint is not retried on the next owner.
+    return await (await this.opened()).call('checkpoint', [platform().resolvePath(dir)], true) as CheckpointResult
   }
 
   /**
@@ -419,15 +221,12 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
 
   /** The sequence number of the last committed write (each operation of a batch takes one). */
   get sequence (): number {
-    if (this.clientNow() !== undefined) throw notOnClient('sequence', 'await db.currentSequence()')
-    return this.engine.lastSequence
+    return this.backend.engine('sequence', 'await db.currentSequence()').lastSequence
   }
 
   /** The sequence number of the last committed write; asks the owner when another process owns the database (multiProcess). */
   async currentSequence (): Promise<number> {
-    if (this.status === 'opening') await this.open({ passive: true })
-    if (this.clientNow() !== undefined) return await this.onOwner((c) => c.currentSequence(), async () => await this.currentSequence())
-    return this.engine.lastSequence
+    return await (await this.opened()).currentSequence()
   }
 
   /**
@@ -443,18 +242,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    * LEVEL_CHANGES_NOT_RETAINED.
    */
   async* changes (options: { since?: number } = {}): AsyncGenerator<ChangeBatch, void, undefined> {
-    if (this.status === 'opening') await this.open({ passive: true })
-    const client = this.clientNow()
-    if (client !== undefined) {
-      for await (const batch of client.changes(options.since)) {
-        if (batch === RUN_HERE) break
-        yield batch
-      }
-      // Ended, or this process became the owner before the feed started: it starts here.
-      if (this.clientNow() !== undefined) return
-    }
-    const engine = this.engine
-    yield* engine.changes(options.since ?? engine.lastSequence)
+    yield* (await this.opened()).changes(options.since)
   }
 
   /**
@@ -465,28 +253,23 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    */
   async refresh (): Promise<boolean> {
     if (this.status === 'opening') await this.open()
-    if (this[CLIENT] !== undefined) throw levelError('LEVEL_NOT_SUPPORTED', 'refresh() is for read-only opens (option readOnly); a multiProcess open reads the owner\'s latest state')
+    if (this.multiProcess !== undefined) throw levelError('LEVEL_NOT_SUPPORTED', 'refresh() is for read-only opens (option readOnly); a multiProcess open reads the owner\'s latest state')
     return await this.engine.refresh()
   }
 
   /** Structured statistics: levels, amplification, byte counters, Bloom and cache counters (see lib/stats.ts). */
   stats (): LsmStats {
-    if (this.clientNow() !== undefined) throw notOnClient('stats()', 'await db.fetchStats()')
-    return this.engine.stats()
+    return this.backend.engine('stats()', 'await db.fetchStats()').stats()
   }
 
   /** stats(), from the owner when another process owns the database (multiProcess). */
   async fetchStats (): Promise<LsmStats> {
-    if (this.status === 'opening') await this.open({ passive: true })
-    if (this.clientNow() !== undefined) return await this.onOwner((c) => c.call('stats', []) as Promise<LsmStats>, async () => await this.fetchStats())
-    return this.engine.stats()
+    return await (await this.opened()).call('stats', []) as LsmStats
   }
 
   /** getProperty(), from the owner when another process owns the database (multiProcess). */
   async fetchProperty (name: string): Promise<string> {
-    if (this.status === 'opening') await this.open({ passive: true })
-    if (this.clientNow() !== undefined) return await this.onOwner((c) => c.call('getProperty', [name]) as Promise<string>, async () => await this.fetchProperty(name))
-    return this.getProperty(name)
+    return await (await this.opened()).call('getProperty', [name]) as string
   }
 
   /**
@@ -495,20 +278,15 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    * (each also under the 'leveldb.' prefix).
    */
   getProperty (name: string): string {
-    if (this.clientNow() !== undefined) throw notOnClient('getProperty()', 'await db.fetchProperty(name)')
-    return engineProperty(this.engine, name)
+    return engineProperty(this.backend.engine('getProperty()', 'await db.fetchProperty(name)'), name)
   }
 
   /** Approximate bytes on disk used by keys in [start, end). */
   async approximateSize (start: K | Format, end: K | Format, options?: { keyEncoding?: string }): Promise<number> {
-    if (this.status === 'opening') await this.open({ passive: true })
+    const backend = await this.opened()
     // abstract-level resolves any encoding name it knows; its typings list the names as literals.
     const enc = (options?.keyEncoding === undefined ? this.keyEncoding() : this.keyEncoding(options.keyEncoding as 'utf8')) as { encode (key: unknown): Format }
-    if (this.clientNow() !== undefined) {
-      const args = [toView(enc.encode(start)), toView(enc.encode(end))]
-      return await this.onOwner((c) => c.call('approximateSize', args) as Promise<number>, async () => await this.approximateSize(start, end, options))
-    }
-    return this.engine.approximateSize(toView(enc.encode(start)), toView(enc.encode(end)))
+    return await backend.call('approximateSize', [toView(enc.encode(start)), toView(enc.encode(end))]) as number
   }
 
   /**
@@ -541,30 +319,6 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
   }
 }
 
-/** Options of put(): abstract-level's plus `sync` (resolve only after an fdatasync covering the write). */
-export interface LsmPutOptions<K, V> extends AbstractPutOptions<K, V> {
-  sync?: boolean | undefined
-}
-
-/** Options of del(): abstract-level's plus `sync`. */
-export interface LsmDelOptions<K> extends AbstractDelOptions<K> {
-  sync?: boolean | undefined
-}
-
-/** Options of batch(): abstract-level's plus `sync`. */
-export interface LsmBatchOptions<K, V> extends AbstractBatchOptions<K, V> {
-  sync?: boolean | undefined
-}
-
-/**
- * Options of iterator(): abstract-level's plus `fillCache`: whether the table
- * blocks the iterator reads go into the block cache (default: not those of a
- * long run of consecutive blocks; README).
- */
-export interface LsmIteratorOptions<K, V> extends AbstractIteratorOptions<K, V> {
-  fillCache?: boolean | undefined
-}
-
 // Declaration merging: the write methods' signatures with the `sync` option,
 // iterator()'s with `fillCache` (abstract-level's typings have neither). Types
 // only; the methods are inherited.
@@ -580,45 +334,6 @@ export interface LsmLevel<K = string, V = string> {
   iterator<IK = K, IV = V> (options: LsmIteratorOptions<IK, IV>): AbstractIterator<this, IK, IV>
   sublevel (name: string | string[]): LsmSublevel<this, string, string>
   sublevel<SK = string, SV = string> (name: string | string[], options: AbstractSublevelOptions<SK, SV>): LsmSublevel<this, SK, SV>
-}
-
-/**
- * The write methods of an LsmSublevel with the `sync` option (abstract-level
- * forwards a sublevel's options to the root database), and its own sublevels.
- * Types only.
- */
-export interface LsmSublevelMethods<K, V> {
-  put (key: K, value: V): Promise<void>
-  put<PK = K, PV = V> (key: PK, value: PV, options: LsmPutOptions<PK, PV>): Promise<void>
-  del (key: K): Promise<void>
-  del<DK = K> (key: DK, options: LsmDelOptions<DK>): Promise<void>
-  batch (operations: Array<AbstractBatchOperation<this, K, V>>): Promise<void>
-  batch<BK = K, BV = V> (operations: Array<AbstractBatchOperation<this, BK, BV>>, options: LsmBatchOptions<BK, BV>): Promise<void>
-  batch (): LsmChainedBatch<this, K, V>
-  iterator (): AbstractIterator<this, K, V>
-  iterator<IK = K, IV = V> (options: LsmIteratorOptions<IK, IV>): AbstractIterator<this, IK, IV>
-  sublevel (name: string | string[]): LsmSublevel<this, string, string>
-  sublevel<SK = string, SV = string> (name: string | string[], options: AbstractSublevelOptions<SK, SV>): LsmSublevel<this, SK, SV>
-}
-
-/**
- * A sublevel of an LsmLevel (or of another such sublevel): abstract-level's
- * AbstractSublevel whose put/del/batch/write take `sync`. An intersection
- * rather than an interface extending AbstractSublevel: the latter makes the
- * compiler compare the two structurally, nesting the parent type one level
- * deeper at each sublevel() until it gives up (TS2589).
- */
-export type LsmSublevel<TDatabase, K = string, V = string> = LsmSublevelMethods<K, V> & AbstractSublevel<TDatabase, Format, K, V>
-
-/** Options of a chained batch's write(): abstract-level's plus `sync`. */
-export interface LsmChainedBatchWriteOptions extends AbstractChainedBatchWriteOptions {
-  sync?: boolean | undefined
-}
-
-/** A chained batch whose write() takes `sync`. */
-export interface LsmChainedBatch<TDatabase, K, V> extends AbstractChainedBatch<TDatabase, K, V> {
-  write (): Promise<void>
-  write (options: LsmChainedBatchWriteOptions): Promise<void>
 }
 
 export type { ChangeBatch, ChangeOp, CheckpointResult } from '../lib/engine'

@@ -8,12 +8,13 @@
 // The browser's BrowserLevel (adapters/browser-level.ts) is this database with a worker
 // launcher; in Node, a RemoteLevel can use a MessagePort to an engine served
 // on another thread.
-import { AbstractLevel, AbstractIterator, AbstractSnapshot } from 'abstract-level'
+import { AbstractLevel, AbstractSnapshot } from 'abstract-level'
 import type { AbstractDatabaseOptions } from 'abstract-level'
 import ModuleError = require('module-error')
 import type { RemoteConnection } from './remote/connection'
 import type { BatchOpMessage, ChangeBatchMessage, Push, RangeMessage } from './remote/protocol'
-import { RemoteDatabase, type RemoteCursor, type RemoteSnapshotHandle } from './remote/remote-database'
+import { RemoteDatabase, type RemoteSnapshotHandle } from './remote/remote-database'
+import { ReadAheadIterator } from './remote/read-ahead'
 import { resolveOptions } from '../lib/options'
 import { pickEngineOptions, withoutEngineOptions } from './engine-options'
 import type { LsmStats } from '../lib/stats'
@@ -55,53 +56,6 @@ class RemoteSnapshot extends SnapshotBase {
 
   async _close (): Promise<void> {
     await this.remote.close()
-  }
-}
-
-type Entry = [Uint8Array | undefined, Uint8Array | undefined]
-
-/** Entries fetched per request by next() (nextv() asks for what it is asked). */
-const NEXT_BATCH = 64
-
-// abstract-level's typings of the iterator constructor lag its runtime (options).
-const IteratorBase = AbstractIterator as unknown as new (db: unknown, options: object) => AbstractIterator<RemoteLevel<unknown, unknown>, unknown, unknown>
-
-/** An iterator held by the server's session; next() reads ahead. */
-class RemoteIterator extends IteratorBase {
-  private readonly cursor: RemoteCursor
-  private buffered: Entry[] = []
-  private ended = false
-
-  constructor (db: RemoteLevel<unknown, unknown>, options: RangeOptions & { keys?: boolean, values?: boolean }, remote: RemoteDatabase) {
-    super(db, options)
-    this.cursor = remote.iterator({ ...options, snapshot: options.snapshot?.remote })
-  }
-
-  async _next (): Promise<Entry | undefined> {
-    if (this.buffered.length === 0 && !this.ended) {
-      this.buffered = await this.cursor.nextv(NEXT_BATCH)
-      this.buffered.reverse()
-      if (this.buffered.length === 0) this.ended = true
-    }
-    return this.buffered.pop()
-  }
-
-  async _nextv (size: number): Promise<Entry[]> {
-    if (this.buffered.length > 0) return this.buffered.splice(Math.max(0, this.buffered.length - size)).reverse()
-    if (this.ended) return []
-    const out = await this.cursor.nextv(size)
-    if (out.length === 0) this.ended = true
-    return out
-  }
-
-  _seek (target: Uint8Array): void {
-    this.buffered = []
-    this.ended = false
-    this.cursor.seek(target)
-  }
-
-  async _close (): Promise<void> {
-    await this.cursor.close()
   }
 }
 
@@ -233,8 +187,8 @@ export class RemoteLevel<K = string, V = string> extends AbstractLevel<Uint8Arra
     await this.server.clear({ ...options, snapshot: options.snapshot?.remote })
   }
 
-  _iterator (options: RangeOptions & { keys?: boolean, values?: boolean }): RemoteIterator {
-    return new RemoteIterator(this as RemoteLevel<unknown, unknown>, options, this.server)
+  _iterator (options: RangeOptions & { keys?: boolean, values?: boolean }): ReadAheadIterator {
+    return new ReadAheadIterator(this, options, this.server.iterator({ ...options, snapshot: options.snapshot?.remote }))
   }
 
   _snapshot (options: object): RemoteSnapshot {

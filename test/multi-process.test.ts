@@ -74,7 +74,7 @@ test('multiProcess: a client that vanishes releases its iterators, snapshots and
   t.is(client.role, 'client')
   await client.request('hold')
   const engine = db.engine as any
-  const server = (db as any)[Object.getOwnPropertySymbols(db).find((s) => s.description === 'client')!].link.server
+  const server = (db as any)[Object.getOwnPropertySymbols(db).find((s) => s.description === 'backend')!].server
   t.is(server.sessionCount, 1, 'one session')
   t.is(engine.snapshots.size, 1, 'the client\'s snapshot is held on the owner')
   await client.kill()

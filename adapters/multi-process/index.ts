@@ -1,7 +1,7 @@
-// multiProcess opens for Node: installs the link LsmLevel uses when another
-// process may own the database (client.ts, owner-link.ts). The Node entry
-// (index.ts) imports this; browser bundles do not.
+// multiProcess opens for Node: installs the backend LsmLevel uses when another
+// process may own the database (backend.ts, process-election.ts). The Node
+// entry (index.ts) imports this; browser bundles do not.
 import { installMultiProcess } from '../lsm-level'
-import { MultiProcessClient } from './client'
+import { MultiProcessBackend } from './backend'
 
-installMultiProcess((options) => new MultiProcessClient(options))
+installMultiProcess((options) => new MultiProcessBackend(options))

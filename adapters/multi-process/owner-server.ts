@@ -10,7 +10,8 @@ import { listenAsOwner, stopListening } from '../../hosts/node/owner-socket'
 import { socketChannel } from '../../hosts/node/socket-channel'
 import { serve, type ServerChannel } from '../remote/server'
 import type { DatabaseHost, ServedDatabase, SessionEvents } from '../remote/host'
-import { EngineDatabase, OWNER_METHODS } from '../remote/engine-database'
+import { EngineDatabase } from '../remote/engine-database'
+import { OWNER_METHODS } from '../failover/messages'
 
 /** Gives every session the owner's engine; the engine is the owner's to open and close. */
 class EngineHost implements DatabaseHost {

@@ -1,26 +1,17 @@
-// A channel: one two-way line between a remote database client and its server,
-// whatever carries the messages. The remote layer (the server's sessions and
-// the client's connection) speaks only to this interface; the adapters below
-// fit it onto a MessagePort (node:worker_threads' or the browser's) or onto
-// another transport (a numbered line of a worker's postMessage,
-// worker-lines.ts). Messages are structured-cloned; the buffers named in
-// `transfer` move to the other side instead.
+// The message-passing adapters of the Channel interface (lib/channel.ts: one
+// two-way line between two peers, whatever carries the messages; the remote
+// layer, the server's sessions and the client's connection, speaks only to
+// it): over a MessagePort (node:worker_threads' or the browser's), or over
+// another transport that feeds a TransportChannel (a numbered line of a
+// worker's postMessage, worker-lines.ts; BroadcastChannels between tabs).
+// Messages are structured-cloned; the buffers named in `transfer` move to the
+// other side instead.
 //
 // The types here are structural (no DOM or node typings): the same module runs
 // in Node and in browsers.
+import type { Channel } from '../../lib/channel'
 
-export interface Channel<Out = unknown, In = unknown> {
-  /** Posts `message`; the buffers in `transfer` change owner. Dropped once the channel closed. */
-  send (message: Out, transfer?: ArrayBuffer[]): void
-  /**
-   * Sets the handlers (replacing any set before): `onMessage` for each message
-   * in arrival order, `onClose` once when the channel ends (the other side went
-   * away or failed: `reason` says how when known; or close() here).
-   */
-  receive (onMessage: (message: In) => void, onClose?: (reason?: Error) => void): void
-  /** Ends the channel here; the other side sees it closed if its transport tells it. */
-  close (): void
-}
+export type { Channel }
 
 /** What a channel adapter uses of a MessagePort (node:worker_threads' and the browser's both have it). */
 export interface MessagePortLike {
@@ -63,7 +54,7 @@ export interface WorkerScopeLike {
  * The state every adapter shares: the handlers, and a close that runs once
  * (whether this side closed or the other side went away).
  */
-class Line<Out, In> implements Channel<Out, In> {
+class FedChannel<Out, In> implements Channel<Out, In> {
   private onMessage: (message: In) => void = () => {}
   private onClose: (reason?: Error) => void = () => {}
   private closed = false
@@ -106,7 +97,7 @@ class Line<Out, In> implements Channel<Out, In> {
  * server there learns of a vanished client only if its transport says so.
  */
 export function portChannel<Out = unknown, In = unknown> (port: MessagePortLike): Channel<Out, In> {
-  const line = new Line<Out, In>((m, t) => port.postMessage(m, t), () => {
+  const line = new FedChannel<Out, In>((m, t) => port.postMessage(m, t), () => {
     port.onmessage = null
     port.close()
   })
@@ -116,11 +107,11 @@ export function portChannel<Out = unknown, In = unknown> (port: MessagePortLike)
 }
 
 /** A channel over another transport: `post` sends, `end` lets go of it; the transport calls delivered() for each message that comes and ended() when it ends. */
-export interface TransportLine<Out, In> extends Channel<Out, In> {
+export interface TransportChannel<Out, In> extends Channel<Out, In> {
   delivered (message: In): void
   ended (reason?: Error): void
 }
 
-export function transportLine<Out = unknown, In = unknown> (post: (message: Out, transfer: ArrayBuffer[]) => void, end: () => void): TransportLine<Out, In> {
-  return new Line<Out, In>(post, end)
+export function transportChannel<Out = unknown, In = unknown> (post: (message: Out, transfer: ArrayBuffer[]) => void, end: () => void): TransportChannel<Out, In> {
+  return new FedChannel<Out, In>(post, end)
 }

@@ -16,9 +16,6 @@ import { engineProperty } from '../engine-property'
 import type { ServedDatabase, ServedIterator, ServedSnapshot } from './host'
 import type { BatchOpMessage, ChangeBatchMessage, RangeMessage } from './protocol'
 
-/** The methods besides ServedDatabase's that clients may call (Session's 'call'). */
-export const OWNER_METHODS: ReadonlySet<string> = new Set(['compactRange', 'flush', 'getProperty', 'approximateSize', 'stats', 'levels', 'checkpoint'])
-
 class EngineSnapshot implements ServedSnapshot {
   readonly inner: Snapshot
 
@@ -127,7 +124,7 @@ export class EngineDatabase implements ServedDatabase {
     return this.engine.changes(options.since ?? this.engine.lastSequence)
   }
 
-  // The methods of OWNER_METHODS: plain data in and out.
+  // The methods of OWNER_METHODS (adapters/failover/messages.ts): plain data in and out.
 
   async compactRange (start?: Uint8Array, end?: Uint8Array): Promise<void> {
     await this.engine.compactRange(start, end)

@@ -6,6 +6,7 @@
 // has is refused; so is errorIfExists once it is open.
 import { levelError } from '../../lib/errors'
 import type { DatabaseHost, ServedDatabase, SessionEvents } from './host'
+import { ENGINE_METHODS } from '../failover/messages'
 
 /** A database the host opened and will close. */
 export interface OwnedDatabase extends ServedDatabase {
@@ -14,9 +15,6 @@ export interface OwnedDatabase extends ServedDatabase {
 
 /** Opens the database at `location` with the engine `options` and the client's createIfMissing and errorIfExists. */
 export type OpenDatabase = (location: string, options: Record<string, unknown>) => Promise<OwnedDatabase>
-
-/** The additional methods of LsmLevel that take and return plain data. */
-export const ENGINE_METHODS: ReadonlySet<string> = new Set(['compactRange', 'flush', 'getProperty', 'approximateSize', 'stats', 'levels'])
 
 /** Per-open flags, not properties of the open database: they may differ between clients. */
 const OPEN_FLAGS = new Set(['createIfMissing', 'errorIfExists'])

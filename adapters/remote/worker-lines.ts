@@ -9,7 +9,7 @@
 // worker over a MessagePort took 530-940 µs in Firefox 153 against 55-71 µs
 // on the worker's own postMessage (BENCHMARKS.md, the floor), and an awaited
 // operation of BrowserLevel is little else.
-import { transportLine, type TransportLine } from './channel'
+import { transportChannel, type TransportChannel } from './channel'
 
 /** The key of a line's messages: its number. */
 export const WORKER_LINE = 'lsmLevelLine'
@@ -18,7 +18,7 @@ interface LineMessage { [WORKER_LINE]: number, m?: unknown, end?: true }
 
 /** The lines over one postMessage, on one side (the page's Worker, or the worker's global scope). */
 export class WorkerLines {
-  private readonly lines = new Map<number, TransportLine<unknown, unknown>>()
+  private readonly lines = new Map<number, TransportChannel<unknown, unknown>>()
 
   /** `post` sends on the shared transport (worker.postMessage, or the worker scope's). */
   constructor (private readonly post: (message: unknown, transfer?: ArrayBuffer[]) => void) {}
@@ -29,14 +29,14 @@ export class WorkerLines {
   }
 
   /** Line `n`'s end here; its close() tells the other side. */
-  open<Out, In> (n: number): TransportLine<Out, In> {
-    const line: TransportLine<Out, In> = transportLine<Out, In>((m, transfer) => this.post({ [WORKER_LINE]: n, m }, transfer), () => {
+  open<Out, In> (n: number): TransportChannel<Out, In> {
+    const line: TransportChannel<Out, In> = transportChannel<Out, In>((m, transfer) => this.post({ [WORKER_LINE]: n, m }, transfer), () => {
       // Only a line still open here tells the other side (not one the other side ended).
       if (this.lines.get(n) !== line) return
       this.lines.delete(n)
       this.post({ [WORKER_LINE]: n, end: true })
     })
-    this.lines.set(n, line as TransportLine<unknown, unknown>)
+    this.lines.set(n, line as TransportChannel<unknown, unknown>)
     return line
   }
 

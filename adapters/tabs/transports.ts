@@ -20,7 +20,7 @@
 // MessagePorts cannot travel over a BroadcastChannel, hence the relay. An owner
 // serves both ways at once; each client uses its relay if it has one that
 // answered, else the fallback.
-import { portChannel, transportLine, type Channel, type MessagePortLike, type TransportLine } from '../remote/channel'
+import { portChannel, transportChannel, type Channel, type MessagePortLike, type TransportChannel } from '../remote/channel'
 
 export interface BroadcastChannelLike {
   postMessage (message: unknown): void
@@ -129,7 +129,7 @@ export function connectToOwner<Out, In> (dir: string, ownerId: string, clientId:
   const conn = randomId()
   const toOwner = broadcastChannel(`lsm-level:${dir}:owner:${ownerId}`)
   const fromOwner = broadcastChannel(`lsm-level:${dir}:conn:${conn}`)
-  const line = transportLine<Out, In>((data) => toOwner.postMessage({ conn, kind: 'data', data } satisfies Frame), () => {
+  const line = transportChannel<Out, In>((data) => toOwner.postMessage({ conn, kind: 'data', data } satisfies Frame), () => {
     toOwner.postMessage({ conn, kind: 'close' } satisfies Frame)
     toOwner.close()
     fromOwner.onmessage = null
@@ -158,12 +158,12 @@ export function listenForClients (dir: string, ownerId: string, relay: Relay | u
   })
   relay?.post({ op: 'own', dir, ownerId })
   const inbox = broadcastChannel(`lsm-level:${dir}:owner:${ownerId}`)
-  const lines = new Map<string, TransportLine<unknown, unknown>>()
+  const lines = new Map<string, TransportChannel<unknown, unknown>>()
   inbox.onmessage = (event) => {
     const frame = event.data as Frame
     if (frame.kind === 'open') {
       const toClient = broadcastChannel(`lsm-level:${dir}:conn:${frame.conn}`)
-      const line = transportLine((data) => toClient.postMessage({ conn: frame.conn, kind: 'data', data } satisfies Frame), () => {
+      const line = transportChannel((data) => toClient.postMessage({ conn: frame.conn, kind: 'data', data } satisfies Frame), () => {
         lines.delete(frame.conn)
         toClient.postMessage({ conn: frame.conn, kind: 'close' } satisfies Frame)
         toClient.close()

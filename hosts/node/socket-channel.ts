@@ -1,4 +1,4 @@
-// A channel (the remote layer's two-way line, adapters/remote/channel.ts) over
+// A Channel (lib/channel.ts: the two-way line every transport implements) over
 // a stream socket: a Unix domain socket or a Windows named pipe between two
 // processes. Each message is one frame:
 //
@@ -11,9 +11,9 @@
 // sides batch: the requests (or the replies and pushes) of one turn are one
 // message, so one frame and one write(2).
 //
-// The shape is the remote layer's Channel, written out here (a host imports
-// no adapter). `transfer` means nothing across processes: bytes are copied.
+// `transfer` means nothing across processes: bytes are copied.
 import type { Socket } from 'node:net'
+import type { Channel } from '../../lib/channel'
 import { decodeMessage, encodeMessage } from './frame-codec'
 
 /** Bytes of a frame's length prefix. */
@@ -25,12 +25,6 @@ const HEADER_BYTES = 4
  * foreign peer, and the channel closes rather than buffer without bound.
  */
 export const MAX_FRAME_BYTES = 1 << 30
-
-export interface SocketChannel<Out = unknown, In = unknown> {
-  send (message: Out, transfer?: ArrayBuffer[]): void
-  receive (onMessage: (message: In) => void, onClose?: (reason?: Error) => void): void
-  close (): void
-}
 
 /** One frame: `message` encoded behind its length. */
 export function encodeFrame (message: unknown): Buffer {
@@ -90,7 +84,7 @@ export class FrameReader {
  * fails, or when the other side sends bytes that are not frames; close()
  * destroys the socket.
  */
-export function socketChannel<Out = unknown, In = unknown> (socket: Socket): SocketChannel<Out, In> {
+export function socketChannel<Out = unknown, In = unknown> (socket: Socket): Channel<Out, In> {
   let onMessage: (message: In) => void = () => {}
   let onClose: (reason?: Error) => void = () => {}
   let closed = false
