@@ -242,13 +242,34 @@ export class Pool {
     if (file.needsFreeHeader) this.writeHeader(file, '')
     this.handleOf(file).truncate(HEADER_BYTES)
     this.changed(file)
-    if (this.free.length < this.maxFree) {
-      this.free.push(file)
-      return
-    }
-    // Enough free files are open: this one's handle is closed (its free header made durable first).
+    // Its handle is closed (its free header made durable first), which gives
+    // back the quota capacity the handle held (see releaseCapacity); growth
+    // reopens it, before it makes new files, when free files run low.
     this.closeHandle(file)
     this.spare.push(file)
+    if (this.free.length < this.target) this.grow()
+  }
+
+  /**
+   * Chromium counts against the origin's quota, for each open sync access
+   * handle whose file grew, the capacity it granted that handle: at least
+   * 1 MiB, then the next power of two of the file's largest size, until the
+   * handle closes (an open handle's file starts with its size as capacity).
+   * A file whose writer is done keeps a handle for reads: that handle is
+   * closed once a snapshot holds the contents for reads, and reopened.
+   */
+  releaseCapacity (file: PoolFile): void {
+    if (file.handle === undefined || this.closed) return
+    const version = file.version
+    file.entry.getFile().then((snapshot) => {
+      if (this.closed || file.handle === undefined || file.version !== version || file.writers > 0 || file.name === '' || file.reopening) return
+      file.snapshot = snapshot
+      this.closeHandle(file)
+      this.wantHandle(file)
+    }).catch(() => {
+      // No snapshot, or the flush before the close failed: the file keeps its
+      // handle (and the capacity) until it closes for another reason.
+    })
   }
 
   /** Writes free headers into the files waiting in toFree, one at a time, as handle slots allow. */
@@ -525,7 +546,9 @@ export class Pool {
     if (this.closed) return false
     try {
       if (file.needsFreeHeader) this.writeHeader(file, '')
-      this.handleOf(file).truncate(HEADER_BYTES)
+      // Cut to its header (an empty file stays empty: see addFile).
+      const handle = this.handleOf(file)
+      if (handle.getSize() > HEADER_BYTES) handle.truncate(HEADER_BYTES)
       this.changed(file)
     } catch (err) {
       this.closeHandle(file)
@@ -563,14 +586,9 @@ export class Pool {
       this.openHandles--
       return false
     }
-    // A new file holds no valid header, which mount() takes for free.
-    try {
-      handle.truncate(HEADER_BYTES)
-    } catch (err) {
-      handle.close()
-      this.openHandles--
-      throw err
-    }
+    // A new file is empty: no valid header, which mount() takes for free. It
+    // gets its header when it is taken (a write there now would hold 1 MiB
+    // of the quota while it waits: see releaseCapacity).
     const file = new PoolFile(entry!, handle)
     this.all.add(file)
     this.free.push(file)
