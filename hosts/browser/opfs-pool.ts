@@ -135,6 +135,8 @@ export class Pool {
   private freeing = false
   /** Stretches of snapshots read ahead, the most recent last (readFromSnapshot). */
   private readonly windows: Array<{ snapshot: FileSnapshot, start: number, bytes: Uint8Array }> = []
+  /** Capacity releases in progress (releaseCapacity): new files wait for them. */
+  readonly releasing = new Set<Promise<void>>()
   /** Handle openings in progress (each settles after closing its handle if the pool closed meanwhile). */
   readonly opening = new Set<Promise<unknown>>()
 
@@ -192,11 +194,18 @@ export class Pool {
   }
 
   /**
-   * Undefined when `count` free files are here now; else a promise that
-   * resolves once growth has added files (or ended), or rejects if it failed.
-   * A caller that has to wait means demand outran growth: the target doubles.
+   * Undefined when `count` free files are here now and no capacity release
+   * is in progress (releaseCapacity); else a promise that resolves once the
+   * releases are over, or once growth has added files (or ended), or rejects
+   * if it failed. A caller that has to wait for files means demand outran
+   * growth: the target doubles.
    */
   roomFor (count: number): Promise<void> | undefined {
+    if (this.releasing.size > 0 && !this.closed) {
+      return Promise.all([...this.releasing]).then(() => {
+        if (this.closed) throw errnoError('EBADF', 'the OPFS directory was unmounted')
+      })
+    }
     if (this.free.length >= count) return undefined
     if (this.closed) return Promise.reject(errnoError('EBADF', 'the OPFS directory was unmounted'))
     this.target = Math.min(this.maxFree, Math.max(2 * this.target, count))
@@ -256,20 +265,26 @@ export class Pool {
    * 1 MiB, then the next power of two of the file's largest size, until the
    * handle closes (an open handle's file starts with its size as capacity).
    * A file whose writer is done keeps a handle for reads: that handle is
-   * closed once a snapshot holds the contents for reads, and reopened.
+   * closed once a snapshot holds the contents for reads, and reopened. New
+   * files wait for these releases (roomFor): a compaction's outputs, one
+   * after another, would otherwise hold 1 MiB each until theirs came.
    */
   releaseCapacity (file: PoolFile): void {
     if (file.handle === undefined || this.closed) return
     const version = file.version
-    file.entry.getFile().then((snapshot) => {
-      if (this.closed || file.handle === undefined || file.version !== version || file.writers > 0 || file.name === '' || file.reopening) return
+    // Bounded: a snapshot that does not come (within the first wait for a handle) leaves the handle as it is.
+    const releasing: Promise<void> = within(file.entry.getFile(), this.handleWaitMs).then((snapshot) => {
+      if (snapshot === undefined || this.closed || file.handle === undefined || file.writers > 0 || file.name === '' || file.reopening) return
+      // Changed since (a rename's header): asked again, for a snapshot of it as it is now.
+      if (file.version !== version) return this.releaseCapacity(file)
       file.snapshot = snapshot
       this.closeHandle(file)
       this.wantHandle(file)
     }).catch(() => {
       // No snapshot, or the flush before the close failed: the file keeps its
       // handle (and the capacity) until it closes for another reason.
-    })
+    }).finally(() => { this.releasing.delete(releasing) })
+    this.releasing.add(releasing)
   }
 
   /** Writes free headers into the files waiting in toFree, one at a time, as handle slots allow. */
