@@ -1,7 +1,8 @@
 // lsm-level for Node: the abstract-level database of adapters/lsm-level.ts over node:fs,
 // with worker threads for flushes and compactions (hosts/node/platform.ts), and
 // multiProcess opens (adapters/multi-process/).
-// The browser entries are browser.ts (BrowserLevel) and browser-in-worker.ts (OpfsLevel).
+// Bundled for the browser, the package's root loads browser.ts (BrowserLevel) instead:
+// package.json's exports, which test/examples.test.ts holds.
 import './hosts/node/platform'
 import './adapters/multi-process/index'
 import { LsmLevel } from './adapters/lsm-level'

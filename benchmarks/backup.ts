@@ -1,4 +1,4 @@
-// Backups on an object store (issue 28): what shipping costs and what a restore takes.
+// Backups on an object store: what shipping costs and what a restore takes.
 //
 //   node dist/benchmarks/backup.js
 //   BACKUP_FILL_MB=256 ...     data per fill run (default 256: a fill of 32 MB ends in about a

@@ -174,7 +174,8 @@ test('tiered picker: a run of level-0 tables never merges into a larger level-1 
 
 test('tiered picker: 1,000,000 single puts in 256 KiB flushes write at most 0.6x what leveled writes (simulated)', (t) => {
   // 640 flushes of 180 KB: what 256 KiB memtables of 116-byte entries flush to
-  // (issue 14, item 3). The old picker wrote 63.7 bytes per byte flushed here.
+  // (the benchmark where tiered once wrote twice what leveled writes: a million
+  // single random puts). The old picker wrote 63.7 bytes per byte flushed here.
   const flushes = new Array(640).fill(180_000)
   const leveled = simulateFlushes(flushes, resolveOptions({ compaction: 'leveled', writeBufferSize: 256 * 1024 }))
   const tieredSim = simulateFlushes(flushes, resolveOptions({ compaction: 'tiered', writeBufferSize: 256 * 1024 }))
@@ -264,8 +265,9 @@ for (const { strategy, ...extra } of shapeCases) {
 }
 
 test('single awaited puts with a small write buffer: tiered writes at most 0.7x what leveled writes, and every key reads back', async (t) => {
-  // The shape of issue 14, item 3 scaled down: 40,000 puts of random keys over
-  // 40,000 keys in 16 KiB memtables (384 flushes, with overwrites). Measured:
+  // The shape of that benchmark (a million single puts) scaled down: 40,000
+  // puts of random keys over 40,000 keys in 16 KiB memtables (384 flushes,
+  // with overwrites). Measured:
   // 0.56-0.60x with this picker (0.5x at the benchmark's 1,000,000 puts), 0.84x
   // with the old one. The bound leaves room for timing (merges run while flushes
   // go on); the simulation above holds the picker to 0.6x.

@@ -104,7 +104,7 @@ test('the flush thread starts once the active memtable is a quarter full, before
 test('lsm-level inside an app\'s own worker thread leaves that thread\'s parentPort to the app', async (t) => {
   const dir = nodeFs.mkdtempSync(path.join(os.tmpdir(), 'lsm-worker-app-'))
   // The app's worker echoes what its parent sends, after using a database (with
-  // a flush on lsm-level's own threads). A job host listening on the same port
+  // a flush on lsm-level's own threads). A job server listening on the same port
   // would answer the app's messages as malformed jobs.
   const source = `
     const { parentPort, workerData } = require('node:worker_threads')
@@ -136,7 +136,7 @@ test('lsm-level inside an app\'s own worker thread leaves that thread\'s parentP
 test('the worker threads compute CRC-32 with zlib, as the main thread does', async (t) => {
   const root = path.join(__dirname, '..')
   // What a flush or compaction thread loads (JobThread.thread()), in a
-  // thread that is not a job host so that it can answer.
+  // thread that is not a job server so that it can answer.
   const source = `
     const { parentPort, workerData } = require('node:worker_threads')
     require(workerData.root + '/hosts/node/job-thread.js')

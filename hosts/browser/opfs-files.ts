@@ -3,7 +3,8 @@
 // the pool closed, a snapshot.
 import type { RandomAccessFile, WritableFile } from '../../lib/fs/fs'
 import { HEADER_BYTES } from './opfs-pool-header'
-import { writeAll, type Pool, type PoolFile } from './opfs-pool'
+import type { PoolFile } from './opfs-handles'
+import { writeAll, type Pool } from './opfs-pool'
 export class OpfsRandomAccessFile implements RandomAccessFile {
   private readonly length: number
   private closed = false
@@ -38,7 +39,7 @@ export class OpfsRandomAccessFile implements RandomAccessFile {
 export function readAt (pool: Pool, file: PoolFile, out: Uint8Array, at: number): number {
   if (file.handle !== undefined) return pool.handleOf(file).read(out, { at })
   pool.wantHandle(file)
-  return pool.readFromSnapshot(file.snapshot!, out, at)
+  return pool.snapshotReads.read(file.snapshot!, out, at)
 }
 
 export class OpfsWritableFile implements WritableFile {

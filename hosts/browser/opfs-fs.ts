@@ -106,13 +106,17 @@ import { createExclusiveAlone, errnoError, type FileSystem, type RandomAccessFil
 import { ioError, isStorageFull } from '../../lib/errors'
 import type { DirectoryHandle } from './opfs-api'
 import { HEADER_BYTES } from './opfs-pool-header'
-import { HANDLE_WAIT_MS, readWithFileReaderSync, within, writeAll, type Pool, type PoolFile, type SnapshotReader } from './opfs-pool'
+import { HANDLE_WAIT_MS, within, type PoolFile } from './opfs-handles'
+import { writeAll, type Pool } from './opfs-pool'
+import { readWithFileReaderSync, type SnapshotReader } from './opfs-snapshot-reads'
 import { notSupportedIfMissing, openPool, type MountOptions } from './opfs-mount'
 import { OpfsRandomAccessFile, OpfsWritableFile, readAt } from './opfs-files'
 
 export type { DirectoryHandle, FileHandle, FileSnapshot, SyncAccessHandle } from './opfs-api'
 export { FORMAT_VERSION, HEADER_BYTES, decodeHeader } from './opfs-pool-header'
-export { BUSY_WAIT_MS, MAX_OPEN_HANDLES, type SnapshotReader } from './opfs-pool'
+export { MAX_OPEN_HANDLES } from './opfs-handles'
+export { BUSY_WAIT_MS } from './opfs-pool'
+export type { SnapshotReader } from './opfs-snapshot-reads'
 export type { MountOptions } from './opfs-mount'
 
 /**

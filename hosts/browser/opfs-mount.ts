@@ -5,7 +5,9 @@ import { levelError } from '../../lib/errors'
 import type { DirectoryHandle, FileHandle, SyncAccessHandle } from './opfs-api'
 import { decodeHeader, HEADER_BYTES } from './opfs-pool-header'
 import { errnoError } from '../../lib/fs/fs'
-import { BUSY_WAIT_MS, MAX_OPEN_HANDLES, MIN_OPEN_HANDLES, MOUNT_FREE_FILES, Pool, POOL_SUFFIX, PoolFile, type SnapshotReader } from './opfs-pool'
+import { MAX_OPEN_HANDLES, MIN_OPEN_HANDLES, PoolFile } from './opfs-handles'
+import { BUSY_WAIT_MS, MOUNT_FREE_FILES, Pool, POOL_SUFFIX } from './opfs-pool'
+import type { SnapshotReader } from './opfs-snapshot-reads'
 export interface MountOptions {
   /** The most sync access handles open at once (default MAX_OPEN_HANDLES; at least 16). */
   maxOpenHandles?: number

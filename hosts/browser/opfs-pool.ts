@@ -1,11 +1,14 @@
-// The pool of one mounted directory of the OPFS file system: pool files with
-// their sync access handles (at most maxOpenHandles open), the free files kept
-// ahead of use and their growth, snapshots for reads of files whose handle is
-// closed. The design is described with the file system (opfs-fs.ts).
+// The pool of one mounted directory of the OPFS file system: its pool files
+// by name, the free files kept ahead of use and their growth, and the freeing
+// of files. The open handles, within maxOpenHandles, are the handle budget's
+// (opfs-handles.ts), which the pool extends. The design is described with the
+// file system (opfs-fs.ts).
 import { ioError } from '../../lib/errors'
 import { errnoError } from '../../lib/fs/fs'
-import type { DirectoryHandle, FileHandle, FileSnapshot, SyncAccessHandle } from './opfs-api'
+import type { DirectoryHandle, FileHandle, SyncAccessHandle } from './opfs-api'
+import { HANDLE_WAIT_MS, HandleBudget, PoolFile, within } from './opfs-handles'
 import { encodeHeader, HEADER_BYTES } from './opfs-pool-header'
+import type { SnapshotReader } from './opfs-snapshot-reads'
 export const POOL_SUFFIX = '.pool'
 /** Free pool files kept ahead of need at first; more are created in the background below this. */
 export const RESERVE_FILES = 16
@@ -13,66 +16,16 @@ export const RESERVE_FILES = 16
 export const MAX_FREE_FILES = 32
 /** New pool files whose handles are opened at once. */
 export const GROWTH_BATCH = 8
-/**
- * How long a new pool file's sync access handle is waited for before it is
- * passed over, at first: each batch in a row in which none came waits twice
- * as long as the one before, up to HANDLE_WAIT_MAX_MS (a browser under load
- * was seen to take over a second for each).
- */
-export const HANDLE_WAIT_MS = 1000
+/** The longest a growth batch waits for a new file's handle (HANDLE_WAIT_MS doubles up to it). */
 export const HANDLE_WAIT_MAX_MS = 8000
 /** How long growth goes on with no new handle coming before it fails with LEVEL_IO_ERROR. */
 export const GROWTH_GIVE_UP_MS = 30000
 /** Free pool files mount() waits for. */
 export const MOUNT_FREE_FILES = 6
-/**
- * The most sync access handles a mounted directory keeps open at once
- * (Safari allows a page 252; each also holds memory and a file descriptor
- * in the browser). Files beyond it are read through snapshots (getFile(),
- * FileReaderSync) while their handle is reopened, the least recently used
- * closing.
- */
-export const MAX_OPEN_HANDLES = 64
-/** The smallest bound mount() accepts: room for the free files and the files being written. */
-export const MIN_OPEN_HANDLES = 16
 /** How long mount() retries a pool file whose handle another context holds before LEVEL_LOCKED. */
 export const BUSY_WAIT_MS = 5000
-/** The end of a file that a read there through a snapshot reads at once, and how many such windows are kept (1 MiB in all). */
-const SNAPSHOT_WINDOW_BYTES = 128 * 1024
-const SNAPSHOT_WINDOWS = 8
-/** Handles reopened at once for reads. */
-const REOPENS_AT_ONCE = 4
 /** How long growth waits for a handle slot when every open handle is in use. */
 const SLOT_WAIT_MS = 10
-
-export class PoolFile {
-  /** The engine's name this file carries; '' when free (or being freed). */
-  name = ''
-  generation = 0
-  readers = 0
-  /** Removed while readers had it open: joins the free list when they close. */
-  freeOnLastClose = false
-  /** Removed while its handle was closed: its header still carries the old name until a handle writes a free one. */
-  needsFreeHeader = false
-  /** Open WritableFiles on it: its handle stays open. */
-  writers = 0
-  /** The sync access handle, when open (at most the pool's maxOpenHandles are). */
-  handle: SyncAccessHandle | undefined
-  /** The contents as of `version` (getFile()), for reads while the handle is closed. */
-  snapshot: FileSnapshot | undefined
-  snapshotting = false
-  /** Bumped by every change through the handle: a snapshot taken before it is stale. */
-  version = 0
-  /** Changed through the handle since its last flush (true after a mount: unknown). */
-  dirty = false
-  /** When the handle was last used (the pool's clock), for closing the least recently used. */
-  lastUse = 0
-  reopening = false
-
-  constructor (readonly entry: FileHandle, handle: SyncAccessHandle | undefined) {
-    this.handle = handle
-  }
-}
 
 /**
  * Writes all of `bytes` at `at`, or throws ENOSPC. A sync access handle's
@@ -89,30 +42,13 @@ export function writeAll (handle: SyncAccessHandle, bytes: Uint8Array, at: numbe
   }
 }
 
-/** Reads bytes [start, end) of a snapshot synchronously (FileReaderSync in a worker). */
-export type SnapshotReader = (snapshot: FileSnapshot, start: number, end: number) => Uint8Array
-
-interface FileReaderSyncLike { readAsArrayBuffer (blob: unknown): ArrayBuffer }
-let fileReader: FileReaderSyncLike | undefined
-
-export function readWithFileReaderSync (snapshot: FileSnapshot, start: number, end: number): Uint8Array {
-  const Reader = (globalThis as { FileReaderSync?: new () => FileReaderSyncLike }).FileReaderSync
-  if (Reader === undefined) throw errnoError('EIO', 'no FileReaderSync here to read a file whose sync access handle is closed')
-  fileReader ??= new Reader()
-  return new Uint8Array(fileReader.readAsArrayBuffer(snapshot.slice(start, end)))
-}
-
 /** The files of one mounted directory. */
-export class Pool {
-  /** Every pool file of the directory that this pool knows. */
-  readonly all = new Set<PoolFile>()
+export class Pool extends HandleBudget {
   readonly byName = new Map<string, PoolFile>()
   /** Free files with an open handle, ready for a synchronous create. */
   readonly free: PoolFile[] = []
   /** Free files whose handle is closed (some still to be given a free header): growth reopens these before it makes new ones. */
   readonly spare: PoolFile[] = []
-  /** Files whose header changed since the last syncDir. */
-  readonly unsyncedHeaders = new Set<PoolFile>()
   generation = 0
   /** Pool file names used so far (the next one is p<count>.pool). */
   count = 0
@@ -123,46 +59,22 @@ export class Pool {
   growthError: unknown
   /** Callers waiting for growth (roomFor): settled after each batch and when growth ends. */
   private waiters: Array<{ resolve: () => void, reject: (err: unknown) => void }> = []
-  closed = false
-  /** Handles open or being opened: never above maxOpenHandles. */
-  openHandles = 0
-  /** The most handles that were open at once (tests, measurements). */
-  maxOpenSeen = 0
-  private clock = 0
-  private reopens = 0
   /** Files being freed whose handle is closed: given a free header when a handle can be opened. */
   private readonly toFree: PoolFile[] = []
   private freeing = false
-  /** Stretches of snapshots read ahead, the most recent last (readFromSnapshot). */
-  private readonly windows: Array<{ snapshot: FileSnapshot, start: number, bytes: Uint8Array }> = []
   /** Capacity releases in progress (releaseCapacity): new files wait for them. */
   readonly releasing = new Set<Promise<void>>()
-  /** Handle openings in progress (each settles after closing its handle if the pool closed meanwhile). */
-  readonly opening = new Set<Promise<unknown>>()
 
   /** The first wait for a new file's handle, and how long growth goes on with none coming (HANDLE_WAIT_MS, GROWTH_GIVE_UP_MS; tests make them short). */
   readonly handleWaitMs: number
   readonly growthGiveUpMs: number
 
-  constructor (readonly dir: DirectoryHandle, readonly maxOpenHandles: number, readonly readSnapshot: SnapshotReader, readonly abandoned: Set<string>, waits: { handleWaitMs?: number, growthGiveUpMs?: number } = {}) {
+  constructor (readonly dir: DirectoryHandle, maxOpenHandles: number, readSnapshot: SnapshotReader, readonly abandoned: Set<string>, waits: { handleWaitMs?: number, growthGiveUpMs?: number } = {}) {
+    super(maxOpenHandles, readSnapshot)
     this.handleWaitMs = waits.handleWaitMs ?? HANDLE_WAIT_MS
     this.growthGiveUpMs = waits.growthGiveUpMs ?? GROWTH_GIVE_UP_MS
     this.maxFree = Math.min(MAX_FREE_FILES, Math.floor(maxOpenHandles / 2))
     this.target = Math.max(MOUNT_FREE_FILES, Math.min(RESERVE_FILES, Math.floor(maxOpenHandles / 4)))
-  }
-
-  /** The handle of `file`, marked as used now; throws if it is closed (callers make sure it is open). */
-  handleOf (file: PoolFile): SyncAccessHandle {
-    if (file.handle === undefined) throw errnoError('EIO', `the sync access handle of ${file.name === '' ? 'a free pool file' : file.name} is closed`)
-    file.lastUse = ++this.clock
-    return file.handle
-  }
-
-  /** Marks `file` changed through its handle: its snapshot is stale, a flush is due. */
-  changed (file: PoolFile): void {
-    file.version++
-    file.snapshot = undefined
-    file.dirty = true
   }
 
   writeHeader (file: PoolFile, name: string): void {
@@ -315,60 +227,6 @@ export class Pool {
     })()
   }
 
-  // ---------------------------------------------------------- handles
-
-  /**
-   * Takes a slot for a handle about to be opened: true when fewer than
-   * maxOpenHandles are open (after closing the least recently used one if
-   * needed), false when every open one is in use.
-   */
-  takeSlot (): boolean {
-    if (this.openHandles >= this.maxOpenHandles && !this.closeLeastRecentlyUsed()) return false
-    this.openHandles++
-    this.maxOpenSeen = Math.max(this.maxOpenSeen, this.openHandles)
-    return true
-  }
-
-  /**
-   * Closes the handle of the least recently used file that nothing needs open:
-   * a named file no WritableFile writes, whose contents a snapshot holds for
-   * reads. Files without a snapshot yet get one asked for. False if none.
-   */
-  closeLeastRecentlyUsed (): boolean {
-    let victim: PoolFile | undefined
-    const unsnapshotted: PoolFile[] = []
-    for (const file of this.all) {
-      if (file.handle === undefined || file.writers > 0 || file.name === '' || file.reopening) continue
-      if (file.snapshot === undefined) {
-        unsnapshotted.push(file)
-        continue
-      }
-      if (victim === undefined || file.lastUse < victim.lastUse) victim = file
-    }
-    unsnapshotted.sort((a, b) => a.lastUse - b.lastUse)
-    for (const file of unsnapshotted.slice(0, 4)) this.takeSnapshot(file)
-    if (victim === undefined) return false
-    this.closeHandle(victim)
-    return true
-  }
-
-  /** Whether few handle slots are left: files whose writer closes then get a snapshot at once, to be ready to close. */
-  nearBound (): boolean {
-    return this.openHandles >= this.maxOpenHandles * 3 / 4
-  }
-
-  /** Closes `file`'s handle (flushed first if it changed: a closed handle cannot flush at syncDir). */
-  closeHandle (file: PoolFile): void {
-    const handle = file.handle
-    if (handle === undefined) return
-    if (file.dirty || this.unsyncedHeaders.has(file)) handle.flush()
-    file.dirty = false
-    this.unsyncedHeaders.delete(file)
-    handle.close()
-    file.handle = undefined
-    this.openHandles--
-  }
-
   /** Drops `file` from the pool after a failed write to it: its handle is closed (errors ignored) and it is never handed out again here. */
   forget (file: PoolFile): void {
     this.all.delete(file)
@@ -378,95 +236,6 @@ export class Pool {
     try { file.handle.close() } catch {}
     file.handle = undefined
     this.openHandles--
-  }
-
-  /** Asks for a snapshot of `file`'s contents (getFile()), kept if the file has not changed meanwhile. */
-  takeSnapshot (file: PoolFile): void {
-    if (file.snapshot !== undefined || file.snapshotting || this.closed) return
-    file.snapshotting = true
-    const version = file.version
-    file.entry.getFile().then((snapshot) => {
-      if (file.version === version) file.snapshot = snapshot
-    }, () => {}).finally(() => { file.snapshotting = false })
-  }
-
-  /**
-   * Opens `file`'s handle in a free slot. Resolves false (and leaves it
-   * closed) when no slot is free or the handle cannot be opened now.
-   */
-  async openHandle (file: PoolFile): Promise<boolean> {
-    if (file.handle !== undefined) return true
-    if (file.reopening || !this.takeSlot()) return false
-    return await this.tracked(this.openInSlot(file))
-  }
-
-  /** `opening`, counted in `this.opening` until it settles. */
-  private async tracked<T> (opening: Promise<T>): Promise<T> {
-    this.opening.add(opening)
-    try {
-      return await opening
-    } finally {
-      this.opening.delete(opening)
-    }
-  }
-
-  private async openInSlot (file: PoolFile): Promise<boolean> {
-    file.reopening = true
-    try {
-      const handle = await within(file.entry.createSyncAccessHandle(), HANDLE_WAIT_MS)
-      if (handle === undefined) {
-        this.openHandles--
-        return false
-      }
-      if (this.closed) {
-        handle.close()
-        this.openHandles--
-        return false
-      }
-      file.handle = handle
-      file.lastUse = ++this.clock
-      return true
-    } catch {
-      this.openHandles--
-      return false
-    } finally {
-      file.reopening = false
-    }
-  }
-
-  /**
-   * Reads into `out` from `at` in `snapshot`. A FileReaderSync call costs
-   * milliseconds, for 128 KiB 1.2-2 times what it costs for 4 KiB (Chromium
-   * 150, BENCHMARKS.md): a read in the last 128 KiB of a file (a table's
-   * footer, index and filter blocks, read one after the other when it is
-   * opened) reads all of them once, kept in a window; other reads (data
-   * blocks, at random) read just their bytes.
-   */
-  readFromSnapshot (snapshot: FileSnapshot, out: Uint8Array, at: number): number {
-    const end = Math.min(at + out.length, snapshot.size)
-    if (end <= at) return 0
-    let w = this.windows.find((x) => x.snapshot === snapshot && x.start <= at && end <= x.start + x.bytes.length)
-    if (w === undefined) {
-      const start = Math.max(0, snapshot.size - SNAPSHOT_WINDOW_BYTES)
-      if (at < start) {
-        const bytes = this.readSnapshot(snapshot, at, end)
-        out.set(bytes)
-        return bytes.length
-      }
-      w = { snapshot, start, bytes: this.readSnapshot(snapshot, start, snapshot.size) }
-      this.windows.push(w)
-      if (this.windows.length > SNAPSHOT_WINDOWS) this.windows.shift()
-    }
-    const n = Math.min(end, w.start + w.bytes.length) - at
-    out.set(w.bytes.subarray(at - w.start, at - w.start + n))
-    return n
-  }
-
-  /** A read found `file`'s handle closed: it is reopened in the background (a few at once), the least recently used closing. */
-  wantHandle (file: PoolFile): void {
-    if (file.handle !== undefined || file.reopening || this.reopens >= REOPENS_AT_ONCE || this.closed) return
-    this.reopens++
-    this.openHandle(file).finally(() => { this.reopens-- }).catch(() => {})
   }
 
   // ---------------------------------------------------------- growth
@@ -628,16 +397,5 @@ export class Pool {
     this.byName.clear()
     this.free.length = 0
     this.wake(errnoError('EBADF', 'the OPFS directory was unmounted'))
-  }
-}
-
-/** What `promise` resolves to within `ms`, else undefined. */
-export async function within<T> (promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const timeout = new Promise<undefined>((resolve) => { timer = setTimeout(() => resolve(undefined), ms) })
-  try {
-    return await Promise.race([promise, timeout])
-  } finally {
-    clearTimeout(timer)
   }
 }

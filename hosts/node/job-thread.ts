@@ -4,16 +4,18 @@
 // tables itself (its own file descriptors and a small block cache) and writes
 // the outputs; the main thread then installs them with one manifest edit.
 // Errors come back with their LEVEL_* or errno code, file name and causes. The
-// thread runs the engine's job host, which tests also run on the main thread
-// over the in-memory file system (JobThread.inProcess).
+// thread runs the engine's job server (lib/compaction/job-host.ts), which
+// tests also run on the main thread over the in-memory file system
+// (JobThread.inProcess).
 //
 // Memtable flushes run on a second such thread (sharedFlushThread): the main
 // thread copies the frozen memtable (a memcpy of its arena and index arrays)
 // and transfers it, and spends no time building the level-0 table.
 //
-// Words: a "job thread" is one of these worker threads (or its in-process
-// stand-in); a "job host" is the code that serves jobs on it; the browser's
-// "Web Worker" is something else: the engine's own host there.
+// Words (docs/ARCHITECTURE.md, "Glossary"): a "job thread" is one of these
+// worker threads (or its in-process stand-in); the "job server" is the code
+// that serves jobs on it; the browser's page worker is something else: where
+// BrowserLevel's engine runs.
 import { MessageChannel, Worker, isMainThread, parentPort, workerData, type MessagePort } from 'node:worker_threads'
 import * as fs from 'node:fs'
 import * as os from 'node:os'
@@ -35,7 +37,7 @@ import './sha256'
 declare const LSM_LEVEL_WORKER_FILE: string | undefined
 
 /**
- * The main thread's handle on a job host (lib/compaction/job-host.ts): a worker
+ * The main thread's handle on a job server (lib/compaction/job-host.ts): a worker
  * thread (`JobThread.thread`), or, in tests, a MessageChannel whose other
  * end is served on this thread (`JobThread.inProcess`). Both get the same
  * messages, structured-cloned and transferred alike, and their replies go
@@ -58,7 +60,7 @@ export class JobThread implements JobRunner {
 
   /**
    * Jobs run on this thread over `fileSystem` (tests: the in-memory file
-   * system), by the job host a worker thread runs, one MessageChannel hop away.
+   * system), by the job server a worker thread runs, one MessageChannel hop away.
    * The channel lives while a job is in flight (an open port with a listener is
    * never collected): a database abandoned by a test leaves nothing behind.
    * Each busy spell gets a new host, whose table cache starts empty, as the
@@ -256,7 +258,7 @@ function renice (niceness: number): void {
 
 // ---------------------------------------------------------------- worker side
 
-/** What a job host thread is started with; the marker tells it from an app's own worker thread that loads lsm-level. */
+/** What a job thread is started with; the marker tells it from an app's own worker thread that loads lsm-level. */
 interface JobHostData {
   lsmLevelJobHost: true
   niceness: number

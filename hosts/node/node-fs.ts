@@ -1,5 +1,6 @@
-// The FileSystem interface over node:fs. The only module that imports node:fs
-// for engine I/O.
+// The FileSystem interface over node:fs: every file the engine reads or writes
+// goes through it, as lib/ imports no node: module (a rule of
+// eslint.config.mjs, no-restricted-imports, which `npm run lint` checks).
 import * as fs from 'node:fs'
 import type { FileSystem, RandomAccessFile, WritableFile } from '../../lib/fs/fs'
 

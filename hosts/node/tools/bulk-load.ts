@@ -1,7 +1,7 @@
 // Bulk load: a sorted stream of entries written straight into tables as the
-// whole state of a database, with no memtable and no log in between. Used by
-// repair (hosts/node/tools/repair.ts) and by the import of a LevelDB database
-// (hosts/node/tools/import-leveldb.ts).
+// whole state of a database, with no memtable and no log in between: for the
+// offline tools that write a database whole, into a directory that is locked
+// or not yet visible to anyone else (bulkLoad below takes no lock itself).
 //
 //   1. The stream (internal order: user key ascending, newest version first)
 //      goes through the table writer (lib/compaction/table-writer.ts) with no
