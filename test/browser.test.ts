@@ -243,7 +243,9 @@ if (missing !== undefined) {
       const quota = 20 * 1000 * 1000
       await cdp.send('Storage.overrideQuotaForOrigin', { origin: base, quotaSize: quota })
       const location = `full-${Date.now()}`
-      const filled = await reporting.run(`${base}/test.html?run=in-worker&what=full&location=${location}&bytes=${valueBytes}`)
+      const trace = process.env.LSM_BROWSER_QUOTA_TRACE === '1' ? '&trace=1' : ''
+      const filled = await reporting.run(`${base}/test.html?run=in-worker&what=full&location=${location}&bytes=${valueBytes}${trace}`)
+      for (const line of filled.filter((l) => l.startsWith('# trace: '))) t.comment(line.slice(2))
       const checks = filled.filter((l) => /^(not )?ok /.test(l))
       t.is(checks.length, 3, 'three checks reported by the worker')
       for (const line of checks) t.ok(line.startsWith('ok '), line)
