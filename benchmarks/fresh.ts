@@ -25,8 +25,11 @@
 // batches, fully compacted and closed by a preparation child (not timed;
 // memory-level, which keeps nothing on disk, is filled in the measured child
 // before the clock starts, with batches). The open rows time open() of a copy
-// of the compacted database, and of a database whose writer was killed with
-// 30,000 puts (3.5 MB) only in its log; the memory rows fill 1,000,000 keys in
+// of the compacted database, of a database whose writer was killed with 30,000
+// puts (3.5 MB) only in its log, and of one whose writer made those puts and
+// closed it cleanly (a preparation child per run and engine, its close() timed:
+// the row closeopen adds that close to the open, as a flush at close moves cost
+// from the open into the close); the memory rows fill 1,000,000 keys in
 // batches of 1,000 and sample the child's RSS during the fill and after 5 s idle.
 import * as fs from 'node:fs'
 import * as inspector from 'node:inspector'
@@ -58,7 +61,10 @@ const VALUE_SIZE = 100
 const UTF8 = { keyEncoding: 'utf8', valueEncoding: 'utf8' }
 
 /** The database a workload's child starts from: empty, or a copy of one a preparation child made. */
-type Start = 'empty' | 'random' | 'json' | 'log'
+type Start = 'empty' | 'random' | 'json' | 'log' | 'logclean'
+
+/** Starts a preparation child makes anew for each run and engine (it reports its close() time), rather than once. */
+const PER_RUN: ReadonlySet<Start> = new Set(['logclean'])
 
 /** What a workload's child reports: one or more rows (name -> value), with require() and open() times. */
 interface Measured { requireMs: number, openMs: number, rows: Record<string, number> }
@@ -127,7 +133,7 @@ async function fillJson (db: any, { ids, docs, order }: JsonData): Promise<void>
 
 // ------------------------------------------------------------------ child
 
-interface Context { db: any, engine: EngineName, openMs: number }
+interface Context { db: any, engine: EngineName, openMs: number, closeMs?: number }
 type Run = (ctx: Context) => Promise<Record<string, number>>
 
 const PERSISTENT: readonly EngineName[] = ['lsm-level', 'classic-level', 'lsm-baseline']
@@ -289,6 +295,15 @@ const WORKLOADS: Record<string, Workload> = {
     rows: { openlog: { what: `\`open()\` with ${int(LOG_PUTS)} puts (${mb(LOG_PUTS * (KEY_SIZE + VALUE_SIZE))}) only in the log; ms`, unit: 'ms', target: 1.5 } },
     run: async ({ openMs }) => ({ openlog: openMs })
   },
+  openclean: {
+    start: 'logclean',
+    engines: PERSISTENT,
+    rows: {
+      openclean: { what: `\`open()\` after a clean \`close()\` with ${int(LOG_PUTS)} awaited puts (${mb(LOG_PUTS * (KEY_SIZE + VALUE_SIZE))}) in the log; ms`, unit: 'ms', target: 1.5 },
+      closeopen: { what: 'the writer\'s `close()` plus that `open()`; ms', unit: 'ms' }
+    },
+    run: async ({ openMs, closeMs }) => ({ openclean: openMs, closeopen: closeMs! + openMs })
+  },
   rss: {
     start: 'empty',
     rows: {
@@ -357,11 +372,14 @@ const post = (method: string): Promise<void> => new Promise((resolve, reject) =>
 /** The options a database is written with: utf8 for the JSON database; for the log, a write buffer that holds it. */
 function prepareOptions (start: Start): Record<string, unknown> {
   if (start === 'json') return UTF8
-  if (start === 'log') return { writeBufferSize: 64 * 1024 * 1024 }
+  if (start === 'log' || start === 'logclean') return { writeBufferSize: 64 * 1024 * 1024 }
   return {}
 }
 
-interface Spec { mode: 'prepare' | 'measure', engine: EngineName, start: Start, workload: string, dir: string, profileDir?: string }
+interface Spec { mode: 'prepare' | 'measure', engine: EngineName, start: Start, workload: string, dir: string, profileDir?: string, closeMs?: number }
+
+/** What a preparation child reports: for a PER_RUN start, its close() time. */
+interface Prepared { closeMs?: number }
 
 async function prepare (spec: Spec): Promise<void> {
   const engine = loadEngine(spec.engine)
@@ -372,6 +390,15 @@ async function prepare (spec: Spec): Promise<void> {
     const { keys, value } = dataSet()
     for (let i = 0; i < LOG_PUTS; i++) await db.put(keys[i], value(i))
     process.kill(process.pid, 'SIGKILL')
+  }
+  if (spec.start === 'logclean') {
+    // The same puts; then the lifecycle of a CLI or a test run: a clean close, timed.
+    const { keys, value } = dataSet()
+    for (let i = 0; i < LOG_PUTS; i++) await db.put(keys[i], value(i))
+    const t0 = process.hrtime.bigint()
+    await db.close()
+    reply({ closeMs: millis(t0) } satisfies Prepared)
+    return
   }
   if (spec.start === 'json') await fillJson(db, jsonDataSet())
   else {
@@ -398,7 +425,7 @@ async function measure (spec: Spec): Promise<void> {
     await fillInBatches(db, keys, value)
   }
   if (spec.engine === 'memory-level' && workload.start === 'json') await fillJson(db, jsonDataSet())
-  const rows = await workload.run({ db, engine: spec.engine, openMs })
+  const rows = await workload.run({ db, engine: spec.engine, openMs, closeMs: spec.closeMs })
   await settled(spec.engine, db)
   await verify(spec.workload, workload.start, db)
   await db.close()
@@ -418,7 +445,7 @@ async function verify (workload: string, start: Start, db: any): Promise<void> {
     return
   }
   const { keys, value } = dataSet()
-  const count = workload === 'fillsync64' ? SYNC_PUTS : start === 'log' ? LOG_PUTS : N
+  const count = workload === 'fillsync64' ? SYNC_PUTS : start === 'log' || start === 'logclean' ? LOG_PUTS : N
   for (let j = 0; j < 100; j++) {
     const i = rnd.int(count)
     const got: Buffer | undefined = await db.get(keys[i])
@@ -454,7 +481,7 @@ async function parent (): Promise<void> {
   try {
     const prepared = new Map<string, string>()
     for (const start of new Set(workloads.map((w) => WORKLOADS[w].start))) {
-      if (start === 'empty') continue
+      if (start === 'empty' || PER_RUN.has(start)) continue
       for (const e of engines) {
         if (e === 'memory-level') continue
         const dir = path.join(root, `${e}-${start}-prepared`)
@@ -472,10 +499,12 @@ async function parent (): Promise<void> {
         const { start } = WORKLOADS[w]
         for (const e of rotated(enginesOf(w), run)) {
           const dir = path.join(root, `${e}-${w}-${run}`)
-          if (start !== 'empty' && e !== 'memory-level') fs.cpSync(prepared.get(`${e}-${start}`)!, dir, { recursive: true })
+          let closeMs: number | undefined
+          if (PER_RUN.has(start)) closeMs = runChild<Prepared>(script, { mode: 'prepare', engine: e, start, workload: '', dir } satisfies Spec).closeMs
+          else if (start !== 'empty' && e !== 'memory-level') fs.cpSync(prepared.get(`${e}-${start}`)!, dir, { recursive: true })
           const profileDir = CPU_PROF !== undefined && isLsm(e) ? path.join(CPU_PROF, `${w}-${e}-${run}`) : undefined
           const profile = profileDir !== undefined ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []
-          const m = runChild<Measured>(script, { mode: 'measure', engine: e, start, workload: w, dir, profileDir } satisfies Spec, profile)
+          const m = runChild<Measured>(script, { mode: 'measure', engine: e, start, workload: w, dir, profileDir, closeMs } satisfies Spec, profile)
           fs.rmSync(dir, { recursive: true, force: true })
           if (!results.times.has(w)) results.times.set(w, new Map())
           push(results.times.get(w)!, e, { requireMs: m.requireMs, openMs: m.openMs })

@@ -18,12 +18,13 @@
 // sequence number seq - ops.length + 1 + i. A range clear() is one op of type
 // 'clear' ([key, end), no end: to the last key).
 //
-// The records' framing and checks are those of lib/wal/log-format.ts; a record
-// that does not pass them is the end of what is written so far.
+// Records are read with lib/wal's readRecordFrom; a record that does not pass
+// its checks (or is too short for a batch) is the end of what is written so far.
 import type { FileSystem, RandomAccessFile } from './fs/fs'
-import { getFixed32, getFixed64 } from './util/coding'
-import { HEADER_SIZE, RECORD_FULL, recordChecksum } from './wal/log-format'
-import { batchCount, decodeBatch, OP_RANGE_DELETE } from './wal/batch'
+import { getFixed64 } from './util/coding'
+import type { LogRecord } from './wal/log-format'
+import { readRecordFrom } from './wal/log-reader'
+import { BATCH_HEADER_SIZE, batchCount, decodeBatch, OP_RANGE_DELETE } from './wal/batch'
 import { join, logName } from './filenames'
 import { levelError } from './errors'
 import { KIND_VALUE } from './keys'
@@ -57,21 +58,10 @@ export interface FeedSource {
   closed (): boolean
 }
 
-/** A record and where the next one starts. */
-interface Found { payload: Buffer, next: number }
-
-const header = Buffer.alloc(HEADER_SIZE)
-
-/** The valid record at `offset` of an open log, or undefined (end of what is written, or damage). */
-function readRecord (file: RandomAccessFile, offset: number): Found | undefined {
-  if (file.read(header, 0, HEADER_SIZE, offset) < HEADER_SIZE) return undefined
-  const stored = getFixed32(header, 0)
-  const length = getFixed32(header, 4)
-  if (header[8] !== RECORD_FULL || length < 12 || length > 0x7fffffff) return undefined
-  const payload = Buffer.allocUnsafe(length)
-  if (file.read(payload, 0, length, offset + HEADER_SIZE) < length) return undefined
-  if (recordChecksum(RECORD_FULL, payload) !== stored) return undefined
-  return { payload, next: offset + HEADER_SIZE + length }
+/** The valid batch record at `offset` of an open log, or undefined (end of what is written, or damage). */
+function readRecord (file: RandomAccessFile, offset: number): LogRecord | undefined {
+  const rec = readRecordFrom(file, offset)
+  return rec !== undefined && rec.payload.length >= BATCH_HEADER_SIZE ? rec : undefined
 }
 
 function truncated (since: number, oldest: number | undefined): Error {

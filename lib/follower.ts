@@ -33,10 +33,11 @@ import { decodeVersionEdit, MANIFEST_FORMAT_VERSION } from './manifest/version-e
 import { MemTable } from './memtable/memtable'
 import type { MemTableSet } from './memtable/memtable-set'
 import type { TableCache } from './sstable/table-cache'
+import type { EngineParts } from './engine-parts'
 import { LogReader } from './wal/log-reader'
 import { decodeBatch } from './wal/batch'
 import { CURRENT, join, logName, logNumbers } from './filenames'
-import { ioError, isLevelError, levelError } from './errors'
+import { ioError, isLevelError, levelError, type LevelError } from './errors'
 
 /** Attempts of one refresh before it fails, and the pause before an attempt after an I/O error. */
 const MAX_ATTEMPTS = 40
@@ -272,4 +273,41 @@ function readCurrent (fs: FileSystem, dir: string): string {
   // The writer replaces CURRENT by a rename: a partial one is never seen.
   if (!m) throw new Moved('CURRENT does not name a manifest')
   return m[1]
+}
+
+/**
+ * A read-only open (option readOnly) as one object: the follower, refreshed
+ * every refreshIntervalMs (a refresh that fails, the writer moving too fast, is
+ * retried on the next tick), and the refusal of everything that writes.
+ * Snapshots on such an open pin what they read (lib/snapshots.ts).
+ */
+export class ReadOnlyMode {
+  private timer: ReturnType<typeof setInterval> | undefined
+
+  private constructor (readonly follower: Follower) {}
+
+  /** Opens the follower over the engine's parts; `publish` makes a sequence number the visible one. */
+  static async open (parts: EngineParts, publish: (seq: number) => void): Promise<ReadOnlyMode> {
+    const { fs, dir, versions, memtables, tableCache } = parts
+    // Tables the writer dropped leave the cache; the files are the writer's.
+    versions.onObsoleteTable = (n) => tableCache.evict(n)
+    const mode = new ReadOnlyMode(await Follower.open({ fs, dir, versions, memtables, tableCache, publish }))
+    const refreshIntervalMs = parts.options.refreshIntervalMs
+    if (refreshIntervalMs > 0) {
+      mode.timer = setInterval(() => { mode.follower.refresh().catch(() => {}) }, refreshIntervalMs)
+      mode.timer.unref()
+    }
+    return mode
+  }
+
+  /** LEVEL_READ_ONLY: `what` writes. */
+  refusal (what: string): LevelError {
+    return levelError('LEVEL_READ_ONLY', `Cannot ${what}: the database was opened read-only`)
+  }
+
+  /** Stops the refreshes; resolves when none is running. */
+  async stop (): Promise<void> {
+    clearInterval(this.timer)
+    await this.follower.settle()
+  }
 }

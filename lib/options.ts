@@ -85,6 +85,13 @@ export interface EngineOptions {
    */
   compactionWorker: boolean
   /**
+   * close() writes the memtables to level-0 tables (on the event loop), so that
+   * the next open has no log to replay: it reads the manifest and takes writes.
+   * Default true. false: the writes stay in the logs, synced and recorded in
+   * the manifest (lib/recovery.ts), and the next open replays them.
+   */
+  flushOnClose: boolean
+  /**
    * Split a compaction of at least 4 x targetFileSize of input in two halves
    * run at once, one on each worker thread (lib/compaction/scheduler.ts), so
    * that a large compaction can use two cores. Default false: measured on 2
@@ -192,6 +199,7 @@ const validators: Record<keyof EngineOptions, Validator> = {
   level0StopWritesTrigger: positiveInt(1, 10000),
   maxImmutableMemtables: positiveInt(1, 64),
   compactionWorker: boolean,
+  flushOnClose: boolean,
   subcompactions: boolean,
   inlineSync: boolean,
   compaction: (name, value) => {
@@ -240,6 +248,7 @@ export function resolveOptions (input: Partial<Record<keyof EngineOptions, unkno
     level0StopWritesTrigger: pick('level0StopWritesTrigger', 12),
     maxImmutableMemtables: pick('maxImmutableMemtables', 2),
     compactionWorker: pick('compactionWorker', true),
+    flushOnClose: pick('flushOnClose', true),
     subcompactions: pick('subcompactions', false),
     inlineSync: pick('inlineSync', true),
     compaction,

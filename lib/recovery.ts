@@ -6,10 +6,12 @@
 //   3. Create the new log (or take over the newest log if it held no record
 //      and no damage: a database opened and closed again and again, each
 //      time before its replayed memtables were flushed, does not pile up
-//      empty logs); write a fresh manifest holding the state read in 1,
-//      the log it starts from (the oldest replayed log that stays live, else
-//      the new one) and the newest sequence number. Its directory syncs make
-//      the new log's entry durable too.
+//      empty logs; and the empty live log a clean close leaves); record the
+//      log it starts from (the oldest replayed log that stays live, else the
+//      new one) and the newest sequence number: one edit appended to the
+//      manifest read in 1 (VersionSet.resumeManifest), or a fresh manifest
+//      holding the state read in 1 and them. A directory sync first makes the
+//      new log's entry durable too.
 //   4. Remove orphans: files no version or live log refers to (left by a crash).
 //
 // What open waits for, and what it leaves to the background. A clean replay
@@ -153,16 +155,20 @@ export async function recover (ctx: RecoveryContext): Promise<Recovered> {
   await createWhenRoom(fs, dir, 3, () => {})
   if (!replayed.flushed && !created) {
     const logNumber = replayed.emptyNewestLog ?? versions.newFileNumber()
-    // Nothing to add to the version (no table, no range tombstone): the new
-    // manifest records the rest, and the directory syncs it makes before
-    // CURRENT names it cover the new log. (Not for a new database: a log
-    // without CURRENT would make a crash before CURRENT look like a database
-    // that lost it.)
+    // Nothing to add to the version (no table, no range tombstone): one edit
+    // records the rest, appended to the manifest or in a new one
+    // (VersionSet.resumeManifest), after a directory sync that covers the new
+    // log and the replayed logs' names. Not needed when the new log is the
+    // empty live log the manifest names, nothing replayed (a clean close's):
+    // its entry was durable before an edit named it. (Not for a new database:
+    // a log without CURRENT would make a crash before CURRENT look like a
+    // database that lost it.)
+    const entriesKnownDurable = replayed.unflushed.length === 0 && logNumber === versions.logNumber
     ctx.createLog(logNumber)
-    versions.writeNewManifest({
+    versions.resumeManifest({
       logNumber: replayed.unflushed.length > 0 ? replayed.unflushed[0].logNumber : logNumber,
       lastSequence: replayed.lastSequence
-    })
+    }, !entriesKnownDurable)
     return { report, lastSequence: replayed.lastSequence, logNumber, unflushed: replayed.unflushed }
   }
   versions.writeNewManifest()

@@ -52,26 +52,42 @@ if (missing !== undefined) {
     t.pass(`Chromium launched (${executablePath})`)
   })
 
-  // The two configurations run side by side, in two pages (each suite waits
-  // on its worker most of the time): about 2 minutes each on 2 busy cores.
-  test('browser: the abstract-level compliance suite (default and tiny-buffer options) through the main thread\'s database, on OPFS', async (t) => {
-    const runs = ['default', 'tiny'].map(async (config) => {
-      const context = await browser.newContext()
-      const { run } = await reportingPage(context)
-      const t0 = Date.now()
-      const result = summarize(t, await run(`${base}/test.html?run=compliance&config=${config}`))
+  // The three compliance suites (the main thread's database with default and
+  // tiny-buffer options, OpfsLevel in a worker) run side by side, each in a
+  // context of its own, and beside the file's other tests: each suite waits
+  // on its worker and on OPFS most of the time. Started first, checked at
+  // the end.
+  interface SuiteRun { lines: string[], seconds: number }
+  let suites: Record<'default' | 'tiny' | 'in-worker', Promise<SuiteRun>>
+  const runSuite = async (query: string): Promise<SuiteRun> => {
+    const context = await browser.newContext()
+    const { run } = await reportingPage(context)
+    const t0 = Date.now()
+    try {
+      return { lines: await run(`${base}/test.html?${query}`), seconds: (Date.now() - t0) / 1000 }
+    } finally {
       await context.close()
-      return { config, seconds: (Date.now() - t0) / 1000, ...result }
-    })
-    for (const { config, seconds, pass, fail, failures } of await Promise.all(runs)) {
-      for (const f of failures.slice(0, 20)) t.comment(f)
-      t.is(fail, 0, `${config}: no failure in the browser (${pass} passed, ${fail} failed, ${seconds.toFixed(1)} s)`)
-      // The suite makes 4,670 assertions for this database's manifest (5,170
-      // for LsmLevel's, with getSync and the engine's additional methods); a
-      // run that stopped early passes fewer.
-      t.ok(pass >= 4670, `${config}: the whole suite ran (${pass} assertions passed)`)
     }
+  }
+  test('browser: start the three compliance suites, side by side (checked at the end)', async (t) => {
+    suites = {
+      default: runSuite('run=compliance&config=default'),
+      tiny: runSuite('run=compliance&config=tiny'),
+      'in-worker': runSuite('run=in-worker&what=compliance')
+    }
+    // Each is awaited by its test below; a rejection is reported there.
+    for (const run of Object.values(suites)) run.catch(() => {})
+    t.pass('started')
   })
+  /** A suite's lines, or a failure saying why there are none (a hung or crashed page). */
+  const suiteResult = async (t: test.Test, which: keyof typeof suites): Promise<SuiteRun> => {
+    try {
+      return await suites[which]
+    } catch (err) {
+      t.fail(`the ${which} suite's page run: ${(err as Error).message}`)
+      return { lines: [], seconds: 0 }
+    }
+  }
 
   test('browser: data survives a new page load (OPFS), synced write included', async (t) => {
     const context = await browser.newContext()
@@ -114,21 +130,6 @@ if (missing !== undefined) {
     // test (6) and the range-delete test (6); a run that stopped early passes fewer.
     t.ok(pass >= 40, `every check ran (${pass} assertions passed)`)
     await context.close()
-  })
-
-  test('browser: OpfsLevel in a dedicated worker: the abstract-level compliance suite (default options) on OPFS', async (t) => {
-    const context = await browser.newContext()
-    const { run } = await reportingPage(context)
-    const t0 = Date.now()
-    const { pass, fail, failures } = summarize(t, await run(`${base}/test.html?run=in-worker&what=compliance`))
-    await context.close()
-    for (const f of failures.slice(0, 20)) t.comment(f)
-    t.is(fail, 0, `no failure in the worker (${pass} passed, ${fail} failed, ${((Date.now() - t0) / 1000).toFixed(1)} s)`)
-    // The suite makes 5,170 assertions for OpfsLevel's manifest (LsmLevel's:
-    // getSync and the additional methods included), as for LsmLevel in Node
-    // (whose compliance test adds one of its own); a run that stopped early
-    // passes fewer.
-    t.ok(pass >= 5170, `the whole suite ran (${pass} assertions passed)`)
   })
 
   test('browser: OpfsLevel in a worker: getSync = get through flushes and a compaction; a second database there gets LEVEL_LOCKED; a failed open holds nothing', async (t) => {
@@ -262,6 +263,33 @@ if (missing !== undefined) {
       await done()
     })
   }
+
+  test('browser: the abstract-level compliance suite (default and tiny-buffer options) through the main thread\'s database, on OPFS', async (t) => {
+    const runs = (['default', 'tiny'] as const).map(async (config) => {
+      const { lines, seconds } = await suiteResult(t, config)
+      return { config, seconds, ...summarize(t, lines) }
+    })
+    for (const { config, seconds, pass, fail, failures } of await Promise.all(runs)) {
+      for (const f of failures.slice(0, 20)) t.comment(f)
+      t.is(fail, 0, `${config}: no failure in the browser (${pass} passed, ${fail} failed, ${seconds.toFixed(1)} s)`)
+      // The suite makes 4,670 assertions for this database's manifest (5,170
+      // for LsmLevel's, with getSync and the engine's additional methods); a
+      // run that stopped early passes fewer.
+      t.ok(pass >= 4670, `${config}: the whole suite ran (${pass} assertions passed)`)
+    }
+  })
+
+  test('browser: OpfsLevel in a dedicated worker: the abstract-level compliance suite (default options) on OPFS', async (t) => {
+    const { lines, seconds } = await suiteResult(t, 'in-worker')
+    const { pass, fail, failures } = summarize(t, lines)
+    for (const f of failures.slice(0, 20)) t.comment(f)
+    t.is(fail, 0, `no failure in the worker (${pass} passed, ${fail} failed, ${seconds.toFixed(1)} s)`)
+    // The suite makes 5,170 assertions for OpfsLevel's manifest (LsmLevel's:
+    // getSync and the additional methods included), as for LsmLevel in Node
+    // (whose compliance test adds one of its own); a run that stopped early
+    // passes fewer.
+    t.ok(pass >= 5170, `the whole suite ran (${pass} assertions passed)`)
+  })
 
   test('browser: close', async (t) => {
     await browser.close()

@@ -109,13 +109,14 @@ function copyDir (from: string, to: string): void {
 
 // File-system metadata operations dominate the cost of a case (thousands of
 // them), so a case directory is reused: emptied by unlinking, then filled with
-// hard links to the pristine image (the engine never writes a file in place:
-// logs, tables and manifests are written once, CURRENT is replaced by rename) and
-// a fresh copy of the damaged file.
+// hard links to the pristine image (logs and tables are written once, CURRENT
+// is replaced by rename), a copy of the manifest (an open appends its edit to
+// the manifest it read) and a fresh copy of the damaged file.
 function prepareCase (dir: string, image: string, names: string[], damagedName: string, damaged: Buffer | undefined): void {
   for (const name of fs.readdirSync(dir)) fs.unlinkSync(path.join(dir, name))
   for (const name of names) {
-    if (name !== damagedName) fs.linkSync(path.join(image, name), path.join(dir, name))
+    if (name !== damagedName && parseFileName(name)?.type === 'manifest') fs.copyFileSync(path.join(image, name), path.join(dir, name))
+    else if (name !== damagedName) fs.linkSync(path.join(image, name), path.join(dir, name))
     else if (damaged !== undefined) fs.writeFileSync(path.join(dir, name), damaged)
   }
 }

@@ -135,6 +135,45 @@ test('stale locks are taken over: our pid with a foreign token, a dead pid, garb
   })
 })
 
+test('an unwritten LOCK is waited on while it may be being written; one older than that, as a power loss leaves it, is stale at once', (t) => {
+  const dir = freshDir()
+  const lockPath = path.join(dir, LOCK)
+  // The lock sleeps between its re-reads with Atomics.wait: counted here, and
+  // `onSleep` runs as another process would meanwhile.
+  let sleeps = 0
+  let onSleep = (): void => {}
+  const atomicsWait = Atomics.wait
+  Atomics.wait = ((...args: [Int32Array, number, number, number?]) => { sleeps++; onSleep(); return atomicsWait(...args) }) as typeof Atomics.wait
+  try {
+    const aged = (content: string): void => {
+      nodeFs.writeFileSync(lockPath, content)
+      const then = new Date(Date.now() - 10_000)
+      nodeFs.utimesSync(lockPath, then, then)
+    }
+    for (const [what, content] of [['empty', ''], ['zero-filled', '\0'.repeat(90)], ['cut short', lockText(process.pid, 'ab'.repeat(16)).slice(0, 20)]]) {
+      aged(content)
+      sleeps = 0
+      const h = acquireLock(nodeFileSystem, dir)
+      t.is(sleeps, 0, `${what}, last changed 10 s ago: taken over without waiting`)
+      t.match(nodeFs.readFileSync(lockPath, 'utf8'), new RegExp(`pid ${process.pid}\\n`), `${what}: ours now`)
+      h.release()
+    }
+
+    nodeFs.writeFileSync(lockPath, '')
+    sleeps = 0
+    const h = acquireLock(nodeFileSystem, dir)
+    t.ok(sleeps > 0, `empty, just created: re-read while its creator may write it (${sleeps} waits), then taken over`)
+    h.release()
+
+    nodeFs.writeFileSync(lockPath, '')
+    onSleep = () => { nodeFs.writeFileSync(lockPath, lockText(1, 'cd'.repeat(16))) }
+    expectLocked(t, () => acquireLock(nodeFileSystem, dir), 'empty, just created, then written by a live holder (pid 1) during the wait', /process 1:/)
+  } finally {
+    Atomics.wait = atomicsWait
+  }
+  t.end()
+})
+
 test('another process holds the lock: LEVEL_LOCKED; after SIGKILL the stale lock is taken over', async (t) => {
   const dir = freshDir()
   const { child, msg } = await startHolder(dir)

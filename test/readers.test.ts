@@ -30,8 +30,8 @@ function fingerprint (dir: string): string {
   }).join('\n')
 }
 
-async function fill (dir: string, from: number, count: number): Promise<void> {
-  const db = new LsmLevel(dir, { writeBufferSize: 4096 })
+async function fill (dir: string, from: number, count: number, options: { flushOnClose?: boolean } = {}): Promise<void> {
+  const db = new LsmLevel(dir, { writeBufferSize: 4096, ...options })
   await db.open()
   for (let i = from; i < from + count; i++) await db.put('k' + String(i).padStart(5, '0'), 'v' + i)
   await db.close()
@@ -124,16 +124,18 @@ test('a manifest read before a flush retired its live log is not published with 
   // log N. Published as is, the log's writes would be a hole; the reader must
   // take it for a writer that moved on and read the newer manifest instead.
   const dir = tempDir()
-  await fill(dir, 0, 50)
+  // The last writes stay in the live log at close, for the reopen to flush.
+  await fill(dir, 0, 50, { flushOnClose: false })
   const current = nodeFs.readFileSync(path.join(dir, 'CURRENT'))
   const oldManifest = current.toString().trim()
   const oldBytes = nodeFs.readFileSync(path.join(dir, oldManifest))
-  const oldLogs = nodeFs.readdirSync(dir).filter((n) => n.endsWith('.log'))
+  const oldLogs = nodeFs.readdirSync(dir).filter((n) => n.endsWith('.log') && nodeFs.statSync(path.join(dir, n)).size > 0)
   const writer = new LsmLevel(dir)
   await writer.open()
   await writer.engine.waitForIdle() // the replayed log's flush (after open, lib/recovery.ts)
   await writer.close()
-  t.ok(!nodeFs.existsSync(path.join(dir, oldManifest)) && oldLogs.every((n) => !nodeFs.existsSync(path.join(dir, n))), '(the reopen retired the old manifest and its live log)')
+  // The reopen appended its edits to that manifest, or started a new one.
+  t.ok(oldLogs.length > 0 && oldLogs.every((n) => !nodeFs.existsSync(path.join(dir, n))), `(the reopen's flush retired the live log: ${oldLogs.join(', ')})`)
   nodeFs.writeFileSync(path.join(dir, oldManifest), oldBytes)
   nodeFs.writeFileSync(path.join(dir, 'CURRENT'), current)
   const db = new LsmLevel(dir, { readOnly: true })

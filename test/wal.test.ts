@@ -7,8 +7,8 @@ import * as path from 'node:path'
 import { nodeFileSystem } from '../hosts/node/node-fs'
 import type { WritableFile } from '../lib/fs/fs'
 import { LogWriter } from '../lib/wal/log-writer'
-import { LogReader, type TailStatus } from '../lib/wal/log-reader'
-import { HEADER_SIZE, RECORD_FULL, encodeRecord, recordChecksum } from '../lib/wal/log-format'
+import { LogReader, readRecordFrom, type TailStatus } from '../lib/wal/log-reader'
+import { HEADER_SIZE, RECORD_FULL, encodeRecord, readRecordAt, recordChecksum, type RecordFault, walkRecords } from '../lib/wal/log-format'
 import { type DecodedOp, decodeBatch, encodeBatch, setBatchSequence } from '../lib/wal/batch'
 import { putFixed32 } from '../lib/util/coding'
 import { crc, maskCrc } from '../lib/util/crc'
@@ -399,6 +399,53 @@ test('a record with a reserved type stops the reader', (t) => {
   const res = readAll(file)
   t.equal(res.records.length, 1)
   t.equal(res.tail.state, 'torn')
+  t.end()
+})
+
+test('one parser: walkRecords, readRecordAt and readRecordFrom accept what LogReader accepts, at every cut and every damaged byte', (t) => {
+  const payloads = [Buffer.from('first record'), Buffer.alloc(0), Buffer.from('third and last record')]
+  const whole = Buffer.concat(payloads.map((p) => encodeRecord(p)))
+  const starts = [0, HEADER_SIZE + 12, 2 * HEADER_SIZE + 12]
+  const file = tmpFile()
+  const cases: Array<{ bytes: Buffer, what: string, faults: Array<RecordFault | undefined> }> = []
+  for (let cut = 0; cut <= whole.length; cut++) {
+    const inRecord = cut - starts.filter((s) => s <= cut).pop()!
+    const fault = inRecord === 0 || cut === whole.length ? undefined : inRecord < HEADER_SIZE ? 'cut-header' : 'past-end'
+    cases.push({ bytes: whole.subarray(0, cut), what: `cut at ${cut}`, faults: [fault] })
+  }
+  for (let at = 0; at < whole.length; at++) {
+    const bytes = Buffer.from(whole)
+    bytes[at] ^= 0x10
+    const inRecord = at - starts.filter((s) => s <= at).pop()!
+    // A flipped length bit makes the payload run past the end or be checked over the wrong range.
+    const faults: RecordFault[] = inRecord === 8 ? ['bad-type'] : inRecord >= 4 && inRecord < 8 ? ['past-end', 'checksum'] : ['checksum']
+    cases.push({ bytes, what: `byte ${at} flipped`, faults })
+  }
+  let failures = 0
+  for (const c of cases) {
+    nodeFs.writeFileSync(file, c.bytes)
+    const expected = readAll(file).records
+    const walked: Buffer[] = []
+    const walk = walkRecords(c.bytes, (p) => { walked.push(Buffer.from(p)) })
+    const byRecord: Buffer[] = []
+    for (let pos = 0; pos < c.bytes.length;) {
+      const rec = readRecordAt(c.bytes, pos)
+      if (typeof rec === 'string') break
+      byRecord.push(rec.payload)
+      pos = rec.next
+    }
+    const fromFile: Buffer[] = []
+    const f = nodeFileSystem.openRead(file)
+    for (let rec = readRecordFrom(f, 0); rec !== undefined; rec = readRecordFrom(f, rec.next)) fromFile.push(rec.payload)
+    f.close()
+    const end = expected.reduce((n, p) => n + HEADER_SIZE + p.length, 0)
+    if (!sameRecords(walked, expected) || !sameRecords(byRecord, expected) || !sameRecords(fromFile, expected) || walk.end !== end || !c.faults.includes(walk.fault)) {
+      if (failures++ < 5) t.fail(`${c.what}: LogReader ${expected.length} records, walk ${walked.length} (end ${walk.end}, ${String(walk.fault)}), readRecordAt ${byRecord.length}, readRecordFrom ${fromFile.length}`)
+    }
+  }
+  t.equal(failures, 0, `${cases.length} damaged copies: the four readers agree on the valid records, and the walk names the fault`)
+  const stopped = walkRecords(whole, (_p, at) => at < starts[1])
+  t.same([stopped.end, stopped.stopped, stopped.fault], [starts[1], true, undefined], 'a visit that returns false stops the walk before that record')
   t.end()
 })
 

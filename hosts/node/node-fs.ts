@@ -60,8 +60,17 @@ class NodeWritableFile implements WritableFile {
   private allocated = 0
   private readonly preallocate: boolean
 
-  constructor (path: string, preallocate: boolean) {
-    this.fd = fs.openSync(path, 'w')
+  /** `append`: an existing file, appended to after its last byte; else created or truncated. */
+  constructor (path: string, preallocate: boolean, append = false) {
+    this.fd = fs.openSync(path, append ? 'r+' : 'w')
+    if (append) {
+      try {
+        this.length = fs.fstatSync(this.fd).size
+      } catch (err) {
+        fs.closeSync(this.fd)
+        throw err
+      }
+    }
     this.preallocate = preallocate
   }
 
@@ -143,15 +152,23 @@ export class NodeFileSystem implements FileSystem {
     return new NodeWritableFile(path, options?.preallocate === true)
   }
 
+  openAppend (path: string): WritableFile {
+    return new NodeWritableFile(path, false, true)
+  }
+
   readSmallFile (path: string): Buffer {
     return fs.readFileSync(path)
   }
 
-  createExclusive (path: string, data: Uint8Array): void {
+  modifiedMs (path: string): number {
+    return fs.statSync(path).mtimeMs
+  }
+
+  createExclusive (path: string, data: Uint8Array, options?: { sync?: boolean }): void {
     const fd = fs.openSync(path, 'wx')
     try {
       fs.writeSync(fd, data)
-      fs.fsyncSync(fd)
+      if (options?.sync !== false) fs.fsyncSync(fd)
     } finally {
       fs.closeSync(fd)
     }

@@ -45,7 +45,7 @@
 // following at the last batch before it, reported; damage is reported as
 // LEVEL_CORRUPTION naming the object, and nothing of that segment is applied.
 import { corruption } from '../errors'
-import { HEADER_SIZE, RECORD_FULL, recordChecksum } from '../wal/log-format'
+import { recordFaultText, walkRecords } from '../wal/log-format'
 import { checkBatch } from '../wal/batch'
 import { getFixed32, getFixed64 } from '../util/coding'
 import { crc } from '../util/crc'
@@ -331,15 +331,11 @@ export class StoreFollower {
     if ((crc(body) >>> 0) !== s.crc) throw corruption(s.key, 'checksum mismatch')
     // Every record checked before any is applied.
     const batches: Buffer[] = []
-    for (let pos = 0; pos < body.length;) {
-      const length = getFixed32(body, pos + 4)
-      if (pos + HEADER_SIZE > body.length || body[pos + 8] !== RECORD_FULL || pos + HEADER_SIZE + length > body.length) throw corruption(s.key, `bad record at byte ${pos}`)
-      const payload = body.subarray(pos + HEADER_SIZE, pos + HEADER_SIZE + length)
-      if (recordChecksum(RECORD_FULL, payload) !== getFixed32(body, pos)) throw corruption(s.key, `record checksum mismatch at byte ${pos}`)
+    const walk = walkRecords(body, (payload) => {
       checkBatch(payload, s.key)
       batches.push(payload)
-      pos += HEADER_SIZE + length
-    }
+    })
+    if (walk.fault !== undefined) throw corruption(s.key, recordFaultText(walk.fault, walk.end))
     return batches
   }
 

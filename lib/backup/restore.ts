@@ -25,9 +25,9 @@
 import { syncDirAsync, type FileSystem, type WritableFile } from '../fs/fs'
 import { encodeVersionEdit, MANIFEST_FORMAT_VERSION } from '../manifest/version-edit'
 import { LogWriter } from '../wal/log-writer'
-import { HEADER_SIZE, RECORD_FULL, recordChecksum } from '../wal/log-format'
+import { recordFaultText, walkRecords } from '../wal/log-format'
 import { checkBatch } from '../wal/batch'
-import { getFixed32, getFixed64 } from '../util/coding'
+import { getFixed64 } from '../util/coding'
 import { crc } from '../util/crc'
 import { CURRENT, join, logName, manifestName, parentDir, tableName, tempName } from '../filenames'
 import { corruption, levelError } from '../errors'
@@ -295,27 +295,22 @@ Promise<{ numbers: number[], lastSeq: number, segments: number, bytes: number, h
       if ((crc(body) >>> 0) !== s.crc) throw corruption(s.key, 'checksum mismatch')
       if (s.log !== fileLog) open(s.log)
       // Whole batches <= target, each continuing the sequence.
-      let pos = 0
-      while (pos < body.length) {
-        if (pos + HEADER_SIZE > body.length) throw corruption(s.key, `a record header is cut at byte ${pos}`)
-        const length = getFixed32(body, pos + 4)
-        if (body[pos + 8] !== RECORD_FULL || pos + HEADER_SIZE + length > body.length) throw corruption(s.key, `bad record at byte ${pos}`)
-        const payload = body.subarray(pos + HEADER_SIZE, pos + HEADER_SIZE + length)
-        if (recordChecksum(RECORD_FULL, payload) !== getFixed32(body, pos)) throw corruption(s.key, `record checksum mismatch at byte ${pos}`)
+      const walk = walkRecords(body, (payload, at) => {
         const count = checkBatch(payload, s.key)
         const first = getFixed64(payload, 0)
         const last = first + count - 1
         if (expected !== undefined && first !== expected) {
-          if (first < expected) throw corruption(s.key, `batch ${first} at byte ${pos} repeats sequence numbers up to ${expected - 1}`)
+          if (first < expected) throw corruption(s.key, `batch ${first} at byte ${at} repeats sequence numbers up to ${expected - 1}`)
           out.hole = true
-          done = true
-          break
+          return false
         }
-        if (last > target) { done = true; break }
+        if (last > target) return false
         expected = last + 1
         out.lastSeq = last
-        pos += HEADER_SIZE + length
-      }
+      })
+      if (walk.fault !== undefined) throw corruption(s.key, recordFaultText(walk.fault, walk.end))
+      done = walk.stopped
+      const pos = walk.end
       if (pos > 0) file!.append(body.subarray(0, pos))
       out.segments++
       out.bytes += pos

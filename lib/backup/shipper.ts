@@ -16,15 +16,8 @@
 //                        the recovery point waits for these, not for tables
 //   tables               if a point is due (below) and the version is not
 //                        the one of the last point: each of its tables not
-//                        put yet in this generation, read, CRC-32'd and
-//                        SHA-256'd (TABLE_UPLOADS at once; on a job thread
-//                        where the engine has one), then put, or, if an older
-//                        generation holds an object of the same size and
-//                        SHA-256 (listed at the start: a restart, a restored
-//                        copy), named instead: a refs marker put (the
-//                        retention keeps what it names) and the point names
-//                        that object. Each table's bytes reach the store
-//                        once per prefix
+//                        put yet in this generation, put or named
+//                        (lib/backup/shipped-tables.ts)
 //   point                then the point (tables, range tombstones,
 //                        logNumber, sequence)
 //
@@ -35,18 +28,12 @@
 // compactions replace in the meantime (most of what a bulk load writes) are
 // never read, hashed or put.
 //
-// Logs are held open from round to round until they are shipped to their end
-// and retired (below the manifest's logNumber), so the segments of a log are
-// contiguous from byte 0 even when its flush removes it from the directory
-// between two rounds; a log made and flushed entirely between two rounds is
-// opened by the engine's retirement hook (logRetired) before it is deleted.
-// Held logs that are retired but not shipped keep their disk space (the
-// files are unlinked, the descriptors open): at most maxHeldLogBytes of them;
-// past it the oldest is let go, and the sequence numbers it held cannot be
-// restored on their own (restore stops at such a hole, lib/backup/restore.ts;
-// its writes are in the tables of the next point, which the round that
-// follows a hole puts, due or not; shippedSequence waits for that point).
-// stats().logsDropped counts them.
+// Logs are held open from round to round (lib/backup/held-logs.ts) until
+// they are shipped to their end and retired. A retired log let go unshipped
+// (maxHeldLogBytes) is a hole in the restorable sequence numbers: restore stops
+// at it (lib/backup/restore.ts); its writes are in the tables of the next
+// point, which the round that follows a hole puts, due or not
+// (shippedSequence waits for that point). stats().logsDropped counts them.
 //
 // The lease (lib/backup/lease.ts): taken before the generation's first
 // object (a second live writer fails there with LEVEL_LOCKED), renewed every
@@ -54,12 +41,7 @@
 // stop(). A shipper that finds the lease taken by another writer stops
 // shipping (lastError says so, LEVEL_LOCKED); the database goes on.
 //
-// Retention (every retentionIntervalMs, only while the lease is surely held):
-// this generation's points beyond the newest retainPoints or older than
-// retainMs, the newest always kept, with the segments and tables only they
-// needed; other generations beyond the newest retainGenerations (this one
-// counted) or whose newest object is older than retainMs, whole, except the
-// tables a kept generation's refs markers name.
+// Retention, by age and count of points and generations: lib/backup/retention.ts.
 //
 // Failures: an object store error fails the round after the store's retries
 // (withRetries); what the round put stays put (a table once put is not put
@@ -68,29 +50,28 @@
 // database keeps working meanwhile; the lag grows and stats() reports it and
 // the last error. Nothing the database acknowledged depends on shipping.
 //
+// Options and their defaults: lib/backup/shipper-options.ts.
+//
 // Memory: TABLE_UPLOADS tables or one segment (maxSegmentBytes) at a time, plus
 // the names of the objects the retention may delete.
-import { closeAsync, type FileSystem, type RandomAccessFile } from '../fs/fs'
+import { closeAsync, type FileSystem } from '../fs/fs'
 import type { Version } from '../manifest/version'
 import type { FileMeta } from '../manifest/file-meta'
 import type { LogPosition, SealedLog } from '../wal/log-manager'
-import { HEADER_SIZE, RECORD_FULL, recordChecksum } from '../wal/log-format'
-import { batchCount } from '../wal/batch'
-import { getFixed32, getFixed64 } from '../util/coding'
 import { crc } from '../util/crc'
 import { backgroundTimer, nextTurn } from '../util/turn'
-import { join, logName, logNumbers, tableName } from '../filenames'
-import { corruption, levelError } from '../errors'
-import { objectKey, withRetries, type ObjectStore, type RetryPolicy } from './object-store'
+import { objectKey, withRetries, type ObjectStore } from './object-store'
+import { resolveOptions, type ReplicateOptions, type ReplicationStats, type ShipperSettings } from './shipper-options'
 import { Lease } from './lease'
-import { readTableContent, type TableContent } from './table-content'
+import { HeldLogs, readSegment, recordsEnd, type HeldLog } from './held-logs'
+import { Retention, type ShippedPoint } from './retention'
+import type { TableContent } from './table-content'
+import { ShippedTables } from './shipped-tables'
 import {
-  encodePoint, GENERATION_FILE, generationStartMs, isGenerationId, LAYOUT_VERSION, newGenerationId,
-  parsePointKey, parseRefKey, parseSegmentKey, parseTableKey, pointKey, refKey, segmentKey, tableKey, type PointTable
+  encodePoint, GENERATION_FILE, LAYOUT_VERSION, newGenerationId, pointKey, segmentKey
 } from './layout'
 
-/** Tables put at once (each one in memory meanwhile). */
-const TABLE_UPLOADS = 4
+export type { ReplicateOptions, ReplicationStats } from './shipper-options'
 
 /** What a shipper needs of the engine. */
 export interface ShipperSource {
@@ -118,138 +99,23 @@ export interface Capture {
   nextFileNumber: number
 }
 
-export interface ReplicateOptions {
-  /** Keys start with this ('' or a path like 'backups/db1'). Default ''. */
-  prefix?: string
-  /** The most often a round starts (ms): writes reach the store about this often. Default 1000. */
-  intervalMs?: number
-  /** Largest log segment object (bytes); a longer stretch of log is cut in several. Default 4 MiB. */
-  maxSegmentBytes?: number
-  /** Points (and the logs and tables only they need) older than this are deleted, the newest point always kept; other generations whose newest object is older are deleted whole. 0: no bound by age. Default 7 days. */
-  retainMs?: number
-  /** At most this many points of this generation are kept (the newest; with their logs and tables). Default: no bound by count. */
-  retainPoints?: number
-  /** At most this many generations are kept, this one included (the newest by their newest object); older ones are deleted whole. Default: no bound by count. */
-  retainGenerations?: number
-  /** The writers' lease (lib/backup/lease.ts): renewed every leaseMs / 3; a writer that stops renewing loses it after leaseMs. Default 30000. */
-  leaseMs?: number
-  /** How often the retention runs (ms). Default 10 minutes. */
-  retentionIntervalMs?: number
-  /**
-   * A round puts a point (and the tables it needs) when the version changed and this many bytes of log
-   * were put since the last point, or pointIntervalMs passed: the most log a restore replays after its
-   * point. Between points only log segments are put, so tables that compactions replace in the meantime
-   * are never put. The first and last rounds, and the round after a log let go unshipped, put one
-   * anyway. 0: a point each round the version changed. Default 64 MiB.
-   */
-  pointLogBytes?: number
-  /** See pointLogBytes (ms). 0: no bound by time. Default 60000. */
-  pointIntervalMs?: number
-  /** Bytes of retired logs not shipped yet kept readable for the shipper (their disk space is not freed meanwhile). Default 256 MiB. */
-  maxHeldLogBytes?: number
-  /** Retries of one request (lib/backup/object-store.ts). */
-  retries?: RetryPolicy
-  /** The longest wait between failed rounds (ms). Default 30000. */
-  retryDelayMsMax?: number
-}
-
-export interface ReplicationStats {
-  store: string
-  prefix: string
-  generation: string
-  /** The newest sequence number in the store (restorable from it). */
-  shippedSequence: number
-  /** The database's sequence number minus shippedSequence. */
-  lagSequences: number
-  /** How long writes have been waiting to reach the store (ms): 0 when everything visible is shipped. */
-  lagMs: number
-  /** Bytes put: tables, log segments, points. */
-  bytesUploaded: number
-  tablesUploaded: number
-  /** Tables found in the store under an older generation (same size and SHA-256) and named instead of put, and their bytes. */
-  tablesReused: number
-  bytesReused: number
-  segmentsUploaded: number
-  pointsUploaded: number
-  /** Requests made to the store (puts, lists, deletes, retries included). */
-  requests: number
-  objectsDeleted: number
-  /** Points of this generation, and other generations, deleted by the retention. */
-  pointsDeleted: number
-  generationsDeleted: number
-  /** This shipper holds the writers' lease on the prefix (false once it is lost or released). */
-  leaseHeld: boolean
-  /** Retired logs let go before they were shipped (maxHeldLogBytes): holes in the restorable sequence numbers. */
-  logsDropped: number
-  rounds: number
-  failedRounds: number
-  /** How long the last successful round took, and the longest one (ms), tables included. */
-  lastRoundMs: number
-  maxRoundMs: number
-  /** How long the last round took to put its log segments (from its capture), and the longest (ms): the upload time a write waits for after its round's capture. */
-  lastLogsMs: number
-  maxLogsMs: number
-  /** The last round's failure, until a round succeeds. */
-  lastError: string | undefined
-}
-
-interface HeldLog {
-  file: RandomAccessFile
-  /** Bytes put so far (a record boundary). */
-  shipped: number
-  /** Where its records end, once it is sealed. */
-  sealedLength: number | undefined
-  /** Segment keys, for the retention. */
-  keys: string[]
-  /** The last sequence number shipped from it. */
-  lastSeq: number
-}
-
-interface ShippedPoint {
-  key: string
-  ms: number
-  logNumber: number
-  tables: number[]
-}
-
-/** A table object of an older generation that a table of this one may be: by size and SHA-256. */
-const contentId = (size: number, sha: string): string => `${size}-${sha}`
-
 export class Shipper {
   readonly generation: string
   private readonly store: ObjectStore
   private readonly source: ShipperSource
-  private readonly prefix: string
-  private readonly intervalMs: number
-  private readonly maxSegmentBytes: number
-  private readonly retainMs: number
-  private readonly retentionIntervalMs: number
-  private readonly retries: RetryPolicy | undefined
-  private readonly retryDelayMsMax: number
-  private readonly maxHeldLogBytes: number
-  private readonly retainPoints: number
-  private readonly retainGenerations: number
-  private readonly leaseMs: number
-  private readonly pointLogBytes: number
-  private readonly pointIntervalMs: number
+  /** The options with their defaults. */
+  private readonly o: ShipperSettings
   private readonly lease: Lease
-  /** Table objects of older generations, by content (contentId), relative to the prefix: listed at start. */
-  private readonly reusable = new Map<string, string>()
-  /** Refs markers put (relative keys of the tables named), for the retention. */
-  private readonly refs = new Set<string>()
+  private readonly retention: Retention
   /** The lease was lost: no more rounds. */
   private halted = false
   private renewTimer: ReturnType<typeof setTimeout> | undefined
   private renewWake: (() => void) | undefined
   private renewing: Promise<void> | undefined
-  /** The first capture's logNumber: the logs below it are not needed (the first point's tables hold them). */
-  private firstLog: number | undefined
 
-  private readonly tables = new Map<number, PointTable>()
-  private readonly logs = new Map<number, HeldLog>()
+  private readonly tables: ShippedTables
+  private readonly held: HeldLogs
   private readonly points: ShippedPoint[] = []
-  /** Segments of logs already closed, by log number, for the retention. */
-  private readonly closedLogKeys = new Map<number, string[]>()
   private lastPointVersion: Version | undefined
   /** When the last point was put (its round's ms), and the bytes of log put since. */
   private lastPointMs = 0
@@ -292,27 +158,19 @@ export class Shipper {
   constructor (store: ObjectStore, source: ShipperSource, options: ReplicateOptions = {}) {
     this.store = store
     this.source = source
-    this.prefix = options.prefix ?? ''
-    this.intervalMs = options.intervalMs ?? 1000
-    this.maxSegmentBytes = options.maxSegmentBytes ?? 4 * 1024 * 1024
-    this.retainMs = options.retainMs ?? 7 * 24 * 3600 * 1000
-    this.retentionIntervalMs = options.retentionIntervalMs ?? 10 * 60 * 1000
-    this.retries = options.retries
-    this.retryDelayMsMax = options.retryDelayMsMax ?? 30000
-    this.maxHeldLogBytes = options.maxHeldLogBytes ?? 256 * 1024 * 1024
-    this.retainPoints = options.retainPoints ?? Infinity
-    this.retainGenerations = options.retainGenerations ?? Infinity
-    this.leaseMs = options.leaseMs ?? 30000
-    this.pointLogBytes = options.pointLogBytes ?? 64 * 1024 * 1024
-    this.pointIntervalMs = options.pointIntervalMs ?? 60000
-    checkOptions({ pointLogBytes: this.pointLogBytes, pointIntervalMs: this.pointIntervalMs, intervalMs: this.intervalMs, maxSegmentBytes: this.maxSegmentBytes, retainMs: this.retainMs, retentionIntervalMs: this.retentionIntervalMs, retryDelayMsMax: this.retryDelayMsMax, maxHeldLogBytes: this.maxHeldLogBytes, retainPoints: this.retainPoints, retainGenerations: this.retainGenerations, leaseMs: this.leaseMs })
+    this.o = resolveOptions(options)
     this.generation = newGenerationId(Date.now(), globalThis.crypto.getRandomValues(new Uint8Array(8)))
-    this.lease = new Lease(store, this.prefix, this.generation, { leaseMs: this.leaseMs, request: async (what, op) => await this.request(what, op) })
+    const request = async <T>(what: string, op: () => Promise<T>): Promise<T> => await this.request(what, op)
+    this.tables = new ShippedTables(store, source, this.generation, this.o.prefix, this.counters, request)
+    this.held = new HeldLogs(source, this.o.maxHeldLogBytes, this.counters)
+    this.lease = new Lease(store, this.o.prefix, this.generation, { leaseMs: this.o.leaseMs, request })
+    this.retention = new Retention(store, this.generation, this.o, this.lease,
+      { points: this.points, tables: this.tables.byNumber, refs: this.tables.refs, reusable: this.tables.reusable, closedLogKeys: this.held.closedKeys }, this.counters, request)
   }
 
   /** Whether the retention may run: by age or by count. */
   private get retaining (): boolean {
-    return this.retainMs > 0 || this.retainPoints < Infinity || this.retainGenerations < Infinity
+    return this.o.retainMs > 0 || this.o.retainPoints < Infinity || this.o.retainGenerations < Infinity
   }
 
   get storeDescription (): string {
@@ -333,7 +191,7 @@ export class Shipper {
       const body = Buffer.from(JSON.stringify({ layout: LAYOUT_VERSION, createdMs: Date.now() }) + '\n')
       await this.request(key, () => this.store.put(key, body, { ifAbsent: this.store.conditionalPut }))
       this.counters.bytesUploaded += body.length
-      await this.listReusable()
+      await this.tables.listReusable()
     } catch (err) {
       await this.lease.release().catch(() => {})
       throw err
@@ -343,23 +201,12 @@ export class Shipper {
     this.renewing = this.renewLoop()
   }
 
-  /** The layout-2 table objects under the prefix, by content. */
-  private async listReusable (): Promise<void> {
-    const root = this.prefix === '' ? '' : objectKey(this.prefix, '')
-    const all = await this.request(root || '(root)', () => this.store.list(root))
-    for (const { key, size } of all) {
-      const rel = key.slice(root.length)
-      const t = parseTableKey(rel)
-      if (t !== undefined && t.gen !== this.generation) this.reusable.set(contentId(size, t.sha), rel)
-    }
-  }
-
   /** Renews the lease every leaseMs / 3 until stop(); a lost lease halts the rounds. */
   private async renewLoop (): Promise<void> {
     while (!this.stopping && !this.halted) {
       await new Promise<void>((resolve) => {
         this.renewWake = resolve
-        this.renewTimer = backgroundTimer(resolve, this.leaseMs / 3)
+        this.renewTimer = backgroundTimer(resolve, this.o.leaseMs / 3)
       })
       if (this.stopping) return
       try {
@@ -390,8 +237,7 @@ export class Shipper {
       await this.renewing
       await this.lease.release().catch(() => {})
     } finally {
-      for (const log of this.logs.values()) log.file.close()
-      this.logs.clear()
+      this.held.closeAll()
     }
   }
 
@@ -401,7 +247,7 @@ export class Shipper {
     const behind = sequence > c.shippedSequence
     return {
       store: this.store.description,
-      prefix: this.prefix,
+      prefix: this.o.prefix,
       generation: this.generation,
       shippedSequence: c.shippedSequence,
       lagSequences: Math.max(0, sequence - c.shippedSequence),
@@ -436,37 +282,7 @@ export class Shipper {
    */
   logRetired (number: number): void {
     // Until the last round's capture (stop() waits for the running round, whose capture may be older than this log).
-    if (this.finished || this.firstLog === undefined || number < this.firstLog) return
-    try {
-      const held = this.logs.get(number)
-      if (held !== undefined) {
-        held.sealedLength ??= this.source.sealedLog(number)?.length ?? recordsEnd(held.file, held.shipped)
-        return
-      }
-      // Shipped and let go already; else a log no round opened (made and flushed between two captures,
-      // or left out of a capture that saw the flush's version before this hook ran).
-      if (this.closedLogKeys.has(number)) return
-      const { fs, dir } = this.source
-      const file = fs.openRead(join(dir, logName(number)))
-      this.logs.set(number, { file, shipped: 0, sealedLength: this.source.sealedLog(number)?.length ?? recordsEnd(file, 0), keys: [], lastSeq: 0 })
-      this.dropOverHeld()
-    } catch {
-      this.counters.logsDropped++
-    }
-  }
-
-  /** Lets go of the oldest retired, unshipped logs beyond maxHeldLogBytes. */
-  private dropOverHeld (): void {
-    let bytes = 0
-    const retired = [...this.logs].filter(([, l]) => l.sealedLength !== undefined).sort((a, b) => b[0] - a[0])
-    for (const [number, log] of retired) {
-      bytes += log.sealedLength! - log.shipped
-      if (bytes <= this.maxHeldLogBytes) continue
-      log.file.close()
-      this.logs.delete(number)
-      this.closedLogKeys.set(number, log.keys)
-      this.counters.logsDropped++
-    }
+    if (!this.finished) this.held.retired(number)
   }
 
   private async run (): Promise<void> {
@@ -484,9 +300,9 @@ export class Shipper {
         this.counters.maxRoundMs = Math.max(this.counters.maxRoundMs, this.counters.lastRoundMs)
         this.failures = 0
         this.counters.lastError = undefined
-        if (!last && this.retaining && began - this.lastRetentionMs >= this.retentionIntervalMs) {
+        if (!last && this.retaining && began - this.lastRetentionMs >= this.o.retentionIntervalMs) {
           this.lastRetentionMs = began
-          await this.retain(began)
+          await this.retention.run(began)
         }
       } catch (err) {
         this.failures++
@@ -500,8 +316,8 @@ export class Shipper {
       }
       // Behind (a segment cap reached): the next round at once; after a failure, a backoff.
       const wait = this.failures > 0
-        ? Math.min(this.retryDelayMsMax, this.intervalMs * 2 ** Math.min(this.failures, 20))
-        : behind ? 0 : this.intervalMs - (Date.now() - began)
+        ? Math.min(this.o.retryDelayMsMax, this.o.intervalMs * 2 ** Math.min(this.failures, 20))
+        : behind ? 0 : this.o.intervalMs - (Date.now() - began)
       if (wait > 0) await this.sleep(wait)
       else await nextTurn()
     }
@@ -517,14 +333,14 @@ export class Shipper {
   }
 
   private key (rest: string): string {
-    return objectKey(this.prefix, rest)
+    return objectKey(this.o.prefix, rest)
   }
 
   private async request<T> (what: string, op: () => Promise<T>): Promise<T> {
     return await withRetries(this.store, what, async () => {
       this.counters.requests++
       return await op()
-    }, this.retries)
+    }, this.o.retries)
   }
 
   /** One round (see the top of the file). Returns true if it stopped at its size cap, behind the database. */
@@ -533,7 +349,7 @@ export class Shipper {
     const cap = this.source.capture()
     const roundMs = Date.now()
     try {
-      this.openLogs(cap)
+      this.held.openFrom(cap)
       // The logs first: the recovery point waits for them, not for the tables.
       const behind = await this.putLogs(cap, roundMs)
       if (behind) return true
@@ -544,7 +360,7 @@ export class Shipper {
       const hole = this.counters.logsDropped > this.droppedAtPoint
       if (!hole) this.shipped(cap.sequence, roundMs)
       if (hole || (cap.version !== this.lastPointVersion && this.pointDue(last, roundMs))) {
-        await this.putTables(cap.version)
+        await this.tables.put(cap.version)
         await this.putPoint(cap, roundMs)
         this.shipped(cap.sequence, roundMs)
       }
@@ -554,81 +370,12 @@ export class Shipper {
     }
   }
 
-  /** In the capture's turn: opens the logs from logNumber to the visible one not held yet, and notes which are sealed. */
-  private openLogs (cap: Capture): void {
-    const { fs, dir } = this.source
-    this.firstLog ??= cap.logNumber
-    for (const number of logNumbers(fs, dir, cap.logNumber)) {
-      if (number > cap.visibleEnd.number || this.logs.has(number) || this.closedLogKeys.has(number)) continue
-      this.logs.set(number, { file: fs.openRead(join(dir, logName(number))), shipped: 0, sealedLength: undefined, keys: [], lastSeq: 0 })
-    }
-    for (const [number, log] of this.logs) {
-      if (number < cap.visibleEnd.number && log.sealedLength === undefined) {
-        // A log of an earlier process (replayed at open) was not sealed by this one: its records end where the valid ones do.
-        log.sealedLength = this.source.sealedLog(number)?.length ?? recordsEnd(log.file, log.shipped)
-      }
-    }
-  }
-
-  /** The logs from logNumber to the visible one and where their writes up to the capture's sequence number end. */
-  private logLengths (cap: Capture): Array<[number, number]> {
-    const out: Array<[number, number]> = []
-    for (const [number, log] of this.logs) {
-      if (number < cap.logNumber || number > cap.visibleEnd.number) continue
-      out.push([number, number === cap.visibleEnd.number ? cap.visibleEnd.offset : log.sealedLength!])
-    }
-    return out.sort((a, b) => a[0] - b[0])
-  }
-
-  private async putTables (version: Version): Promise<void> {
-    const { fs, dir } = this.source
-    const todo = version.levels.flat().filter((meta) => !this.tables.has(meta.number))
-    let next = 0
-    let failed: { err: unknown } | undefined
-    const worker = async (): Promise<void> => {
-      while (failed === undefined && next < todo.length) {
-        const meta = todo[next++]
-        try {
-          const path = join(dir, tableName(meta.number))
-          // A store that copies the file itself gets its path: the bytes are read here (or on the job thread) only to hash them.
-          const byPath = this.source.hostFiles === true && this.store.putFile !== undefined
-          const { bytes: body, crc: c, sha } = this.source.readTable !== undefined
-            ? await this.source.readTable(path, meta.size, !byPath)
-            : await readTableContent(fs, path, meta.size, !byPath)
-          const found = sha === undefined ? undefined : this.reusable.get(contentId(meta.size, sha))
-          if (found !== undefined) {
-            // The same bytes are in the store already (an older generation's): a marker, so that the retention keeps them.
-            if (!this.refs.has(found)) {
-              const marker = this.key(refKey(this.generation, found))
-              await this.request(marker, () => this.store.put(marker, Buffer.alloc(0)))
-              this.refs.add(found)
-            }
-            this.tables.set(meta.number, { number: meta.number, size: meta.size, crc: c, key: found })
-            this.counters.tablesReused++
-            this.counters.bytesReused += meta.size
-            continue
-          }
-          const rel = tableKey(this.generation, meta.number, sha)
-          const key = this.key(rel)
-          await this.request(key, async () => body === undefined ? await this.store.putFile!(key, path) : await this.store.put(key, body))
-          this.tables.set(meta.number, { number: meta.number, size: meta.size, crc: c, key: rel })
-          this.counters.tablesUploaded++
-          this.counters.bytesUploaded += meta.size
-        } catch (err) {
-          failed ??= { err }
-        }
-      }
-    }
-    await Promise.all(Array.from({ length: Math.min(TABLE_UPLOADS, todo.length) }, worker))
-    if (failed !== undefined) throw failed.err
-  }
-
   /** Ships every held log to where its visible records end; closes those retired and done. Returns true if a log is left behind its end (size cap). */
   private async putLogs (cap: Capture, roundMs: number): Promise<boolean> {
-    const numbers = [...this.logs.keys()].sort((a, b) => a - b)
+    const numbers = [...this.held.open.keys()].sort((a, b) => a - b)
     let behind = false
     for (const number of numbers) {
-      const log = this.logs.get(number)!
+      const log = this.held.open.get(number)!
       const end = number === cap.visibleEnd.number
         ? cap.visibleEnd.offset
         : number > cap.visibleEnd.number ? log.shipped : (log.sealedLength ?? recordsEnd(log.file, log.shipped))
@@ -637,8 +384,7 @@ export class Shipper {
         if (log.shipped < end) { behind = true; break }
       }
       if (number < cap.logNumber && log.shipped >= end) {
-        this.logs.delete(number)
-        this.closedLogKeys.set(number, log.keys)
+        this.held.letGo(number, log)
         // Off the event loop: the engine has most often deleted the log, and its last close frees its blocks.
         await closeAsync(log.file)
       }
@@ -648,18 +394,8 @@ export class Shipper {
 
   /** One segment of `log` from its shipped offset: whole records, up to `end` and at most maxSegmentBytes (one record at least). */
   private async putSegment (number: number, log: HeldLog, end: number, roundMs: number): Promise<void> {
-    const name = logName(number)
-    let want = Math.min(end - log.shipped, this.maxSegmentBytes)
-    let bytes = readAt(log.file, log.shipped, want, name)
-    let walk = walkRecords(bytes, name, log.shipped)
-    if (walk.end === 0) {
-      // One record longer than the cap: that record alone.
-      want = HEADER_SIZE + getFixed32(bytes, 4)
-      bytes = readAt(log.file, log.shipped, want, name)
-      walk = walkRecords(bytes, name, log.shipped)
-    }
-    bytes = bytes.subarray(0, walk.end)
-    const seg = { log: number, start: log.shipped, end: log.shipped + walk.end, first: walk.first, last: walk.last, crc: crc(bytes) >>> 0, ms: roundMs }
+    const { bytes, first, last } = readSegment(number, log, end, this.o.maxSegmentBytes)
+    const seg = { log: number, start: log.shipped, end: log.shipped + bytes.length, first, last, crc: crc(bytes) >>> 0, ms: roundMs }
     const key = this.key(segmentKey(this.generation, seg))
     await this.request(key, () => this.store.put(key, bytes))
     log.shipped = seg.end
@@ -678,8 +414,8 @@ export class Shipper {
 
   /** Whether a round puts a point if the version changed: the first and the last round do; others by pointLogBytes and pointIntervalMs. */
   private pointDue (last: boolean, roundMs: number): boolean {
-    if (last || this.lastPointVersion === undefined || this.pointLogBytes === 0) return true
-    return this.logBytesSincePoint >= this.pointLogBytes || (this.pointIntervalMs > 0 && roundMs - this.lastPointMs >= this.pointIntervalMs)
+    if (last || this.lastPointVersion === undefined || this.o.pointLogBytes === 0) return true
+    return this.logBytesSincePoint >= this.o.pointLogBytes || (this.o.pointIntervalMs > 0 && roundMs - this.lastPointMs >= this.o.pointIntervalMs)
   }
 
   private async putPoint (cap: Capture, roundMs: number): Promise<void> {
@@ -690,8 +426,8 @@ export class Shipper {
       ms: roundMs,
       logNumber: cap.logNumber,
       nextFileNumber: cap.nextFileNumber,
-      logs: this.logLengths(cap),
-      tables: files.map((f) => this.tables.get(f.meta.number)!),
+      logs: this.held.lengths(cap),
+      tables: files.map((f) => this.tables.byNumber.get(f.meta.number)!),
       files,
       rangeTombstones: cap.version.rangeTombstones.slice()
     })
@@ -704,181 +440,5 @@ export class Shipper {
     this.points.push({ key, ms: roundMs, logNumber: cap.logNumber, tables: files.map((f) => f.meta.number) })
     this.counters.pointsUploaded++
     this.counters.bytesUploaded += body.length
-  }
-
-  /**
-   * Retention (see the top of the file). Runs only while the lease is surely
-   * this shipper's (with a quarter of leaseMs to spare), checked again before
-   * each delete request.
-   */
-  private async retain (nowMs: number): Promise<void> {
-    if (!this.lease.valid(this.leaseMs / 4)) return
-    const cutoff = this.retainMs > 0 ? nowMs - this.retainMs : -Infinity
-    await this.retainPointsOfThis(cutoff)
-    if (this.points.length > 0) await this.retainOthers(nowMs, cutoff)
-  }
-
-  /** This generation's points beyond retainPoints or older than `cutoff` (the newest kept), and what only they needed. */
-  private async retainPointsOfThis (cutoff: number): Promise<void> {
-    const n = this.points.length
-    let drop = 0
-    while (drop < n - 1 && (n - drop > this.retainPoints || this.points[drop].ms < cutoff)) drop++
-    if (drop === 0) return
-    const dropped = this.points.splice(0, drop)
-    const kept = new Set<number>()
-    for (const p of this.points) for (const t of p.tables) kept.add(t)
-    const keys: string[] = []
-    const gone = new Map<number, PointTable>()
-    for (const p of dropped) {
-      keys.push(p.key)
-      for (const t of p.tables) {
-        const meta = this.tables.get(t)
-        if (kept.has(t) || gone.has(t) || meta === undefined) continue
-        gone.set(t, meta)
-        this.tables.delete(t)
-      }
-    }
-    // The tables only dropped points named: this generation's deleted; another's let go (its refs marker deleted, after the points).
-    const stillNamed = new Set([...this.tables.values()].map((t) => t.key))
-    const markers: string[] = []
-    for (const meta of gone.values()) {
-      if (meta.key === undefined) continue
-      if (meta.key.startsWith(this.generation + '/')) keys.push(this.key(meta.key))
-      else if (!stillNamed.has(meta.key) && this.refs.delete(meta.key)) markers.push(this.key(refKey(this.generation, meta.key)))
-    }
-    const oldestLog = this.points[0].logNumber
-    for (const [log, logKeys] of this.closedLogKeys) {
-      if (log < oldestLog) { keys.push(...logKeys); this.closedLogKeys.delete(log) }
-    }
-    await this.deleteKeys(keys.concat(markers))
-    this.counters.pointsDeleted += dropped.length
-  }
-
-  /**
-   * Other generations: beyond the newest retainGenerations - 1 that hold a
-   * point, or whose newest object is older than `cutoff`, deleted whole but
-   * for the tables that a kept generation's refs markers name (the
-   * generation's own marker last: a half-deleted generation stays listed).
-   * One that holds no point yet is deleted only once its newest object is
-   * older than twice the lease and the retention interval (its writer gone).
-   */
-  private async retainOthers (nowMs: number, cutoff: number): Promise<void> {
-    const root = this.prefix === '' ? '' : objectKey(this.prefix, '')
-    const all = await this.request(root || '(root)', () => this.store.list(root))
-    interface Gen { id: string, keys: string[], newestMs: number, points: number, marker: boolean, refs: string[] }
-    const gens = new Map<string, Gen>()
-    for (const { key } of all) {
-      const rel = key.slice(root.length)
-      const id = rel.split('/')[0]
-      if (!isGenerationId(id)) continue
-      let g = gens.get(id)
-      if (g === undefined) gens.set(id, g = { id, keys: [], newestMs: generationStartMs(id), points: 0, marker: false, refs: [] })
-      g.keys.push(key)
-      const point = parsePointKey(key)
-      if (point !== undefined) g.points++
-      if (rel === `${id}/${GENERATION_FILE}`) g.marker = true
-      const ref = parseRefKey(rel)
-      if (ref !== undefined) g.refs.push(ref.table)
-      const ms = point?.ms ?? parseSegmentKey(key)?.ms
-      if (ms !== undefined && ms > g.newestMs) g.newestMs = ms
-    }
-    const others = [...gens.values()].filter((g) => g.id !== this.generation)
-    const restorable = others.filter((g) => g.points > 0).sort((a, b) => b.newestMs - a.newestMs || (a.id < b.id ? 1 : -1))
-    const keep = new Set(restorable.slice(0, Math.max(0, this.retainGenerations - 1)).filter((g) => g.newestMs >= cutoff).map((g) => g.id))
-    const idleMs = 2 * Math.max(this.leaseMs, this.retentionIntervalMs)
-    for (const g of others) if (g.points === 0 && g.marker && g.newestMs >= nowMs - idleMs) keep.add(g.id)
-    // The tables kept generations name, this one's included.
-    const named = new Set(this.refs)
-    for (const g of gens.values()) if (g.id === this.generation || keep.has(g.id)) for (const t of g.refs) named.add(t)
-    for (const g of others) {
-      if (keep.has(g.id)) continue
-      const doomed = g.keys.filter((k) => !named.has(k.slice(root.length)))
-      const marker = doomed.filter((k) => k.endsWith('/' + GENERATION_FILE))
-      const rest = doomed.filter((k) => !k.endsWith('/' + GENERATION_FILE))
-      if (doomed.length === 0) continue
-      await this.deleteKeys(rest.concat(marker))
-      for (const k of rest) {
-        const t = parseTableKey(k.slice(root.length))
-        if (t !== undefined) for (const [id, rel] of this.reusable) if (rel === k.slice(root.length)) this.reusable.delete(id)
-      }
-      if (g.marker || g.points > 0) this.counters.generationsDeleted++
-    }
-  }
-
-  private async deleteKeys (keys: string[]): Promise<void> {
-    for (let i = 0; i < keys.length; i += 1000) {
-      // Nothing deleted once the lease may be another writer's.
-      if (!this.lease.valid(this.leaseMs / 4)) throw levelError('LEVEL_LOCKED', `Retention stopped: the lease on ${this.store.description} may have lapsed (not renewed for ${this.leaseMs} ms)`)
-      const chunk = keys.slice(i, i + 1000)
-      await this.request(chunk[0], () => this.store.delete(chunk))
-      this.counters.objectsDeleted += chunk.length
-    }
-  }
-}
-
-function checkOptions (s: { pointLogBytes: number, pointIntervalMs: number, intervalMs: number, maxSegmentBytes: number, retainMs: number, retentionIntervalMs: number, retryDelayMsMax: number, maxHeldLogBytes: number, retainPoints: number, retainGenerations: number, leaseMs: number }): void {
-  const check = (name: string, v: number, min: number): void => {
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < min) throw levelError('LEVEL_INVALID_OPTION', `replicate(): ${name} must be a number >= ${min}, got ${String(v)}`)
-  }
-  check('intervalMs', s.intervalMs, 1)
-  check('maxSegmentBytes', s.maxSegmentBytes, 64)
-  check('retainMs', s.retainMs, 0)
-  check('retentionIntervalMs', s.retentionIntervalMs, 1)
-  check('retryDelayMsMax', s.retryDelayMsMax, 1)
-  check('maxHeldLogBytes', s.maxHeldLogBytes, 0)
-  check('leaseMs', s.leaseMs, 30)
-  check('pointLogBytes', s.pointLogBytes, 0)
-  check('pointIntervalMs', s.pointIntervalMs, 0)
-  for (const [name, v] of [['retainPoints', s.retainPoints], ['retainGenerations', s.retainGenerations]] as const) {
-    if (v !== Infinity && (!Number.isInteger(v) || v < 1)) throw levelError('LEVEL_INVALID_OPTION', `replicate(): ${name} must be an integer >= 1, got ${String(v)}`)
-  }
-}
-
-/** Reads `length` bytes at `position`; LEVEL_CORRUPTION if the file is shorter. */
-function readAt (file: RandomAccessFile, position: number, length: number, name: string): Buffer {
-  const buf = Buffer.allocUnsafe(length)
-  let done = 0
-  while (done < length) {
-    const n = file.read(buf, done, length - done, position + done)
-    if (n === 0) throw corruption(name, `ends at ${position + done} bytes, before its records' end at ${position + length}`)
-    done += n
-  }
-  return buf
-}
-
-/**
- * The whole records at the start of `bytes` (log bytes from file offset
- * `base`): where the last whole one ends (0: not even one), and the sequence
- * numbers of the first and last operations. Headers only: the CRCs are the
- * restore's to check.
- */
-function walkRecords (bytes: Buffer, name: string, base: number): { end: number, first: number, last: number } {
-  let pos = 0
-  let first = 0
-  let last = 0
-  while (pos + HEADER_SIZE <= bytes.length) {
-    const length = getFixed32(bytes, pos + 4)
-    if (bytes[pos + 8] !== RECORD_FULL || length < 12) throw corruption(name, `no log record at offset ${base + pos}`)
-    if (pos + HEADER_SIZE + length > bytes.length) break
-    const seq = getFixed64(bytes, pos + HEADER_SIZE)
-    if (first === 0) first = seq
-    last = seq + batchCount(bytes.subarray(pos + HEADER_SIZE, pos + HEADER_SIZE + length)) - 1
-    pos += HEADER_SIZE + length
-  }
-  return { end: pos, first, last }
-}
-
-/** Where the valid records of a retired log end, from `from` (a record boundary): its length was not noted while it was sealed. */
-function recordsEnd (file: RandomAccessFile, from: number): number {
-  const header = Buffer.allocUnsafe(HEADER_SIZE)
-  let pos = from
-  for (;;) {
-    if (file.read(header, 0, HEADER_SIZE, pos) < HEADER_SIZE) return pos
-    const length = getFixed32(header, 4)
-    if (header[8] !== RECORD_FULL || length < 12 || length > 0x7fffffff) return pos
-    const payload = Buffer.allocUnsafe(length)
-    if (file.read(payload, 0, length, pos + HEADER_SIZE) < length) return pos
-    if (recordChecksum(RECORD_FULL, payload) !== getFixed32(header, 0)) return pos
-    pos += HEADER_SIZE + length
   }
 }

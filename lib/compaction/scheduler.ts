@@ -14,12 +14,8 @@
 // file system) on the event loop, in slices of a few thousand entries
 // (lib/compaction/table-writer.ts).
 //
-// Subcompactions (option subcompactions): a compaction of at least SUBCOMPACTION_FACTOR x
-// targetFileSize of input is split at a user key into two halves of about
-// equal bytes, run at once on the compaction and the flush worker threads
-// (the flush worker runs a flush alongside, never behind), and installed as
-// one edit. Two cores then work on a large compaction, which writes stalled
-// behind level 0 wait for; the outputs of the halves do not overlap.
+// Subcompactions (option subcompactions): a large compaction split in two and
+// run on both worker threads at once (lib/compaction/subcompactions.ts).
 //
 // A failed job stops writes (without flushes the memtables cannot drain) and
 // is reported by every later waitForIdle, flush or compactRange.
@@ -35,11 +31,11 @@ import type { MemTableSet } from '../memtable/memtable-set'
 import type { TableCache } from '../sstable/table-cache'
 import type { RangeTombstone, RangeTombstoneIndex } from '../range-tombstones'
 import { writeTables, type TableWriterParams, type TableWriterResult } from './table-writer'
+import { runAtOnce, splitCompaction } from './subcompactions'
 import { runCompactionJob, type CompactionJob, type FlushJob, type JobRunner, type JobRunners } from './job'
 import type { TableContent } from '../backup/table-content'
 import { compactionEdit, describeTask, isTrivialMove, manualTask, mergeRuns, movedTables, pickCompaction, type CompactionTask } from './task'
 import { baseName, join, tableName } from '../filenames'
-import { compareBytes } from '../util/coding'
 import { ioError, type LevelError } from '../errors'
 import { tableOptionsOf, type TableOptions } from '../sstable/table-builder'
 
@@ -219,7 +215,8 @@ export class CompactionScheduler {
     return await writeTables(mem.iterator(), params)
   }
 
-  private async flushOldest (): Promise<void> {
+  /** Flushes the oldest frozen memtable: on the flush runner, or with `onEventLoop` (or no runner) on the event loop. */
+  private async flushOldest (onEventLoop = false): Promise<void> {
     const { memtables, options, versions } = this.env
     const frozen = memtables.flushable()!
     const mem = frozen.mem
@@ -228,7 +225,7 @@ export class CompactionScheduler {
     let result
     const t0 = traceCompactions ? performance.now() : 0
     let t1 = t0
-    if (this.flushRunner) {
+    if (this.flushRunner && !onEventLoop) {
       // On a worker thread, from a copy of the frozen memtable (SkipList.state).
       // Copied over a few turns; the parameters below are taken after the copy, together.
       const entries = await mem.entriesStateInSlices()
@@ -341,14 +338,11 @@ export class CompactionScheduler {
   private splitJob (job: CompactionJob, task: CompactionTask): CompactionJob[] {
     const { options, versions } = this.env
     if (!this.compactionRunner || !this.flushRunner || !options.subcompactions) return [job]
-    const inputBytes = job.runs.reduce((sum, run) => run.reduce((s, f) => s + f.size, sum), 0)
-    if (inputBytes < SUBCOMPACTION_FACTOR * options.targetFileSize) return [job]
-    const key = splitKey(job.runs, this.env.tableCache)
-    if (key === undefined) return [job]
-    const second = { ...job, fileNumbers: job.fileNumbers.map(() => versions.newFileNumber()), range: { start: key } }
+    const halves = splitCompaction(job, options.targetFileSize, this.env.tableCache, () => versions.newFileNumber())
+    if (halves.length < 2) return halves
     this.counters.splitCompactions++
-    if (traceCompactions) process.stderr.write(`compaction ${describeTask(task)}: split in two at a key of ${key.length} bytes\n`)
-    return [{ ...job, range: { end: key } }, second]
+    if (traceCompactions) process.stderr.write(`compaction ${describeTask(task)}: split in two at a key of ${halves[1].range!.start!.length} bytes\n`)
+    return halves
   }
 
   /**
@@ -361,21 +355,7 @@ export class CompactionScheduler {
     const signals: Array<{ cancel?: () => void }> = jobs.map(() => ({}))
     this.cancelCompaction = () => { for (const signal of signals) signal.cancel?.() }
     try {
-      const settled = await Promise.allSettled(jobs.map((job, i) => (i === 0 ? this.compactionRunner! : this.flushRunner!).run(job, signals[i])))
-      const failed = settled.find((r) => r.status === 'rejected')
-      if (failed !== undefined) {
-        for (const r of settled) {
-          if (r.status === 'fulfilled') for (const f of r.value.outputs) this.env.fs.remove(join(this.env.dir, tableName(f.number)))
-        }
-        throw failed.reason
-      }
-      const results = settled.map((r) => (r as PromiseFulfilledResult<TableWriterResult>).value)
-      return {
-        outputs: results.flatMap((r) => r.outputs),
-        entriesIn: results.reduce((sum, r) => sum + r.entriesIn, 0),
-        entriesDropped: results.reduce((sum, r) => sum + r.entriesDropped, 0),
-        bytesWritten: results.reduce((sum, r) => sum + r.bytesWritten, 0)
-      }
+      return await runAtOnce(jobs, [this.compactionRunner, this.flushRunner!], signals, this.env.fs, this.env.dir)
     } finally {
       this.cancelCompaction = undefined
     }
@@ -451,11 +431,6 @@ export class CompactionScheduler {
   }
 
   /**
-   * Stops scheduling: a flush in progress is finished; a compaction in
-   * progress is abandoned (its output is deleted; its inputs stay live).
-   * Resolves when both are over and the pending deletions done.
-   */
-  /**
    * Resolves once none of `mems` is among the frozen memtables, that is, once
    * each is in a table (flushes run oldest first), or at once when no flush can
    * run any more (the scheduler is closing). Rejects with the error that failed
@@ -471,13 +446,37 @@ export class CompactionScheduler {
     }
   }
 
-  async close (): Promise<void> {
+  /**
+   * Stops scheduling: a flush in progress is finished; a compaction in
+   * progress is abandoned (its output is deleted; its inputs stay live). With
+   * `flushFrozen`, the frozen memtables are then flushed (flushFrozenAtClose).
+   * Resolves when all that is over and the pending deletions done.
+   */
+  async close (flushFrozen = false): Promise<void> {
     this.closing = true
     this.cancelCompaction?.()
     while (this.flushJob || this.compactionJob) {
       await Promise.all([this.flushJob, this.compactionJob])
     }
+    if (flushFrozen) await this.flushFrozenAtClose()
     await this.settleRemovals()
+  }
+
+  /**
+   * close(true): every frozen memtable, oldest first, into a level-0 table on
+   * the event loop (a job thread's start, 40-125 ms, would cost more than it
+   * saves, and there is nothing else to run now), each installed by its own
+   * edit as any flush. A failure stops it and is not an error of the close: the
+   * memtables left keep their logs, which close() syncs and records as ever.
+   */
+  private async flushFrozenAtClose (): Promise<void> {
+    while (this.failure === undefined && this.env.memtables.flushable() !== undefined) {
+      try {
+        await this.flushOldest(true)
+      } catch {
+        return
+      }
+    }
   }
 }
 
@@ -492,46 +491,4 @@ function maxSeq (list: readonly RangeTombstone[]): number {
   let max = 0
   for (const t of list) if (t.seq > max) max = t.seq
   return max
-}
-
-/** Input of at least this many times targetFileSize splits a compaction in two (see the top of this file). */
-const SUBCOMPACTION_FACTOR = 4
-
-/** Index keys sampled per input table when choosing where to split a compaction. */
-const SPLIT_SAMPLES_PER_TABLE = 64
-
-/**
- * A user key that splits the input of a compaction into two shares of about
- * equal bytes: the median of keys sampled evenly from every input table's
- * index (one key per data block, and blocks are about equal in size), with
- * overlapping tables (level 0) and one level's run alike. Keys before it go to
- * the first share, it and the keys after it to the second. Undefined when the
- * first share would be empty, or an index cannot be read (the compaction then
- * runs whole, and reports the damage).
- */
-export function splitKey (runs: readonly FileMeta[][], tables: TableCache): Uint8Array | undefined {
-  // Each sample stands for the `blocks` blocks up to the next one.
-  const samples: Array<{ key: Uint8Array, blocks: number }> = []
-  let smallest: Uint8Array | undefined
-  let totalBlocks = 0
-  for (const f of runs.flat()) {
-    if (smallest === undefined || compareBytes(f.smallest.userKey, smallest) < 0) smallest = f.smallest.userKey
-    let index
-    try {
-      index = tables.get(f.number).indexBlock()
-    } catch {
-      return undefined
-    }
-    const step = Math.max(1, Math.ceil(index.length / SPLIT_SAMPLES_PER_TABLE))
-    for (let i = 0; i < index.length; i += step) samples.push({ key: index.userKey(i), blocks: Math.min(step, index.length - i) })
-    totalBlocks += index.length
-  }
-  if (samples.length < 2 || smallest === undefined) return undefined
-  samples.sort((a, b) => compareBytes(a.key, b.key))
-  let blocks = 0
-  for (const { key, blocks: n } of samples) {
-    blocks += n
-    if (2 * blocks >= totalBlocks) return compareBytes(key, smallest) > 0 ? Buffer.from(key) : undefined
-  }
-  return undefined
 }

@@ -51,11 +51,27 @@ export interface FileSystem {
    * recovery takes it for the unused space it is (tailIsZeros, lib/wal/log-reader.ts).
    */
   openWrite (path: string, options?: { preallocate?: boolean }): WritableFile
+  /**
+   * Opens an existing file for appending after its last byte (`size()` counts
+   * the bytes it held). Optional: without it, an open writes a new manifest
+   * rather than append its edit to the one it read (lib/manifest/version-set.ts).
+   */
+  openAppend? (path: string): WritableFile
   /** Reads a whole small file (CURRENT, LOCK). Never used for tables or logs. */
   readSmallFile (path: string): Buffer
-  /** Creates a file exclusively (fails with code EEXIST if it exists), writes `data`, syncs and closes it. */
-  createExclusive (path: string, data: Uint8Array): void
+  /**
+   * Creates a file exclusively (fails with code EEXIST if it exists), writes
+   * `data`, syncs (unless `sync` is false: a file whose bytes matter only
+   * while its creator runs, LOCK) and closes it.
+   */
+  createExclusive (path: string, data: Uint8Array, options?: { sync?: boolean }): void
   exists (path: string): boolean
+  /**
+   * When the file's content last changed, in milliseconds since the epoch on
+   * the clock Date.now() reads (stat's mtime). Optional: it tells a lock file
+   * being written now from one a crash left unwritten (hosts/node/lock.ts).
+   */
+  modifiedMs? (path: string): number
   /** Names (not paths) of the entries in a directory. */
   list (dir: string): string[]
   /**

@@ -3,10 +3,12 @@
 // makes them durable.
 //
 // The manifest is a log-format file (lib/wal/log-format.ts) of VersionEdit
-// records (lib/manifest/version-edit.ts). Every open starts a fresh manifest whose
-// first record is a full snapshot of the state; CURRENT then names it. CURRENT is
-// replaced atomically: write <n>.tmp, fsync it, rename over CURRENT, fsync the
-// directory. Each later edit is appended and fsynced before the version it
+// records (lib/manifest/version-edit.ts). A new manifest's first record is a full
+// snapshot of the state; CURRENT then names it. CURRENT is replaced atomically:
+// write <n>.tmp, fsync it, rename over CURRENT, fsync the directory. An open
+// that adds nothing to the version appends its edit (the live log, the newest
+// sequence number) to the manifest it read, when that manifest can take it
+// (resumeManifest); other opens start a new manifest (writeNewManifest). Each later edit is appended and fsynced before the version it
 // describes is installed, so the state on disk never refers to a table whose
 // edit is not durable, and a table is deleted only after a durable edit dropped it.
 //
@@ -39,6 +41,14 @@ export class VersionSet {
   onObsoleteTable: (number: number) => void = () => {}
 
   private manifest: LogWriter | undefined
+  /**
+   * Set by recover(): the manifest read ends in a whole record, its snapshot
+   * is of this format version and names a live log (not a new database's,
+   * whose history from creation a truncation could cut back to an empty state
+   * that no file refutes), and it is below MANIFEST_ROLL_BYTES: an edit may be
+   * appended to it.
+   */
+  private appendable = false
   private readonly tableRefs = new Map<number, number>()
 
   constructor (private readonly fs: FileSystem, private readonly dir: string) {
@@ -85,6 +95,8 @@ export class VersionSet {
       pending.length = 0
     }
     let sawSnapshot = false
+    let formatVersion: number | undefined
+    let firstLogNumber = 0
     let haveNext = false
     let haveSeq = false
     try {
@@ -99,6 +111,7 @@ export class VersionSet {
           applyPending()
           version = version.apply(edit)
         }
+        if (!sawSnapshot) { formatVersion = edit.formatVersion; firstLogNumber = edit.logNumber ?? 0 }
         sawSnapshot = true
         if (edit.logNumber !== undefined) this.logNumber = edit.logNumber
         if (edit.nextFileNumber !== undefined) { this.nextFileNumber = edit.nextFileNumber; haveNext = true }
@@ -114,6 +127,9 @@ export class VersionSet {
     if (reader.tail.state === 'corrupt') {
       throw corruption(name, `damaged record at offset ${reader.tail.offset} followed by valid records`)
     }
+    // A clean close's record holds only as the manifest's very end: bytes after
+    // it (a torn record) were appended by a later open (resumeManifest).
+    if (reader.tail.state !== 'clean') this.logsAtClose = undefined
     if (!sawSnapshot || !haveNext || !haveSeq) throw corruption(name, 'no complete state record')
     for (const files of version.levels) {
       for (const f of files) if (f.number >= this.nextFileNumber) this.nextFileNumber = f.number + 1
@@ -121,6 +137,7 @@ export class VersionSet {
     this.checkAgainstDirectory(version, name, reader.tail.state === 'clean' ? -1 : reader.tail.offset)
     this.manifestNumber = Number(m[2])
     if (this.manifestNumber >= this.nextFileNumber) this.nextFileNumber = this.manifestNumber + 1
+    this.appendable = reader.tail.state === 'clean' && formatVersion === MANIFEST_FORMAT_VERSION && firstLogNumber > 0 && reader.offset < MANIFEST_ROLL_BYTES
     this.replaceCurrent(version)
   }
 
@@ -187,6 +204,40 @@ export class VersionSet {
     this.manifestNumber = number
     if (old) old.close()
     if (oldNumber > 0 && oldNumber !== number) this.fs.remove(join(this.dir, manifestName(oldNumber)))
+  }
+
+  /**
+   * An open that adds nothing to the version records the live log and the
+   * newest sequence number recovery found: as one edit appended to the
+   * manifest it read, synced (one fdatasync, where a new manifest costs two,
+   * two directory fsyncs and a rename), if that manifest can take it (see
+   * appendable) and the file system can append; otherwise in a new manifest
+   * (writeNewManifest). The edit also ends a clean close's record (any edit
+   * after it does). `syncDir`: files created before the call whose directory
+   * entries must be durable before writes go to them (a new log); a new
+   * manifest's directory syncs cover them, an appended edit is preceded by one.
+   * If the append fails, the manifest may end in a torn record, which the next
+   * open takes for an interrupted append (recover).
+   */
+  resumeManifest (recovered: { logNumber: number, lastSequence: number }, syncDir: boolean): void {
+    if (!this.appendable || this.fs.openAppend === undefined || this.manifest !== undefined) {
+      this.writeNewManifest(recovered)
+      return
+    }
+    assert(recovered.logNumber >= this.logNumber, 'the live log moves back')
+    if (syncDir) this.fs.syncDir(this.dir)
+    const lastSequence = Math.max(recovered.lastSequence, this.lastSequence)
+    const writer = new LogWriter(this.fs.openAppend(join(this.dir, manifestName(this.manifestNumber))))
+    try {
+      writer.addRecord(encodeVersionEdit({ logNumber: recovered.logNumber, nextFileNumber: this.nextFileNumber, lastSequence }))
+      writer.sync()
+    } catch (err) {
+      writer.close()
+      throw err
+    }
+    this.manifest = writer
+    this.logNumber = recovered.logNumber
+    this.lastSequence = lastSequence
   }
 
   private setCurrent (name: string, number: number): void {

@@ -31,10 +31,13 @@
 //   the CRC be computed over the wrong range, which fails just the same (with the
 //   CRC's usual 2^-32 odds).
 //
-// Recovery semantics (which prefix of a damaged log is returned) live in
+// Parsing: `recordLength` (a header), `readRecordAt` (one record) and
+// `walkRecords` (the records of a buffer) below are the one decoder of this
+// framing; `readRecordFrom` (lib/wal/log-reader.ts) reads one from a file with
+// them. Recovery semantics (which prefix of a damaged log is returned) live in
 // lib/wal/log-reader.ts.
 import { crc, maskCrc } from '../util/crc'
-import { putFixed32 } from '../util/coding'
+import { getFixed32, putFixed32 } from '../util/coding'
 import { assert } from '../invariants'
 
 /** Version of the framing drawn above. Bump only with a migration path. */
@@ -81,4 +84,86 @@ export function encodeRecord (payload: Uint8Array): Buffer {
   const out = Buffer.allocUnsafe(encodedRecordSize(payload.length))
   writeRecord(out, 0, payload)
   return out
+}
+
+/**
+ * Why the bytes at an offset are not a record, in the order the checks are made:
+ *   cut-header  fewer than HEADER_SIZE bytes are left
+ *   bad-type    the type is not RECORD_FULL
+ *   past-end    the payload length runs past the end of the bytes
+ *   checksum    the stored CRC does not match type and payload
+ */
+export type RecordFault = 'cut-header' | 'bad-type' | 'past-end' | 'checksum'
+
+/** A record read: its payload (a view of the bytes read) and the offset just past it. */
+export interface LogRecord {
+  payload: Buffer
+  next: number
+}
+
+/**
+ * The payload length of the record whose header is at `bytes[at]`, if that
+ * header is plausible: whole, of type RECORD_FULL, and with a payload of at most
+ * `room` bytes (what the source holds after the header; by default the rest of
+ * `bytes`). Otherwise the fault. No checksum work.
+ */
+export function recordLength (bytes: Uint8Array, at: number, room = bytes.length - at - HEADER_SIZE): number | RecordFault {
+  if (at + HEADER_SIZE > bytes.length) return 'cut-header'
+  if (bytes[at + 8] !== RECORD_FULL) return 'bad-type'
+  const length = getFixed32(bytes, at + 4)
+  return length > room ? 'past-end' : length
+}
+
+/** Whether `payload` is the one the header at `header[at]` describes (its stored CRC matches). */
+export function recordIntact (header: Uint8Array, at: number, payload: Uint8Array): boolean {
+  return recordChecksum(RECORD_FULL, payload) === getFixed32(header, at)
+}
+
+/**
+ * The record at `bytes[pos]`, or why there is none. `checksum: false` checks
+ * the header only (for a reader whose bytes are checked as a whole elsewhere).
+ */
+export function readRecordAt (bytes: Buffer, pos: number, checksum = true): LogRecord | RecordFault {
+  const length = recordLength(bytes, pos)
+  if (typeof length !== 'number') return length
+  const payload = bytes.subarray(pos + HEADER_SIZE, pos + HEADER_SIZE + length)
+  if (checksum && !recordIntact(bytes, pos, payload)) return 'checksum'
+  return { payload, next: pos + HEADER_SIZE + length }
+}
+
+/** Where a walk over a buffer's records ended. */
+export interface RecordWalk {
+  /** The offset just past the last record accepted. */
+  end: number
+  /** Why the record at `end` was not read; undefined if the walk reached the end of the bytes or was stopped. */
+  fault: RecordFault | undefined
+  /** The visitor stopped the walk at the record at `end`. */
+  stopped: boolean
+}
+
+/**
+ * Reads the records of `bytes` from its start, in order, handing each payload
+ * (a view) and its offset to `visit`, until the end of the bytes, the first
+ * record that is not valid (see readRecordAt), or a visit that returns false
+ * (that record is not accepted). Stops there: nothing after a bad record is read.
+ */
+export function walkRecords (bytes: Buffer, visit: (payload: Buffer, at: number) => boolean | void, checksum = true): RecordWalk {
+  let pos = 0
+  while (pos < bytes.length) {
+    const rec = readRecordAt(bytes, pos, checksum)
+    if (typeof rec === 'string') return { end: pos, fault: rec, stopped: false }
+    if (visit(rec.payload, pos) === false) return { end: pos, fault: undefined, stopped: true }
+    pos = rec.next
+  }
+  return { end: pos, fault: undefined, stopped: false }
+}
+
+/** The text of a LEVEL_CORRUPTION for a record fault at byte `at` of a log or segment. */
+export function recordFaultText (fault: RecordFault, at: number): string {
+  switch (fault) {
+    case 'cut-header': return `a record header is cut at byte ${at}`
+    case 'bad-type': return `bad record at byte ${at} (not a record type)`
+    case 'past-end': return `bad record at byte ${at} (its length runs past the end)`
+    case 'checksum': return `record checksum mismatch at byte ${at}`
+  }
 }

@@ -42,7 +42,8 @@ import type { FileSystem, RandomAccessFile } from '../fs/fs'
 import { ioError } from '../errors'
 import { getFixed32 } from '../util/coding'
 import { crc, maskCrc } from '../util/crc'
-import { HEADER_SIZE, RECORD_FULL, recordChecksum } from './log-format'
+import { HEADER_SIZE, RECORD_FULL, recordIntact, recordLength } from './log-format'
+import type { LogRecord } from './log-format'
 import { assert } from '../invariants'
 import { findBitFlip, MAX_SEARCH } from './bit-flip'
 
@@ -152,18 +153,15 @@ export class LogReader {
   private readRecord (off: number): Buffer | undefined {
     const len = this.plausibleHeader(off)
     if (len < 0) return undefined
-    const stored = getFixed32(this.win, off - this.winStart)
     if (HEADER_SIZE + len <= CHUNK) {
       const at = this.ensure(off, HEADER_SIZE + len)
       const payload = this.win.subarray(at + HEADER_SIZE, at + HEADER_SIZE + len)
-      if (recordChecksum(RECORD_FULL, payload) !== stored) return undefined
-      return payload
+      return recordIntact(this.win, at, payload) ? payload : undefined
     }
-    // A large record: read its payload straight into a buffer of its own.
+    // A large record: read its payload straight into a buffer of its own (the window keeps its header).
     const payload = Buffer.allocUnsafe(len)
     this.readFully(payload, off + HEADER_SIZE)
-    if (recordChecksum(RECORD_FULL, payload) !== stored) return undefined
-    return payload
+    return recordIntact(this.win, off - this.winStart, payload) ? payload : undefined
   }
 
   // If a record header at `off` is plausible (fully inside the file, type FULL,
@@ -171,11 +169,8 @@ export class LogReader {
   // length; otherwise -1. No checksum work.
   private plausibleHeader (off: number): number {
     if (off + HEADER_SIZE > this.fileSize) return -1
-    const at = this.ensure(off, HEADER_SIZE)
-    if (this.win[at + 8] !== RECORD_FULL) return -1
-    const len = getFixed32(this.win, at + 4)
-    if (len > this.fileSize - off - HEADER_SIZE) return -1
-    return len
+    const len = recordLength(this.win, this.ensure(off, HEADER_SIZE), this.fileSize - off - HEADER_SIZE)
+    return typeof len === 'number' ? len : -1
   }
 
   private finish (): void {
@@ -272,6 +267,24 @@ export class LogReader {
       throw ioError(`Cannot read ${this.name}: short read at offset ${position} (the file shrank while being read)`, undefined, this.name)
     }
   }
+}
+
+/** Largest payload readRecordFrom reads. */
+const MAX_READ = 0x7fffffff
+
+/**
+ * The valid record at `offset` of an open log file (two positional reads), or
+ * undefined where there is none: the end of what is written so far, or a torn
+ * or damaged record. A reader that must tell these apart reads with LogReader.
+ */
+export function readRecordFrom (file: RandomAccessFile, offset: number): LogRecord | undefined {
+  const header = Buffer.allocUnsafe(HEADER_SIZE)
+  if (file.read(header, 0, HEADER_SIZE, offset) < HEADER_SIZE) return undefined
+  const length = recordLength(header, 0, MAX_READ)
+  if (typeof length !== 'number') return undefined
+  const payload = Buffer.allocUnsafe(length)
+  if (file.read(payload, 0, length, offset + HEADER_SIZE) < length) return undefined
+  return recordIntact(header, 0, payload) ? { payload, next: offset + HEADER_SIZE + length } : undefined
 }
 
 /**

@@ -21,7 +21,8 @@ export function findChromium (): string | undefined {
 
 export interface Page {
   exposeFunction (name: string, fn: (line: string) => void): Promise<void>
-  goto (url: string): Promise<unknown>
+  /** `timeout`: ms for the load (30,000 by default in playwright-core and puppeteer-core; 0 waits without bound). */
+  goto (url: string, options?: { timeout?: number }): Promise<unknown>
   reload (): Promise<unknown>
   evaluate<R, A> (fn: (arg: A) => R | Promise<R>, arg: A): Promise<R>
   waitForFunction (expression: string): Promise<unknown>
@@ -135,12 +136,17 @@ export interface ReportingPage {
  */
 export async function reportingPage (context: Context, idleMs: number): Promise<ReportingPage> {
   const page = await context.newPage()
+  /** For LSM_PAGE_TRACE: the run's query and start. */
+  let trace = { query: '', t0: Date.now() }
   let lines: string[] = []
   const messages: string[] = []
   let done: (() => void) | undefined
   let progressed: (() => void) | undefined
   await page.exposeFunction('lsmReport', (line: string) => {
-    for (const l of line.split('\n')) lines.push(l)
+    for (const l of line.split('\n')) {
+      lines.push(l)
+      if (process.env.LSM_PAGE_TRACE === '1' && l.startsWith('# ')) process.stderr.write(`[${trace.query} ${((Date.now() - trace.t0) / 1000).toFixed(1)} s] ${l}\n`)
+    }
     progressed?.()
     if (line === '# done') done?.()
   })
@@ -157,6 +163,7 @@ export async function reportingPage (context: Context, idleMs: number): Promise<
   const run = async (url: string): Promise<string[]> => {
     lines = []
     const t0 = Date.now()
+    trace = { query: new URL(url).search.slice(1), t0 }
     const finished = new Promise<void>((resolve, reject) => {
       const hung = (): void => reject(new Error(`no line from ${url} in ${idleMs} ms (no '# done' after ${((Date.now() - t0) / 1000).toFixed(0)} s); last lines:\n${lines.slice(-10).join('\n')}`))
       let timer = setTimeout(hung, idleMs)
@@ -173,7 +180,9 @@ export async function reportingPage (context: Context, idleMs: number): Promise<
     // Together: a run that goes idle while the navigation still waits (a page
     // that never finishes loading) fails the run, rather than rejecting a
     // promise nobody awaits yet.
-    await Promise.all([page.goto(url), finished])
+    // The load itself is bounded by idleMs too, not the driver's 30 s: on a
+    // busy machine, pages loading side by side took longer than that.
+    await Promise.all([page.goto(url, { timeout: idleMs }), finished])
     return lines
   }
   return { page, run, console: () => messages.slice() }

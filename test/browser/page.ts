@@ -331,6 +331,7 @@ async function main (): Promise<void> {
 }
 
 main().catch((err: Error) => {
-  report(`not ok 1 ${err.stack ?? err.message}`)
+  // Firefox's stack has no message: the error and its causes first.
+  report(`not ok 1 ${causes(err)}: ${err.stack ?? ''}`)
   report('# done')
 })

@@ -22,6 +22,7 @@
 //     of its data survives). A pending truncation (openWrite over an existing
 //     file, a preallocated file's trim on close) may be reverted, which brings
 //     back the durable content.
+//     The image is used after a restart: its files are RESTART_MS older.
 //   All choices come from `rnd`: the same seed and state give the same image.
 import type { FileRecord } from './mem-file'
 import type { MemFileSystem } from './mem-fs'
@@ -40,11 +41,18 @@ export function killedProcessImage (fs: MemFileSystem): MemFileSystem {
   return fs.clone()
 }
 
+/**
+ * No machine restarts after a power loss in less: its image is used at least
+ * this long after the crash (its files' modification times are that much older).
+ */
+export const RESTART_MS = 5000
+
 /** An image a power loss could leave (see the top of this file); seeded by `rnd`. */
 export function powerLossImage (fs: MemFileSystem, rnd: CrashRandom, mode: CrashMode): MemFileSystem {
   return fs.image({
     keepDirOp: mode === 'drop' ? () => false : () => rnd.int(2) === 0,
-    content: (file) => powerLossContent(file, rnd, mode)
+    content: (file) => powerLossContent(file, rnd, mode),
+    elapsedMs: RESTART_MS
   })
 }
 

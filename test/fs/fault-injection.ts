@@ -38,8 +38,8 @@ export function isCrashError (err: unknown): boolean {
  * trim on close).
  */
 export type OpKind =
-  | 'openRead' | 'read' | 'readSmallFile' | 'exists' | 'list'
-  | 'openWrite' | 'append' | 'sync' | 'syncAsync' | 'syncDone' | 'syncFile'
+  | 'openRead' | 'read' | 'readSmallFile' | 'exists' | 'modifiedMs' | 'list'
+  | 'openWrite' | 'openAppend' | 'append' | 'sync' | 'syncAsync' | 'syncDone' | 'syncFile'
   | 'createExclusive' | 'hardLink' | 'rename' | 'remove' | 'removeDirIfEmpty' | 'mkdirp' | 'syncDir' | 'syncDirAsync' | 'syncDirDone' | 'truncate'
 
 /** Operations that change the (current or durable) state: the crash points. */

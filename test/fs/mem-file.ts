@@ -35,6 +35,8 @@ export interface FileRecord {
   readonly truncated: boolean
   /** The shortest length a truncation since the last sync left (meaningful while `truncated`). */
   readonly truncatedTo: number
+  /** When the content last changed (Date.now()), as stat's mtime. */
+  readonly mtimeMs: number
 }
 
 /** A file of the in-memory file system: its FileRecord, which only this module and mem-fs.ts change. */
@@ -48,13 +50,14 @@ export interface Inode extends FileRecord {
   truncatedTo: number
   /** Bumped by every truncation (a syncAsync that saw an older epoch makes nothing durable). */
   epoch: number
+  mtimeMs: number
 }
 
-export function newInode (content?: Uint8Array): Inode {
+export function newInode (content?: Uint8Array, mtimeMs = Date.now()): Inode {
   const data = Buffer.alloc(Math.max(64, content ? content.length : 0))
   if (content) data.set(content)
   const len = content ? content.length : 0
-  return { data, len, durable: Buffer.from(data.subarray(0, len)), base: len, pending: [], truncated: false, truncatedTo: 0, epoch: 0 }
+  return { data, len, durable: Buffer.from(data.subarray(0, len)), base: len, pending: [], truncated: false, truncatedTo: 0, epoch: 0, mtimeMs }
 }
 
 // ---------------------------------------------------------------- writes
@@ -70,6 +73,7 @@ export function appendTo (inode: Inode, data: Uint8Array): void {
   inode.data.set(data, inode.len)
   inode.pending.push({ off: inode.len, len: data.length })
   inode.len = need
+  inode.mtimeMs = Date.now()
 }
 
 /**
@@ -81,6 +85,7 @@ function writeAt (inode: Inode, off: number, data: Uint8Array): void {
   if (off + data.length > inode.len) throw new Error('MemFileSystem: writeAt past the end of the file')
   inode.data.set(data, off)
   inode.pending.push({ off, len: data.length })
+  inode.mtimeMs = Date.now()
   // The bytes from `off` on are no longer those of the last sync.
   if (off < inode.base) inode.base = off
 }
@@ -109,6 +114,7 @@ export function syncInode (inode: Inode, upTo: number, epoch: number): void {
  */
 export function truncateInode (inode: Inode, length: number): void {
   inode.epoch++
+  inode.mtimeMs = Date.now()
   if (length < inode.len) {
     inode.truncatedTo = inode.truncated ? Math.min(inode.truncatedTo, length) : length
     inode.truncated = true
@@ -159,7 +165,7 @@ export class MemWritableFile implements WritableFile {
   private allocated = 0
 
   /**
-   * A handle on `inode`, just created or truncated by openWrite.
+   * A handle on `inode`, just created or truncated by openWrite (or opened by openAppend: not preallocated).
    * `preallocateStep` > 0: a preallocated file (see the top of this file).
    */
   constructor (private readonly faults: FaultInjector, private readonly inode: Inode, private readonly p: string, private readonly preallocateStep: number) {}

@@ -18,6 +18,8 @@
 //     of that directory makes them durable (`syncDirAsync`: those recorded when
 //     it was called, once it completes). An open handle keeps writing to its
 //     file whatever happens to the name (POSIX).
+//   - Modification times: each file's is when its content last changed
+//     (Date.now()); an image may be dated later (Survival.elapsedMs).
 //   - Directories themselves (mkdirp, removeDirIfEmpty) are durable at once: the
 //     engine never fsyncs a database directory's parent, and this model does not
 //     try to catch that.
@@ -44,6 +46,11 @@ export interface Survival {
   keepDirOp (): boolean
   /** The bytes of a file in the image. */
   content (file: FileRecord): Buffer
+  /**
+   * Time between the crash and the image's use (default 0): its files'
+   * modification times are that much older than the crashed ones'.
+   */
+  elapsedMs?: number
 }
 
 type DirOp =
@@ -111,6 +118,12 @@ export class MemFileSystem implements FileSystem {
     return new MemWritableFile(this.faults, inode, abs, step)
   }
 
+  openAppend (p: string): WritableFile {
+    const abs = path.resolve(p)
+    this.faults.before('openAppend', abs)
+    return new MemWritableFile(this.faults, this.lookup(abs, 'open'), abs, 0)
+  }
+
   readSmallFile (p: string): Buffer {
     const abs = path.resolve(p)
     this.faults.before('readSmallFile', abs)
@@ -118,7 +131,7 @@ export class MemFileSystem implements FileSystem {
     return Buffer.from(inode.data.subarray(0, inode.len))
   }
 
-  createExclusive (p: string, data: Uint8Array): void {
+  createExclusive (p: string, data: Uint8Array, options?: { sync?: boolean }): void {
     const abs = path.resolve(p)
     this.faults.before('createExclusive', abs)
     const { dir, name } = this.parent(abs, 'open')
@@ -126,7 +139,13 @@ export class MemFileSystem implements FileSystem {
     const inode = newInode()
     this.link(dir, name, inode)
     appendTo(inode, data)
-    syncInode(inode, inode.len, inode.epoch)
+    if (options?.sync !== false) syncInode(inode, inode.len, inode.epoch)
+  }
+
+  modifiedMs (p: string): number {
+    const abs = path.resolve(p)
+    this.faults.before('modifiedMs', abs)
+    return this.lookup(abs, 'stat').mtimeMs
   }
 
   exists (p: string): boolean {
@@ -283,7 +302,7 @@ export class MemFileSystem implements FileSystem {
     const copy = (inode: Inode): Inode => {
       let c = copies.get(inode)
       if (!c) {
-        c = newInode(survival.content(inode))
+        c = newInode(survival.content(inode), inode.mtimeMs - (survival.elapsedMs ?? 0))
         copies.set(inode, c)
       }
       return c
