@@ -224,29 +224,45 @@ if (missing !== undefined) {
     for (const line of checks) t.ok(line.startsWith('ok '), line)
   })
 
-  test('browser: a full storage quota (20 MB) is LEVEL_STORAGE_FULL; nothing acknowledged is lost; the database opens again once the quota is raised', async (t) => {
-    const context = await browser.newContext()
-    const reporting = await reportingPage(context)
-    const cdp = await context.newCDPSession(reporting.page)
-    const quota = 20 * 1000 * 1000
-    await cdp.send('Storage.overrideQuotaForOrigin', { origin: base, quotaSize: quota })
-    const location = `full-${Date.now()}`
-    const filled = await reporting.run(`${base}/test.html?run=in-worker&what=full&location=${location}`)
-    const checks = filled.filter((l) => /^(not )?ok /.test(l))
-    t.is(checks.length, 3, 'three checks reported by the worker')
-    for (const line of checks) t.ok(line.startsWith('ok '), line)
-    const acked = filled.find((l) => l.startsWith('# acked '))
-    t.comment(`under a ${quota / 1e6} MB quota: ${String(acked)}`)
-    const mib = Number(/([\d.]+) MiB/.exec(acked ?? '')?.[1] ?? 0)
-    t.ok(mib * 1048576 >= quota / 2, `the database held at least half the quota in data (${mib} MiB of ${(quota / 1048576).toFixed(2)} MiB)`)
-    await cdp.send('Storage.overrideQuotaForOrigin', { origin: base, quotaSize: 10 * quota })
-    const n = Number(/^# acked (\d+)/.exec(acked ?? '')?.[1] ?? 0)
-    const reopened = await reporting.run(`${base}/test.html?run=in-worker&what=full-reopen&location=${location}&acked=${n}`)
-    const after = reopened.filter((l) => /^(not )?ok /.test(l))
-    t.is(after.length, 2, 'two checks reported after the quota was raised (a new page load)')
-    for (const line of after) t.ok(line.startsWith('ok '), line)
-    await context.close()
-  })
+  /**
+   * Under a 20 MB quota, the share of it that acknowledged writes fill before
+   * LEVEL_STORAGE_FULL, at least (BENCHMARKS.md has the figures: the 90%
+   * target is missed). The rest: the capacity Chromium grants the files being
+   * written (a log, tables) in steps of 1 MiB, then of the next power of two
+   * of their size, and the room a compaction's output takes while its inputs
+   * are still there.
+   */
+  const FULL_FRACTION: Record<number, number> = { 1000: 0.5, 65536: 0.33 }
+  // On disk: Chromium counts the capacity of open sync access handles against
+  // the quota there (a new context of `browser` keeps its OPFS in memory and
+  // counts file sizes only).
+  for (const valueBytes of [1000, 65536]) {
+    test(`browser: a full storage quota (20 MB, OPFS on disk), values of ${valueBytes} bytes: at least ${FULL_FRACTION[valueBytes] * 100}% of it in acknowledged writes, then LEVEL_STORAGE_FULL; every write there after a new page load with the quota raised`, async (t) => {
+      const { context, done } = await onDiskContext()
+      const reporting = await reportingPage(context)
+      const cdp = await context.newCDPSession(reporting.page)
+      const quota = 20 * 1000 * 1000
+      await cdp.send('Storage.overrideQuotaForOrigin', { origin: base, quotaSize: quota })
+      const location = `full-${Date.now()}`
+      const trace = process.env.LSM_BROWSER_QUOTA_TRACE === '1' ? '&trace=1' : ''
+      const filled = await reporting.run(`${base}/test.html?run=in-worker&what=full&location=${location}&bytes=${valueBytes}${trace}`)
+      for (const line of filled.filter((l) => l.startsWith('# trace: '))) t.comment(line.slice(2))
+      const checks = filled.filter((l) => /^(not )?ok /.test(l))
+      t.is(checks.length, 3, 'three checks reported by the worker')
+      for (const line of checks) t.ok(line.startsWith('ok '), line)
+      const acked = filled.find((l) => l.startsWith('# acked '))
+      t.comment(`under a ${quota / 1e6} MB quota: ${String(acked)}`)
+      const bytes = Number(/, (\d+) bytes,/.exec(acked ?? '')?.[1] ?? 0)
+      t.ok(bytes >= FULL_FRACTION[valueBytes] * quota, `acknowledged keys and values filled ${(100 * bytes / quota).toFixed(1)}% of the quota (at least ${FULL_FRACTION[valueBytes] * 100}%)`)
+      await cdp.send('Storage.overrideQuotaForOrigin', { origin: base, quotaSize: 10 * quota })
+      const n = Number(/^# acked (\d+)/.exec(acked ?? '')?.[1] ?? 0)
+      const reopened = await reporting.run(`${base}/test.html?run=in-worker&what=full-reopen&location=${location}&acked=${n}&bytes=${valueBytes}`)
+      const after = reopened.filter((l) => /^(not )?ok /.test(l))
+      t.is(after.length, 2, 'two checks reported after the quota was raised (a new page load)')
+      for (const line of after) t.ok(line.startsWith('ok '), line)
+      await done()
+    })
+  }
 
   test('browser: the abstract-level compliance suite (default and tiny-buffer options) through the main thread\'s database, on OPFS', async (t) => {
     const runs = (['default', 'tiny'] as const).map(async (config) => {

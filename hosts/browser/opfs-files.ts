@@ -69,10 +69,16 @@ export class OpfsWritableFile implements WritableFile {
     return this.length
   }
 
-  /** The file is done: its handle may close (least recently used first) once a snapshot holds its contents for reads. */
+  /**
+   * The file is done: its handle is reopened to give back the quota capacity
+   * its growth took (Pool#releaseCapacity), and may close (least recently
+   * used first) once a snapshot holds its contents for reads.
+   */
   close (): void {
     if (this.closed) return
     this.closed = true
-    if (--this.file.writers === 0 && this.file.name !== '' && this.pool.nearBound()) this.pool.takeSnapshot(this.file)
+    if (--this.file.writers > 0 || this.file.name === '') return
+    if (this.length > 0) this.pool.releaseCapacity(this.file)
+    else if (this.pool.nearBound()) this.pool.takeSnapshot(this.file)
   }
 }

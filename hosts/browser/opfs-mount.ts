@@ -72,9 +72,10 @@ export async function openPool (dir: DirectoryHandle, options: MountOptions, rea
       if (h !== undefined && h.generation > pool.generation) pool.generation = h.generation
       if (h === undefined || h.name === '') {
         // Free: kept open while the free files are few (cut to its header: a
-        // crash may have left a freed file's old contents), else closed as a spare.
+        // crash may have left a freed file's old contents; an empty one stays
+        // empty), else closed as a spare.
         if (pool.free.length < pool.maxFree) {
-          if (handle.getSize() !== HEADER_BYTES) handle.truncate(HEADER_BYTES)
+          if (handle.getSize() > HEADER_BYTES) handle.truncate(HEADER_BYTES)
           pool.free.push(file)
         } else {
           pool.closeHandle(file)

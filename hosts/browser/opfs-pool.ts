@@ -62,6 +62,8 @@ export class Pool extends HandleBudget {
   /** Files being freed whose handle is closed: given a free header when a handle can be opened. */
   private readonly toFree: PoolFile[] = []
   private freeing = false
+  /** Capacity releases in progress (releaseCapacity): new files wait for them. */
+  readonly releasing = new Set<Promise<void>>()
 
   /** The first wait for a new file's handle, and how long growth goes on with none coming (HANDLE_WAIT_MS, GROWTH_GIVE_UP_MS; tests make them short). */
   readonly handleWaitMs: number
@@ -104,11 +106,18 @@ export class Pool extends HandleBudget {
   }
 
   /**
-   * Undefined when `count` free files are here now; else a promise that
-   * resolves once growth has added files (or ended), or rejects if it failed.
-   * A caller that has to wait means demand outran growth: the target doubles.
+   * Undefined when `count` free files are here now and no capacity release
+   * is in progress (releaseCapacity); else a promise that resolves once the
+   * releases are over, or once growth has added files (or ended), or rejects
+   * if it failed. A caller that has to wait for files means demand outran
+   * growth: the target doubles.
    */
   roomFor (count: number): Promise<void> | undefined {
+    if (this.releasing.size > 0 && !this.closed) {
+      return Promise.all([...this.releasing]).then(() => {
+        if (this.closed) throw errnoError('EBADF', 'the OPFS directory was unmounted')
+      })
+    }
     if (this.free.length >= count) return undefined
     if (this.closed) return Promise.reject(errnoError('EBADF', 'the OPFS directory was unmounted'))
     this.target = Math.min(this.maxFree, Math.max(2 * this.target, count))
@@ -154,13 +163,40 @@ export class Pool extends HandleBudget {
     if (file.needsFreeHeader) this.writeHeader(file, '')
     this.handleOf(file).truncate(HEADER_BYTES)
     this.changed(file)
-    if (this.free.length < this.maxFree) {
-      this.free.push(file)
-      return
-    }
-    // Enough free files are open: this one's handle is closed (its free header made durable first).
+    // Its handle is closed (its free header made durable first), which gives
+    // back the quota capacity the handle held (see releaseCapacity); growth
+    // reopens it, before it makes new files, when free files run low.
     this.closeHandle(file)
     this.spare.push(file)
+    if (this.free.length < this.target) this.grow()
+  }
+
+  /**
+   * Chromium counts against the origin's quota, for each open sync access
+   * handle whose file grew, the capacity it granted that handle: at least
+   * 1 MiB, then the next power of two of the file's largest size, until the
+   * handle closes (an open handle's file starts with its size as capacity).
+   * A file whose writer is done keeps a handle for reads: that handle is
+   * closed once a snapshot holds the contents for reads, and reopened. New
+   * files wait for these releases (roomFor): a compaction's outputs, one
+   * after another, would otherwise hold 1 MiB each until theirs came.
+   */
+  releaseCapacity (file: PoolFile): void {
+    if (file.handle === undefined || this.closed) return
+    const version = file.version
+    // Bounded: a snapshot that does not come (within the first wait for a handle) leaves the handle as it is.
+    const releasing: Promise<void> = within(file.entry.getFile(), this.handleWaitMs).then((snapshot) => {
+      if (snapshot === undefined || this.closed || file.handle === undefined || file.writers > 0 || file.name === '' || file.reopening) return
+      // Changed since (a rename's header): asked again, for a snapshot of it as it is now.
+      if (file.version !== version) return this.releaseCapacity(file)
+      file.snapshot = snapshot
+      this.closeHandle(file)
+      this.wantHandle(file)
+    }).catch(() => {
+      // No snapshot, or the flush before the close failed: the file keeps its
+      // handle (and the capacity) until it closes for another reason.
+    }).finally(() => { this.releasing.delete(releasing) })
+    this.releasing.add(releasing)
   }
 
   /** Writes free headers into the files waiting in toFree, one at a time, as handle slots allow. */
@@ -294,7 +330,9 @@ export class Pool extends HandleBudget {
     if (this.closed) return false
     try {
       if (file.needsFreeHeader) this.writeHeader(file, '')
-      this.handleOf(file).truncate(HEADER_BYTES)
+      // Cut to its header (an empty file stays empty: see addFile).
+      const handle = this.handleOf(file)
+      if (handle.getSize() > HEADER_BYTES) handle.truncate(HEADER_BYTES)
       this.changed(file)
     } catch (err) {
       this.closeHandle(file)
@@ -332,14 +370,9 @@ export class Pool extends HandleBudget {
       this.openHandles--
       return false
     }
-    // A new file holds no valid header, which mount() takes for free.
-    try {
-      handle.truncate(HEADER_BYTES)
-    } catch (err) {
-      handle.close()
-      this.openHandles--
-      throw err
-    }
+    // A new file is empty: no valid header, which mount() takes for free. It
+    // gets its header when it is taken (a write there now would hold 1 MiB
+    // of the quota while it waits: see releaseCapacity).
     const file = new PoolFile(entry!, handle)
     this.all.add(file)
     this.free.push(file)

@@ -8,12 +8,16 @@
 //                            a failed open
 //   ?run=hold&location=...   opens the database and holds it until the page
 //                            posts 'close' (the page then tries its own)
-//   ?run=full&location=...   writes until the storage quota (which the test
-//                            made small) is full: LEVEL_STORAGE_FULL, writes
-//                            refused, every acknowledged write readable;
-//                            '# acked <n>' says how many batches were
-//   ?run=full-reopen&location=...&acked=<n>   after the quota was raised:
-//                            the database opens with those n batches
+//   ?run=full&location=...&bytes=<value bytes>[&trace=1]   writes until the
+//                            storage quota (which the test made small) is full:
+//                            LEVEL_STORAGE_FULL, writes refused, every
+//                            acknowledged write readable; '# acked <n>' says
+//                            how many batches were, with the origin's usage
+//                            beside its files' sizes (trace=1: every 20
+//                            batches too, and the failure's causes)
+//   ?run=full-reopen&location=...&acked=<n>&bytes=<value bytes>   after the
+//                            quota was raised: the database opens with those
+//                            n batches
 //   ?run=large&mib=<n>       a database of n MiB (default options, at most
 //                            64 handles): write, reopen, random reads; timed
 //   ?run=busy&location=...   opens the database, writes BUSY_KEYS keys, says
@@ -152,9 +156,14 @@ async function hold (location: string): Promise<void> {
   }
 }
 
-/** Batches of FULL_BATCH keys with values of FULL_VALUE_BYTES bytes that do not compress (so that they fill the quota as they are). */
-const FULL_BATCH = 50
-const FULL_VALUE_BYTES = 1000
+/**
+ * Values of FULL_VALUE_BYTES bytes (the page's `bytes` parameter, 1,000 by
+ * default) that do not compress (so that they fill the quota as they are),
+ * written in batches of FULL_BATCH keys (about 50 KB a batch: one put of a
+ * value of 64 KiB).
+ */
+const FULL_VALUE_BYTES = Number(params.get('bytes') ?? 1000)
+const FULL_BATCH = Math.max(1, Math.floor(50000 / FULL_VALUE_BYTES))
 
 function fullKey (i: number): string {
   return `k${String(i).padStart(8, '0')}`
@@ -163,14 +172,14 @@ function fullKey (i: number): string {
 /** Value `i`: bytes of a xorshift stream seeded by i, as hex (incompressible: 4 bits of entropy a character). */
 function fullValue (i: number): string {
   let x = (i * 2654435761) >>> 0 || 1
-  let out = ''
-  while (out.length < FULL_VALUE_BYTES) {
+  const words: string[] = []
+  for (let n = 0; n < FULL_VALUE_BYTES; n += 8) {
     x ^= x << 13
     x ^= x >>> 17
     x ^= x << 5
-    out += (x >>> 0).toString(16).padStart(8, '0')
+    words.push((x >>> 0).toString(16).padStart(8, '0'))
   }
-  return out.slice(0, FULL_VALUE_BYTES)
+  return words.join('').slice(0, FULL_VALUE_BYTES)
 }
 
 function codeChain (err: unknown): string {
@@ -183,9 +192,38 @@ function check (n: number, ok: boolean, what: string): void {
   report(`${ok ? 'ok' : 'not ok'} ${n} ${what}`)
 }
 
+interface StorageWithEstimate { estimate: () => Promise<{ usage?: number, quota?: number }>, getDirectory: () => Promise<unknown> }
+const storageApi = (): StorageWithEstimate => (globalThis as unknown as { navigator: { storage: StorageWithEstimate } }).navigator.storage
+
+/** The sizes of the files under an OPFS directory (getFile() of each: the bytes written, whatever capacity their handles hold). */
+async function fileBytes (dir: unknown): Promise<{ files: number, bytes: number }> {
+  let files = 0
+  let bytes = 0
+  for await (const entry of (dir as { values: () => AsyncIterable<{ kind: string, getFile?: () => Promise<{ size: number }> }> }).values()) {
+    if (entry.kind === 'directory') {
+      const inner = await fileBytes(entry)
+      files += inner.files
+      bytes += inner.bytes
+    } else {
+      files++
+      bytes += (await entry.getFile!()).size
+    }
+  }
+  return { files, bytes }
+}
+
+/** The origin's usage as the browser counts it against the quota, beside the bytes its OPFS files hold. */
+async function usageLine (): Promise<string> {
+  const { usage = 0, quota = 0 } = await storageApi().estimate()
+  const { files, bytes } = await fileBytes(await storageApi().getDirectory())
+  const mib = (n: number): string => (n / 1048576).toFixed(2)
+  return `usage ${mib(usage)} MiB of a quota of ${mib(quota)} MiB; ${files} files of ${mib(bytes)} MiB`
+}
+
 async function fill (location: string): Promise<void> {
   const db = new OpfsLevel(location)
   await db.open()
+  const trace = params.get('trace') === '1'
   let acked = 0
   let failure: unknown
   for (; failure === undefined && acked < 100000; acked++) {
@@ -196,9 +234,16 @@ async function fill (location: string): Promise<void> {
       failure = err
       acked--
     }
+    if (trace && acked % 20 === 0) report(`# trace: ${acked} batches acked, ${((acked + 1) * FULL_BATCH * (FULL_VALUE_BYTES + 9) / 1048576).toFixed(2)} MiB of data; ${await usageLine()}`)
   }
-  const mib = (acked * FULL_BATCH * (FULL_VALUE_BYTES + 9) / 1048576).toFixed(2)
-  report(`# acked ${acked} (${acked * FULL_BATCH} keys, ${mib} MiB of keys and values)`)
+  const bytes = acked * FULL_BATCH * (FULL_VALUE_BYTES + 9)
+  report(`# acked ${acked} (${acked * FULL_BATCH} keys of ${FULL_VALUE_BYTES}-byte values, ${bytes} bytes, ${(bytes / 1048576).toFixed(2)} MiB of keys and values); at the failure: ${await usageLine()}`)
+  if (trace) {
+    const msgs: string[] = []
+    for (let e = failure as { message?: string, cause?: unknown } | undefined; e !== undefined && msgs.length < 8; e = e.cause as typeof e) msgs.push(String(e.message))
+    report(`# trace: failure: ${msgs.join(' <- ')}`)
+    report(`# trace: levels ${JSON.stringify(db.levels())}; stats ${JSON.stringify(db.stats())}`)
+  }
   check(1, codeChain(failure).startsWith('LEVEL_STORAGE_FULL'), `a write fails with LEVEL_STORAGE_FULL once the quota is full: ${codeChain(failure)}: ${String((failure as Error | undefined)?.message)}`)
   const after = await db.put('after', 'x').then(() => undefined, (err: unknown) => err)
   check(2, codeChain(after).startsWith('LEVEL_STORAGE_FULL'), `a later write is refused: ${codeChain(after)}`)
