@@ -126,6 +126,11 @@ export class PointsInTime {
     }
   }
 
+  /** How many registered snapshots are held. */
+  get size (): number {
+    return this.list.size
+  }
+
   release (s: Snapshot): void {
     if (s.pinned !== undefined) {
       if (!s.released) s.pinned.version.unref()

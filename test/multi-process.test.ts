@@ -76,11 +76,11 @@ test('multiProcess: a client that vanishes releases its iterators, snapshots and
   const engine = db.engine as any
   const server = (db as any)[Object.getOwnPropertySymbols(db).find((s) => s.description === 'backend')!].server
   t.is(server.sessionCount, 1, 'one session')
-  t.is(engine.snapshots.size, 1, 'the client\'s snapshot is held on the owner')
+  t.is(engine.points.size, 1, 'the client\'s snapshot is held on the owner')
   await client.kill()
-  for (let i = 0; i < 100 && (server.sessionCount > 0 || engine.snapshots.size > 0); i++) await delay(10)
+  for (let i = 0; i < 100 && (server.sessionCount > 0 || engine.points.size > 0); i++) await delay(10)
   t.is(server.sessionCount, 0, 'the session ended with its socket')
-  t.is(engine.snapshots.size, 0, 'its snapshot was released')
+  t.is(engine.points.size, 0, 'its snapshot was released')
   await db.close()
 })
 
