@@ -163,12 +163,16 @@ export async function recover (ctx: RecoveryContext): Promise<Recovered> {
     // its entry was durable before an edit named it. (Not for a new database:
     // a log without CURRENT would make a crash before CURRENT look like a
     // database that lost it.)
+    // When that log is also the one the manifest names, the edit records
+    // nothing new: it is owed until the first write (VersionSet.deferResume).
     const entriesKnownDurable = replayed.unflushed.length === 0 && logNumber === versions.logNumber
     ctx.createLog(logNumber)
-    versions.resumeManifest({
+    const resumed = {
       logNumber: replayed.unflushed.length > 0 ? replayed.unflushed[0].logNumber : logNumber,
       lastSequence: replayed.lastSequence
-    }, !entriesKnownDurable)
+    }
+    if (entriesKnownDurable) versions.deferResume(resumed)
+    else versions.resumeManifest(resumed, true)
     return { report, lastSequence: replayed.lastSequence, logNumber, unflushed: replayed.unflushed }
   }
   versions.writeNewManifest()
