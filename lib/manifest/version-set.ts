@@ -360,10 +360,11 @@ export class VersionSet {
       // clean-close record (the open found one) still holds.
       if (this.owedResume !== undefined) return
       assert(this.manifest !== undefined, 'no manifest open')
-      if (!this.snapshotNamesLog || this.manifest.size() > COMPACT_AT_CLOSE_BYTES) {
+      if (this.fs.openAppend !== undefined && (!this.snapshotNamesLog || this.manifest.size() > COMPACT_AT_CLOSE_BYTES)) {
         // The next open reads one snapshot and appends its edit (appendable),
         // where it would otherwise read every edit since the last snapshot,
         // or write a new manifest itself: two fdatasyncs, two directory fsyncs.
+        // (A file system that cannot append gets a new manifest at every open.)
         try {
           await createWhenRoom(this.fs, this.dir, 2, () => this.writeNewManifest())
         } catch {
