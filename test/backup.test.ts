@@ -19,7 +19,7 @@ import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { LsmLevel } from '../index'
 import { DirectoryStore } from '../hosts/node/object-store/directory-store'
-import type { ObjectStore } from '../lib/backup/object-store'
+import type { ObjectInfo, ObjectStore } from '../lib/backup/object-store'
 import { parsePointKey, parseSegmentKey } from '../lib/backup/layout'
 import { Random, seedFromEnv } from './util/random'
 import { contents, History, loopLag, matchingPrefixes, OPTIONS, type PutSeen, sameMap, sleep, SwitchStore, writeFor } from './util/backup-history'
@@ -579,6 +579,72 @@ test('a log let go before it was shipped (maxHeldLogBytes): the next round puts 
   const to = tempDir()
   const restored = await LsmLevel.restore(store.inner, to)
   t.equal(restored.sequence, r.shippedSequence, `restored to the shipped sequence number ${r.shippedSequence} (from point ${restored.pointSequence})`)
+  t.notOk(restored.stoppedAtHole, 'not stopped at a hole')
+  t.ok(sameMap(await contents(to), history.stateAt(restored.sequence)), 'exactly the writes up to it')
+  await db.close()
+})
+
+/** A store whose first point put waits at a gate until the test opens it: a point's upload held in flight. */
+class HeldPointStore implements ObjectStore {
+  readonly description = 'held-point'
+  /** Resolves when the first point's put reaches the gate. */
+  readonly reached: Promise<void>
+  private arrive!: () => void
+  private gate!: () => void
+  private readonly opened = new Promise<void>((resolve) => { this.gate = resolve })
+  private held = false
+  constructor (readonly inner: ObjectStore) {
+    this.reached = new Promise((resolve) => { this.arrive = resolve })
+  }
+
+  get conditionalPut (): boolean { return this.inner.conditionalPut }
+  open (): void { this.gate() }
+  async put (key: string, body: Uint8Array, options?: { ifAbsent?: boolean }): Promise<void> {
+    if (!this.held && parsePointKey(key) !== undefined) {
+      this.held = true
+      this.arrive()
+      await this.opened
+    }
+    await this.inner.put(key, body, options)
+  }
+
+  async get (key: string, range?: { offset: number, length: number }): Promise<Buffer> { return await this.inner.get(key, range) }
+  async list (prefix: string, options?: { startAfter?: string }): Promise<ObjectInfo[]> { return await this.inner.list(prefix, options) }
+  async delete (keys: string[]): Promise<void> { await this.inner.delete(keys) }
+}
+
+test('a log let go while a point is on its way: the writes after it are not reported shipped until a point past it is put; a restore holds everything reported shipped', async (t) => {
+  const store = new HeldPointStore(new DirectoryStore(tempDir('lsm-store-')))
+  const db = new LsmLevel<string, string>(tempDir(), OPTIONS)
+  await db.open()
+  const history = new History()
+  const rnd = new Random(seed ^ 0x7e1d)
+  const write = async (n: number): Promise<void> => {
+    const stop = history.batches.length + n
+    await writeFor(db, rnd, history, () => history.batches.length >= stop)
+  }
+  await write(50)
+  // No retired log kept for the shipper (each one retired with bytes unshipped is let go), and no point but the first one's and a hole's.
+  await db.replicate(store, { intervalMs: 20, maxHeldLogBytes: 0, pointIntervalMs: 0, pointLogBytes: 1024 * 1024 * 1024, retries: { attempts: 1, delayMs: 1, delayMsMax: 1 } })
+  await store.reached
+  // The first point's upload is on its way: its capture is before these writes. Two flushes retire the
+  // capture's log and a log no round opened, with their writes unshipped: both are let go.
+  await write(50)
+  await db.flush()
+  await write(50)
+  await db.flush()
+  await write(50)
+  const dropped = db.stats().replication!.logsDropped
+  t.ok(dropped > 0, `${dropped} logs let go while the first point was on its way`)
+  store.open()
+  // Until every write is reported shipped (at most 10 s: a loaded machine), then a restore of the store as it is.
+  const until = Date.now() + 10000
+  while (db.stats().replication!.shippedSequence < db.sequence && Date.now() < until) await sleep(20)
+  const r = db.stats().replication!
+  t.equal(r.shippedSequence, db.sequence, `every write reported shipped (${r.pointsUploaded} points)`)
+  const to = tempDir()
+  const restored = await LsmLevel.restore(store.inner, to)
+  t.ok(restored.sequence >= r.shippedSequence, `restored to ${restored.sequence} (from point ${restored.pointSequence}), at least the shipped sequence number ${r.shippedSequence}`)
   t.notOk(restored.stoppedAtHole, 'not stopped at a hole')
   t.ok(sameMap(await contents(to), history.stateAt(restored.sequence)), 'exactly the writes up to it')
   await db.close()
