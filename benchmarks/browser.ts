@@ -128,7 +128,7 @@ async function benchPage (context: Context, dist: string | undefined): Promise<{
 /** The browser, with its profile on disk: its version, its context, and how to end it. */
 async function launch (): Promise<{ version: string, driver: string, context: Context, close: () => Promise<void> }> {
   if (FIREFOX) {
-    const firefox = await launchFirefox()
+    const firefox = await launchFirefox({}, true)
     return { version: `Mozilla Firefox ${firefox.version.replace(/^firefox\//, '')}`, driver: 'puppeteer-core over WebDriver BiDi', context: firefox.defaultContext, close: firefox.close }
   }
   const executablePath = findChromium()

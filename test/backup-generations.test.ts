@@ -84,7 +84,7 @@ test('retention by count: the newest retainPoints points and retainGenerations g
   const puts = history.batches.length + 20000
   await writeNewKeys(db, rnd, history, () => history.batches.length >= puts || enough())
   // The version settles (flushes, compactions), the retention runs after the rounds (bounded: a slow machine gets fewer).
-  const stopAt = Date.now() + 10000
+  const stopAt = Date.now() + 60000
   while (!enough() && Date.now() < stopAt) await sleep(20)
   await sleep(100)
   const s = db.stats().replication!
@@ -137,16 +137,17 @@ test('through the S3 emulator (no conditional put): a second live writer fails w
     const b = new LsmLevel<string, string>(tempDir(), OPTIONS)
     await a.open()
     await b.open()
-    await a.replicate(store, { prefix: 'p', intervalMs: 50, leaseMs: 600 })
+    // A renewal every second: the second writer, watching the lease for 3 s, sees one even on a loaded machine.
+    await a.replicate(store, { prefix: 'p', intervalMs: 50, leaseMs: 3000 })
     await a.put('a', '1')
     try {
-      await b.replicate(store, { prefix: 'p', intervalMs: 50, leaseMs: 600 })
+      await b.replicate(store, { prefix: 'p', intervalMs: 50, leaseMs: 3000 })
       t.fail('a second live writer started')
     } catch (err) {
       t.equal((err as { code?: string }).code, 'LEVEL_LOCKED', `LEVEL_LOCKED: ${(err as Error).message}`)
     }
     await a.close()
-    await b.replicate(store, { prefix: 'p', intervalMs: 50, leaseMs: 600 })
+    await b.replicate(store, { prefix: 'p', intervalMs: 50, leaseMs: 3000 })
     t.ok(b.stats().replication!.leaseHeld, 'taken over after the clean close')
     await b.close()
   } finally {

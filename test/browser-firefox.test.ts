@@ -1,7 +1,8 @@
 // lsm-level in a second browser: headless Firefox (the distribution's
 // firefox-esr, test/browser/firefox.ts, driven over WebDriver BiDi by
 // puppeteer-core), one browser and one page for the whole file, its profile
-// on disk (OPFS as a user's Firefox keeps it). The same page as the Chromium
+// a directory (OPFS as a user's Firefox keeps it; on a RAM-backed file system
+// where there is one, see test/browser/firefox.ts). The same page as the Chromium
 // test (test/browser/page.ts, bundled by scripts/build-browser.js --tests):
 // the abstract-level compliance suite with default options through the main
 // thread's database on OPFS; the data surviving a new page load; a second tab
@@ -93,7 +94,7 @@ if (missing !== undefined) {
     if (fail > 0 || pass < 4668) diagnose(t, failures, lines)
   })
 
-  firefoxTest('firefox: data survives a new page load (OPFS on disk), synced write included', async (t) => {
+  firefoxTest('firefox: data survives a new page load (OPFS in the profile), synced write included', async (t) => {
     const location = `persist-${Date.now()}`
     const wrote = summarize(t, await run(t, `run=persist-write&location=${location}`))
     t.is(wrote.failures.length, 0, 'wrote the data set' + (wrote.failures[0] !== undefined ? `: ${wrote.failures[0]}` : ''))

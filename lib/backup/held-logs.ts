@@ -50,6 +50,11 @@ export class HeldLogs {
   readonly closedKeys = new Map<number, string[]>()
   /** The first capture's logNumber: the logs below it are not needed (the first point's tables hold them). */
   firstLog: number | undefined
+  /**
+   * The newest log let go unshipped (or that could not be opened): a restore
+   * from a point whose logNumber is at or below it stops at its hole.
+   */
+  newestDropped: number | undefined
 
   constructor (private readonly source: LogSource, private readonly maxHeldLogBytes: number, private readonly counters: { logsDropped: number }) {}
 
@@ -75,7 +80,7 @@ export class HeldLogs {
       this.open.set(number, { file, shipped: 0, sealedLength: this.source.sealedLog(number)?.length ?? recordsEnd(file, 0), keys: [], lastSeq: 0 })
       this.dropOverHeld()
     } catch {
-      this.counters.logsDropped++
+      this.dropped(number)
     }
   }
 
@@ -115,8 +120,13 @@ export class HeldLogs {
       log.file.close()
       this.open.delete(number)
       this.closedKeys.set(number, log.keys)
-      this.counters.logsDropped++
+      this.dropped(number)
     }
+  }
+
+  private dropped (number: number): void {
+    this.counters.logsDropped++
+    this.newestDropped = Math.max(this.newestDropped ?? number, number)
   }
 
   /** Lets go of a log shipped to its end: its file is the caller's to close. */

@@ -31,9 +31,12 @@
 // Logs are held open from round to round (lib/backup/held-logs.ts) until
 // they are shipped to their end and retired. A retired log let go unshipped
 // (maxHeldLogBytes) is a hole in the restorable sequence numbers: restore stops
-// at it (lib/backup/restore.ts); its writes are in the tables of the next
-// point, which the round that follows a hole puts, due or not
-// (shippedSequence waits for that point). stats().logsDropped counts them.
+// at it (lib/backup/restore.ts); its writes are in the tables of the first
+// point whose capture's logNumber is above it, which the first round whose
+// capture is past the hole puts, due or not. Until that point is in the store,
+// shippedSequence does not move: a log let go after a point's capture (while
+// that point is on its way, say) is a hole after that point too, whatever its
+// upload. stats().logsDropped counts them.
 //
 // The lease (lib/backup/lease.ts): taken before the generation's first
 // object (a second live writer fails there with LEVEL_LOCKED), renewed every
@@ -120,8 +123,8 @@ export class Shipper {
   /** When the last point was put (its round's ms), and the bytes of log put since. */
   private lastPointMs = 0
   private logBytesSincePoint = 0
-  /** logsDropped when the last point was put. */
-  private droppedAtPoint = 0
+  /** The logNumber of the last point put: a restore from it replays the logs from there on. */
+  private pointLogNumber: number | undefined
   private lastRetentionMs = 0
   private started = false
   private stopping = false
@@ -355,14 +358,14 @@ export class Shipper {
       if (behind) return true
       this.counters.lastLogsMs = Date.now() - roundMs
       this.counters.maxLogsMs = Math.max(this.counters.maxLogsMs, this.counters.lastLogsMs)
-      // A log let go unshipped since the last point is a hole that a restore stops at: the writes after it
-      // are restorable only from a point after it, put now.
-      const hole = this.counters.logsDropped > this.droppedAtPoint
-      if (!hole) this.shipped(cap.sequence, roundMs)
-      if (hole || (cap.version !== this.lastPointVersion && this.pointDue(last, roundMs))) {
+      if (!this.hole()) this.shipped(cap.sequence, roundMs)
+      // The writes after a hole are restorable only from a point past it: put as soon as a capture is past it.
+      const pastHole = this.hole() && (this.held.newestDropped === undefined || cap.logNumber > this.held.newestDropped)
+      if (pastHole || (cap.version !== this.lastPointVersion && this.pointDue(last, roundMs))) {
         await this.tables.put(cap.version)
         await this.putPoint(cap, roundMs)
-        this.shipped(cap.sequence, roundMs)
+        // Checked again: a log let go while the point was on its way may be one a restore from it replays.
+        if (!this.hole()) this.shipped(cap.sequence, roundMs)
       }
       return false
     } finally {
@@ -375,7 +378,9 @@ export class Shipper {
     const numbers = [...this.held.open.keys()].sort((a, b) => a - b)
     let behind = false
     for (const number of numbers) {
-      const log = this.held.open.get(number)!
+      const log = this.held.open.get(number)
+      // Let go while an earlier log's segment was on its way (a hole, see hole()).
+      if (log === undefined) continue
       const end = number === cap.visibleEnd.number
         ? cap.visibleEnd.offset
         : number > cap.visibleEnd.number ? log.shipped : (log.sealedLength ?? recordsEnd(log.file, log.shipped))
@@ -404,6 +409,15 @@ export class Shipper {
     this.counters.segmentsUploaded++
     this.counters.bytesUploaded += bytes.length
     this.logBytesSincePoint += bytes.length
+  }
+
+  /**
+   * Whether a restore from the last point put would stop before the logs'
+   * end: no point yet, or a log let go unshipped at or above its logNumber.
+   */
+  private hole (): boolean {
+    const dropped = this.held.newestDropped
+    return this.pointLogNumber === undefined || (dropped !== undefined && dropped >= this.pointLogNumber)
   }
 
   /** Everything up to `sequence` is restorable from the store (the writes of the round captured at roundMs). */
@@ -436,7 +450,7 @@ export class Shipper {
     this.lastPointVersion = cap.version
     this.lastPointMs = roundMs
     this.logBytesSincePoint = 0
-    this.droppedAtPoint = this.counters.logsDropped
+    this.pointLogNumber = cap.logNumber
     this.points.push({ key, ms: roundMs, logNumber: cap.logNumber, tables: files.map((f) => f.meta.number) })
     this.counters.pointsUploaded++
     this.counters.bytesUploaded += body.length

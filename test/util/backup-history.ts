@@ -27,6 +27,8 @@ export class SwitchStore implements ObjectStore {
   readonly description = 'switch'
   off = false
   readonly putKeys: string[] = []
+  /** The keys read (get), in order. */
+  readonly getKeys: string[] = []
   readonly putsSeen: PutSeen[] = []
   private readonly inFlight = new Set<Flight>()
   private cutMs = 0
@@ -95,7 +97,13 @@ export class SwitchStore implements ObjectStore {
     }, key)
   }
 
-  async get (key: string, range?: { offset: number, length: number }): Promise<Buffer> { return await this.pass(async () => await this.inner.get(key, range)) }
+  async get (key: string, range?: { offset: number, length: number }): Promise<Buffer> {
+    return await this.pass(async () => {
+      this.getKeys.push(key)
+      return await this.inner.get(key, range)
+    })
+  }
+
   async list (prefix: string, options?: { startAfter?: string }): Promise<ObjectInfo[]> { return await this.pass(async () => await this.inner.list(prefix, options)) }
   async delete (keys: string[]): Promise<void> { await this.pass(async () => { await this.inner.delete(keys) }) }
 }
