@@ -30,8 +30,9 @@ export const HANDLE_WAIT_MS = 1000
  * Whether this browser counts an open sync access handle's granted capacity
  * against the quota (Chromium: at least 1 MiB for a handle whose file grew,
  * until it closes), told by navigator.userAgentData, which only Chromium
- * has. Elsewhere a reopen to give capacity back only costs: Firefox 153 took
- * 26 ms for a handle's open and close on a busy machine (Chromium 1.3-3.2 ms).
+ * has. Elsewhere no such counting was measured, and a reopen costs: Firefox
+ * 153 took 26 ms for a handle's open and close on a busy machine (Chromium
+ * 1.3-3.2 ms).
  */
 export function countsHandleCapacity (): boolean {
   const nav = (globalThis as { navigator?: { userAgentData?: unknown } }).navigator
