@@ -52,7 +52,7 @@ import { MemTable } from './memtable/memtable'
 import { LogReader, tailIsZeros, type TailStatus } from './wal/log-reader'
 import { batchSequence, checkBatch } from './wal/batch'
 import type { RangeTombstone } from './range-tombstones'
-import { join, logName, logNumbers, parseFileName, tableName } from './filenames'
+import { join, logName, logNumbers, manifestName, parseFileName, tableName } from './filenames'
 import { corruption, levelError } from './errors'
 import type { WalRecovery } from './options'
 
@@ -163,12 +163,16 @@ export async function recover (ctx: RecoveryContext): Promise<Recovered> {
     // its entry was durable before an edit named it. (Not for a new database:
     // a log without CURRENT would make a crash before CURRENT look like a
     // database that lost it.)
+    // When that log is also the one the manifest names, the edit records
+    // nothing new: it is owed until the first write (VersionSet.deferResume).
     const entriesKnownDurable = replayed.unflushed.length === 0 && logNumber === versions.logNumber
     ctx.createLog(logNumber)
-    versions.resumeManifest({
+    const resumed = {
       logNumber: replayed.unflushed.length > 0 ? replayed.unflushed[0].logNumber : logNumber,
       lastSequence: replayed.lastSequence
-    }, !entriesKnownDurable)
+    }
+    if (entriesKnownDurable) versions.deferResume(resumed)
+    else versions.resumeManifest(resumed, true)
     return { report, lastSequence: replayed.lastSequence, logNumber, unflushed: replayed.unflushed }
   }
   versions.writeNewManifest()
@@ -249,7 +253,10 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
     report.dropped.push({ file: name, offset: 0, bytes: 0, reason: 'missing' })
   }
   const atClose = mode === 'torn-tail' || mode === 'absolute' ? versions.logsAtClose : undefined
-  if (atClose !== undefined) checkLogsAtClose(fs, dir, atClose, logs)
+  // Named in every refusal the record leads to: a manifest cut back to that
+  // record (its later edits lost) is the other explanation of such a refusal.
+  const closedIn = ` (the record of the clean close in ${manifestName(versions.manifestNumber)})`
+  if (atClose !== undefined) checkLogsAtClose(fs, dir, atClose, logs, closedIn)
   let mem = new MemTable()
   // Sequence numbers run on without a gap from record to record and from log to
   // log (the first record may repeat numbers the manifest already counts): a gap
@@ -329,14 +336,14 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
     report.logsReplayed++
     const empty = first && report.dropped.length === droppedBefore
     out.emptyNewestLog = empty && i === logs.length - 1 ? logs[i] : undefined
-    if (recordedEnd !== undefined) checkLogEnd(name, offset, recordedEnd)
+    if (recordedEnd !== undefined) checkLogEnd(name, offset, recordedEnd, closedIn)
     if (!writeTables && !mem.isEmpty()) {
       out.unflushed.push({ mem, logNumber: logs[i], logEnd: offset })
       mem = new MemTable()
     }
   }
   if (atClose !== undefined && out.lastSequence !== atClose.lastSequence) {
-    throw corruption(logs.length > 0 ? logName(logs[logs.length - 1]) : logName(versions.logNumber), `the logs end at sequence number ${out.lastSequence}, but the database was closed cleanly at ${atClose.lastSequence}`)
+    throw corruption(logs.length > 0 ? logName(logs[logs.length - 1]) : logName(versions.logNumber), `the logs end at sequence number ${out.lastSequence}, but the database was closed cleanly at ${atClose.lastSequence}${closedIn}`)
   }
   if (report.dropped.length > 0) await flushUnflushed()
   if (!mem.isEmpty()) await flush(mem)
@@ -348,24 +355,24 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
  * found must be exactly those, each at least that large (what lies beyond is
  * zeros the replay accepts or records it refuses, checkLogEnd).
  */
-function checkLogsAtClose (fs: FileSystem, dir: string, atClose: LogsAtClose, found: number[]): void {
+function checkLogsAtClose (fs: FileSystem, dir: string, atClose: LogsAtClose, found: number[], closedIn: string): void {
   for (const l of atClose.logs) {
     const name = logName(l.number)
-    if (!found.includes(l.number)) throw corruption(name, `missing, but the database was closed cleanly with ${l.size} bytes of records in it: the writes it held are lost (walRecovery 'point-in-time' opens the database without them)`)
+    if (!found.includes(l.number)) throw corruption(name, `missing, but the database was closed cleanly${closedIn} with ${l.size} bytes of records in it: the writes it held are lost (walRecovery 'point-in-time' opens the database without them)`)
     const size = fileSize(fs, join(dir, name))
-    if (size < l.size) throw corruption(name, `${size} bytes, but the database was closed cleanly with ${l.size} bytes of records in it: the writes at its end are lost (walRecovery 'point-in-time' opens the database without them)`)
+    if (size < l.size) throw corruption(name, `${size} bytes, but the database was closed cleanly${closedIn} with ${l.size} bytes of records in it: the writes at its end are lost (walRecovery 'point-in-time' opens the database without them)`)
   }
   for (const n of found) {
     if (!atClose.logs.some((l) => l.number === n) && fileSize(fs, join(dir, logName(n))) > 0) {
-      throw corruption(logName(n), 'not among the logs the database named when it was closed cleanly')
+      throw corruption(logName(n), `not among the logs the database named when it was closed cleanly${closedIn}`)
     }
   }
 }
 
 /** The records of a log replayed to its end must end where they ended at a clean close. */
-function checkLogEnd (name: string, end: number, recordedEnd: number): void {
-  if (end < recordedEnd) throw corruption(name, `its records end at offset ${end}, but at ${recordedEnd} when the database was closed cleanly: the writes after it are lost (walRecovery 'point-in-time' opens the database without them)`)
-  if (end > recordedEnd) throw corruption(name, `holds records after offset ${recordedEnd}, where they ended when the database was closed cleanly`)
+function checkLogEnd (name: string, end: number, recordedEnd: number, closedIn: string): void {
+  if (end < recordedEnd) throw corruption(name, `its records end at offset ${end}, but at ${recordedEnd} when the database was closed cleanly${closedIn}: the writes after it are lost (walRecovery 'point-in-time' opens the database without them)`)
+  if (end > recordedEnd) throw corruption(name, `holds records after offset ${recordedEnd}, where they ended when the database was closed cleanly${closedIn}`)
 }
 
 /**

@@ -41,6 +41,8 @@ export function commitPipeline (parts: Pick<EngineParts, 'options' | 'versions' 
     shouldSlowDown: () => versions.current.levels[0].length >= options.level0SlowdownWritesTrigger,
     makeRoom: hooks.makeRoom,
     writeToLog: (batches) => {
+      // An open that owed the manifest its edit writes it before the log's first record.
+      versions.ensureResumed()
       logs.append(batches)
       return { mem: memtables.groupWritten(), logEnd: logs.end }
     },

@@ -337,3 +337,80 @@ test('a torn edit after a clean close\'s record (the next open\'s, appended) end
   const err = await openError(crashed) as { cause?: Error } | undefined
   t.is(err, undefined, `opened (${err?.cause?.message ?? 'no error'})`)
 })
+
+/** Every file of `dir` but LOCK, by name: its bytes. */
+function snapshotFiles (dir: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const n of fs.readdirSync(dir).sort()) if (n !== 'LOCK') out[n] = fs.readFileSync(path.join(dir, n)).toString('base64')
+  return out
+}
+
+test('a clean close of a new database leaves a manifest the next open appends to: the open writes no new manifest', async (t) => {
+  const dir = tempDir()
+  const db = new LsmLevel<string, string>(dir)
+  await db.open()
+  for (let i = 0; i < N; i++) await db.put(key(i), value(i))
+  await db.close()
+  const manifests = (): string[] => fs.readdirSync(dir).filter((n) => n.startsWith('MANIFEST-'))
+  const atClose = manifests()
+  t.is(atClose.length, 1, 'one manifest')
+  const again = new LsmLevel<string, string>(dir)
+  await again.open()
+  await again.put('after', 'x')
+  t.deepEqual(manifests(), atClose, 'the open and its first write kept the manifest of the close')
+  await again.close()
+  const last = new LsmLevel<string, string>(dir)
+  await last.open()
+  t.is(await last.get('after'), 'x', 'the write after the reopen')
+  t.is((await last.keys().all()).length, N + 1, 'every key')
+  await last.close()
+})
+
+test('an open after a clean close that only reads writes nothing: every file as it was, through the close too', async (t) => {
+  const dir = tempDir()
+  const db = new LsmLevel<string, string>(dir)
+  await db.open()
+  for (let i = 0; i < N; i++) await db.put(key(i), value(i))
+  await db.close()
+  const before = snapshotFiles(dir)
+  const reader = new LsmLevel<string, string>(dir)
+  await reader.open()
+  t.deepEqual(snapshotFiles(dir), before, 'after the open')
+  t.is(await reader.get(key(3)), value(3), 'a read')
+  t.is((await reader.keys().all()).length, N, 'a scan')
+  await reader.close()
+  t.deepEqual(snapshotFiles(dir), before, 'after the close')
+  // The record of the clean close is still the manifest's last, and still true: the next open takes it.
+  const next = new LsmLevel<string, string>(dir)
+  await next.open()
+  t.is((await next.keys().all()).length, N, 'every key at the next open')
+  await next.close()
+})
+
+test('the first write after such an open ends the clean close\'s record before the log takes it: a crash then keeps the write', async (t) => {
+  const dir = tempDir()
+  const db = new LsmLevel<string, string>(dir)
+  await db.open()
+  for (let i = 0; i < N; i++) await db.put(key(i), value(i))
+  await db.close()
+  // The close flushed the writes: the log the next open takes over is empty, and it replays nothing.
+  const again = new LsmLevel<string, string>(dir)
+  await again.open()
+  await again.put('after', 'x')
+  // A crash now: the files as they are while it runs.
+  const crashed = tempDir()
+  copyDir(dir, crashed)
+  await again.close()
+  const reopened = new LsmLevel<string, string>(crashed)
+  let err: unknown
+  try {
+    await reopened.open()
+  } catch (e) {
+    err = e
+  }
+  t.is(err, undefined, `opened (${((err as { cause?: Error } | undefined)?.cause ?? err as Error | undefined)?.message ?? 'no error'})`)
+  if (err !== undefined) return
+  t.is(await reopened.get('after'), 'x', 'the write after the reopen')
+  t.is((await reopened.keys().all()).length, N + 1, 'every key')
+  await reopened.close()
+})

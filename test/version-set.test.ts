@@ -2,7 +2,7 @@
 // system: a new manifest and its edits recovered as they were written; edits
 // applied in call order, each installed only once durable; a failed manifest
 // write failing every later edit; the manifest rolled over past its size
-// limit; a manifest of a newer format refused; damaged CURRENT and manifests as
+// limit, and at a clean close past 64 KiB; a manifest of a newer format refused; damaged CURRENT and manifests as
 // corruption naming the file; the clean-close record trusted only as the last
 // edit; obsolete tables reported once no version uses them; orphan files.
 import test from 'tape'
@@ -227,6 +227,38 @@ test('version set: logsAtClose is kept only while the clean-close record is the 
   t.is(back.lastSequence, 7, 'which are in the manifest too')
   back.writeNewManifest()
   t.is(recovered(queuedFs).logsAtClose, undefined, 'a new manifest (the next open\'s) starts without it')
+})
+
+test('version set: a clean close past 64 KiB of manifest writes a fresh snapshot first, which the next open appends to', async (t) => {
+  const fs = freshFs()
+  const vs = created(fs, 4)
+  const meta = table(fs, vs.newFileNumber(), 'a', 'b')
+  await vs.logAndApply({ newFiles: [{ level: 1, meta }] })
+  // Edits of ~1 KiB each (a compact pointer key), to past 64 KiB.
+  for (let i = 0; i < 70; i++) {
+    await vs.logAndApply({ compactPointers: [{ level: 2, key: { userKey: Buffer.alloc(1024, i), seq: 1, kind: KIND_VALUE } }], lastSequence: 10 + i })
+  }
+  const grown = vs.manifestNumber
+  t.ok(fs.readSmallFile(join(DIR, manifestName(grown))).length > 64 * 1024, 'the manifest is past 64 KiB')
+  const close = { lastSequence: 79, logs: [{ number: 4, size: 0 }] }
+  await vs.recordClose(close)
+  vs.close()
+  t.ok(vs.manifestNumber > grown, 'the close wrote a new manifest')
+  t.notOk(fs.exists(join(DIR, manifestName(grown))), 'the old one is removed')
+  t.is(fs.readSmallFile(join(DIR, CURRENT)).toString(), `${manifestName(vs.manifestNumber)}\n`, 'CURRENT names it')
+  t.ok(fs.readSmallFile(join(DIR, manifestName(vs.manifestNumber))).length < 4 * 1024, 'it holds a snapshot and the close record')
+  const back = recovered(fs)
+  t.same(back.logsAtClose, close, 'the close record is its last edit')
+  t.same(shape(back), [`1:${meta.number}`], 'the tables')
+  t.is(back.lastSequence, 79, 'the newest sequence number')
+  t.is(back.compactPointers[2]?.userKey[0], 69, 'the last compact pointer')
+  // The next open (nothing replayed) owes its edit, and appends it at the first write.
+  const number = back.manifestNumber
+  back.deferResume({ logNumber: 4, lastSequence: 79 })
+  back.ensureResumed()
+  back.close()
+  t.is(recovered(fs).manifestNumber, number, 'the next open appended to it')
+  t.is(recovered(fs).logsAtClose, undefined, 'its edit ended the close record')
 })
 
 test('version set: an obsolete table is reported once no live version uses it', async (t) => {

@@ -8,7 +8,11 @@
 // write <n>.tmp, fsync it, rename over CURRENT, fsync the directory. An open
 // that adds nothing to the version appends its edit (the live log, the newest
 // sequence number) to the manifest it read, when that manifest can take it
-// (resumeManifest); other opens start a new manifest (writeNewManifest). Each later edit is appended and fsynced before the version it
+// (resumeManifest); other opens start a new manifest (writeNewManifest). After
+// a clean close, an open that replayed nothing owes that edit until the first
+// write or edit (deferResume), and a clean close leaves a manifest the next
+// open can append to and reads quickly: a fresh snapshot where the manifest
+// is a new database's or has grown past COMPACT_AT_CLOSE_BYTES (recordClose). Each later edit is appended and fsynced before the version it
 // describes is installed, so the state on disk never refers to a table whose
 // edit is not durable, and a table is deleted only after a durable edit dropped it.
 //
@@ -30,6 +34,9 @@ import { assert } from '../invariants'
 /** Roll the manifest over to a fresh snapshot once it grows past this. */
 const MANIFEST_ROLL_BYTES = 4 * 1024 * 1024
 
+/** A clean close writes a fresh snapshot in place of a manifest past this size, so the next open reads one record, not every edit. */
+const COMPACT_AT_CLOSE_BYTES = 64 * 1024
+
 export class VersionSet {
   current: Version = Version.empty()
   nextFileNumber = 2
@@ -49,6 +56,14 @@ export class VersionSet {
    * appended to it.
    */
   private appendable = false
+  /**
+   * The edit an open that found nothing to replay owes the manifest (see
+   * resumeManifest): written by ensureResumed before the first log record or
+   * version edit, or never, if the database is closed first.
+   */
+  private owedResume: { logNumber: number, lastSequence: number } | undefined
+  /** The first record of the manifest names a live log (see appendable). */
+  private snapshotNamesLog = false
   private readonly tableRefs = new Map<number, number>()
 
   constructor (private readonly fs: FileSystem, private readonly dir: string) {
@@ -137,7 +152,8 @@ export class VersionSet {
     this.checkAgainstDirectory(version, name, reader.tail.state === 'clean' ? -1 : reader.tail.offset)
     this.manifestNumber = Number(m[2])
     if (this.manifestNumber >= this.nextFileNumber) this.nextFileNumber = this.manifestNumber + 1
-    this.appendable = reader.tail.state === 'clean' && formatVersion === MANIFEST_FORMAT_VERSION && firstLogNumber > 0 && reader.offset < MANIFEST_ROLL_BYTES
+    this.snapshotNamesLog = formatVersion === MANIFEST_FORMAT_VERSION && firstLogNumber > 0
+    this.appendable = reader.tail.state === 'clean' && this.snapshotNamesLog && reader.offset < MANIFEST_ROLL_BYTES
     this.replaceCurrent(version)
   }
 
@@ -198,6 +214,7 @@ export class VersionSet {
       this.fs.remove(join(this.dir, name))
       throw err
     }
+    this.snapshotNamesLog = this.logNumber > 0
     const old = this.manifest
     const oldNumber = this.manifestNumber
     this.manifest = writer
@@ -226,8 +243,52 @@ export class VersionSet {
     }
     assert(recovered.logNumber >= this.logNumber, 'the live log moves back')
     if (syncDir) this.fs.syncDir(this.dir)
+    this.appendResume(recovered)
+  }
+
+  /**
+   * resumeManifest for an open that changes nothing the manifest records: the
+   * live log is the empty one it names and the newest sequence number is its
+   * own (nothing replayed; a clean close's database). The edit is owed, not
+   * written: nothing on disk differs from what the manifest says until a
+   * record goes to the log or a version edit is made, and ensureResumed
+   * writes the edit first. A clean close's record stays the manifest's last
+   * until then, and is still true: a crash before the first write finds the
+   * database as it was closed. An open followed by reads alone writes nothing.
+   * Only after a clean close (its record is the manifest's last); otherwise,
+   * and where the manifest cannot take an edit, it is resumeManifest.
+   */
+  deferResume (recovered: { logNumber: number, lastSequence: number }): void {
+    if (!this.appendable || this.fs.openAppend === undefined || this.manifest !== undefined || this.logsAtClose === undefined ||
+      recovered.logNumber !== this.logNumber || recovered.lastSequence !== this.lastSequence) {
+      this.resumeManifest(recovered, false)
+      return
+    }
+    this.owedResume = recovered
+  }
+
+  /**
+   * Writes the edit an open owes (deferResume), synced, before the caller
+   * appends a record to the log. Throws a LevelError if it cannot; then
+   * every later call and edit fails too (the manifest's tail is not known).
+   */
+  ensureResumed (): void {
+    if (this.manifestFailure !== undefined) throw this.manifestFailure
+    const owed = this.owedResume
+    if (owed === undefined) return
+    try {
+      this.appendResume(owed)
+    } catch (err) {
+      this.manifestFailure = isLevelError(err) ? err : ioError('Cannot append to the manifest; the database takes no more writes until reopened', err, manifestName(this.manifestNumber))
+      throw this.manifestFailure
+    }
+    this.owedResume = undefined
+  }
+
+  /** Appends (synced) the edit recording the live log and the newest sequence number to the manifest read at open. */
+  private appendResume (recovered: { logNumber: number, lastSequence: number }): void {
     const lastSequence = Math.max(recovered.lastSequence, this.lastSequence)
-    const writer = new LogWriter(this.fs.openAppend(join(this.dir, manifestName(this.manifestNumber))))
+    const writer = new LogWriter(this.fs.openAppend!(join(this.dir, manifestName(this.manifestNumber))))
     try {
       writer.addRecord(encodeVersionEdit({ logNumber: recovered.logNumber, nextFileNumber: this.nextFileNumber, lastSequence }))
       writer.sync()
@@ -287,13 +348,29 @@ export class VersionSet {
 
   /**
    * Appends a clean close's record (see LogsAtClose) after every edit queued
-   * before it, and syncs the manifest. The caller has synced the logs it names
-   * and writes nothing after it. Rejects if the manifest cannot be written.
+   * before it, and syncs the manifest; in a fresh manifest first where the
+   * next open could not append to this one or would read many edits. The
+   * caller has synced the logs it names and writes nothing after it. Rejects
+   * if the manifest cannot be written.
    */
   recordClose (logsAtClose: LogsAtClose): Promise<void> {
     const run = this.applyQueue.then(async () => {
-      assert(this.manifest !== undefined, 'no manifest open')
       if (this.manifestFailure !== undefined) throw this.manifestFailure
+      // Nothing written since an open that owes its edit: the manifest's
+      // clean-close record (the open found one) still holds.
+      if (this.owedResume !== undefined) return
+      assert(this.manifest !== undefined, 'no manifest open')
+      if (this.fs.openAppend !== undefined && (!this.snapshotNamesLog || this.manifest.size() > COMPACT_AT_CLOSE_BYTES)) {
+        // The next open reads one snapshot and appends its edit (appendable),
+        // where it would otherwise read every edit since the last snapshot,
+        // or write a new manifest itself: two fdatasyncs, two directory fsyncs.
+        // (A file system that cannot append gets a new manifest at every open.)
+        try {
+          await createWhenRoom(this.fs, this.dir, 2, () => this.writeNewManifest())
+        } catch {
+          // The old manifest is still valid and current: the record goes there.
+        }
+      }
       this.manifest.addRecord(encodeVersionEdit({ logsAtClose }))
       await this.manifest.syncAsync()
     })
@@ -305,8 +382,8 @@ export class VersionSet {
   private manifestFailure: unknown
 
   private async applyNow (edit: VersionEdit): Promise<void> {
+    this.ensureResumed()
     assert(this.manifest !== undefined, 'no manifest open')
-    if (this.manifestFailure !== undefined) throw this.manifestFailure
     if (edit.logNumber !== undefined && edit.logNumber < this.logNumber) edit.logNumber = this.logNumber
     edit.nextFileNumber = this.nextFileNumber
     if (edit.lastSequence === undefined || edit.lastSequence < this.lastSequence) edit.lastSequence = this.lastSequence
