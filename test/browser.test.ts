@@ -231,11 +231,10 @@ if (missing !== undefined) {
    * Under a 20 MB quota, the share of it that acknowledged writes fill before
    * LEVEL_STORAGE_FULL, at least (BENCHMARKS.md has the figures: the 90%
    * target is missed). The rest: the capacity Chromium grants the files being
-   * written (a log, tables) in steps of 1 MiB, then of the next power of two
-   * of their size, and the room a compaction's output takes while its inputs
-   * are still there.
+   * written (a log, the table a flush writes while its log is still there) in
+   * steps of 1 MiB, then of the next power of two of their size.
    */
-  const FULL_FRACTION: Record<number, number> = { 1000: 0.5, 65536: 0.33 }
+  const FULL_FRACTION: Record<number, number> = { 1000: 0.6, 65536: 0.6 }
   // On disk: Chromium counts the capacity of open sync access handles against
   // the quota there (a new context of `browser` keeps its OPFS in memory and
   // counts file sizes only).

@@ -46,7 +46,8 @@ export class OpfsWritableFile implements WritableFile {
   private length = 0
   private closed = false
 
-  constructor (private readonly pool: Pool, private readonly file: PoolFile) {
+  /** `rarelyAppended`: syncAsync() reopens the handle where the browser counts its capacity, which gives back what the appends took (see Pool#releaseCapacity). */
+  constructor (private readonly pool: Pool, private readonly file: PoolFile, private readonly rarelyAppended = false) {
     file.writers++
   }
 
@@ -63,6 +64,7 @@ export class OpfsWritableFile implements WritableFile {
 
   async syncAsync (): Promise<void> {
     this.sync()
+    if (this.rarelyAppended && this.pool.countsCapacity) await this.pool.reopenHandle(this.file)
   }
 
   size (): number {

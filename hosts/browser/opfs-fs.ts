@@ -214,7 +214,7 @@ export class OpfsFileSystem implements FileSystem {
     return new OpfsRandomAccessFile(pool, file)
   }
 
-  openWrite (path: string): WritableFile {
+  openWrite (path: string, options: { rarelyAppended?: boolean } = {}): WritableFile {
     const { pool, name } = this.locate(path)
     let file = pool.byName.get(name)
     if (file?.handle !== undefined) {
@@ -233,7 +233,7 @@ export class OpfsFileSystem implements FileSystem {
       }
       if (old !== undefined) pool.release(old)
     }
-    return new OpfsWritableFile(pool, file)
+    return new OpfsWritableFile(pool, file, options.rarelyAppended === true)
   }
 
   readSmallFile (path: string): Buffer {

@@ -49,8 +49,13 @@ export interface FileSystem {
    * `size()` still counts only appended bytes, and `close()` trims the zeros.
    * A crash can leave a zero-filled tail: log readers report it as torn, and
    * recovery takes it for the unused space it is (tailIsZeros, lib/wal/log-reader.ts).
+   * `rarelyAppended` (a manifest: an edit per flush or compaction): where the
+   * storage reserves room for a file while it is open for writing (Chromium's
+   * OPFS counts a sync access handle's granted capacity, at least 1 MiB,
+   * against the quota), the implementation may give that room back after each
+   * syncAsync(), at the cost of a slower syncAsync().
    */
-  openWrite (path: string, options?: { preallocate?: boolean }): WritableFile
+  openWrite (path: string, options?: { preallocate?: boolean, rarelyAppended?: boolean }): WritableFile
   /**
    * Opens an existing file for appending after its last byte (`size()` counts
    * the bytes it held). Optional: without it, an open writes a new manifest

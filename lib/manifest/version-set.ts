@@ -202,7 +202,7 @@ export class VersionSet {
     }
     const number = this.newFileNumber()
     const name = manifestName(number)
-    const file = this.fs.openWrite(join(this.dir, name))
+    const file = this.fs.openWrite(join(this.dir, name), { rarelyAppended: true })
     const writer = new LogWriter(file)
     try {
       writer.addRecord(encodeVersionEdit(this.snapshotEdit()))
