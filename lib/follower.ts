@@ -82,6 +82,8 @@ export class Follower {
   private logs: LogTail[] = []
   private visibleSeq = -1
   private running: Promise<boolean> | undefined
+  /** Why the last pass that failed did. */
+  lastFailure: unknown
 
   private constructor (private readonly env: FollowerEnv) {}
 
@@ -104,6 +106,27 @@ export class Follower {
       this.running = this.refreshNow().finally(() => { this.running = undefined })
     }
     return this.running
+  }
+
+  /**
+   * Moves to the writer's latest committed state now, without waiting: up to
+   * MAX_ATTEMPTS passes one after another (a writer that moved under a pass
+   * is read again at once). True if a pass reached a consistent state (a
+   * newer one is published), false if none did (lastFailure says why;
+   * refresh() waits between passes). LEVEL_NOT_SUPPORTED is thrown.
+   */
+  refreshSync (): boolean {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      try {
+        this.attempt()
+        return true
+      } catch (err) {
+        if (isLevelError(err, 'LEVEL_NOT_SUPPORTED')) throw err
+        this.lastFailure = err
+        this.counters.retries++
+      }
+    }
+    return false
   }
 
   /** Resolves when no refresh is running. */
