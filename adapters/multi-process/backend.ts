@@ -41,7 +41,6 @@ function rangeOf (options: RangeReadOptions & { limit?: number }): RangeMessage 
 /** A multiProcess open's location, engine options and ownerTimeoutMs. */
 export type MultiProcessOptions = Omit<ProcessElectionOptions, 'onOwner'>
 
-
 type Read<T> = (on: EngineBackend) => T | Promise<T>
 
 export class MultiProcessBackend implements Backend {
