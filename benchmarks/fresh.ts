@@ -67,7 +67,8 @@ type Start = 'empty' | 'random' | 'json' | 'log' | 'logclean'
 const PER_RUN: ReadonlySet<Start> = new Set(['logclean'])
 
 /** What a workload's child reports: one or more rows (name -> value), with require() and open() times. */
-interface Measured { requireMs: number, openMs: number, rows: Record<string, number> }
+/** cpuMs: the child's CPU time (user + system, every thread) from open() to the workload's end and its background work settled. */
+interface Measured { requireMs: number, openMs: number, cpuMs: number, rows: Record<string, number> }
 
 /**
  * A row of the report. unit 'rate': things per second, higher is better; 'ms'
@@ -418,6 +419,7 @@ async function measure (spec: Spec): Promise<void> {
   const db = engine.make(spec.dir, workload.utf8 === true ? UTF8 : {})
   // No await between the constructor and this clock: abstract-level starts the open on the next tick.
   const t0 = process.hrtime.bigint()
+  const cpu0 = process.cpuUsage()
   await db.open()
   const openMs = millis(t0)
   if (spec.engine === 'memory-level' && workload.start === 'random') {
@@ -427,9 +429,10 @@ async function measure (spec: Spec): Promise<void> {
   if (spec.engine === 'memory-level' && workload.start === 'json') await fillJson(db, jsonDataSet())
   const rows = await workload.run({ db, engine: spec.engine, openMs, closeMs: spec.closeMs })
   await settled(spec.engine, db)
+  const cpu = process.cpuUsage(cpu0)
   await verify(spec.workload, workload.start, db)
   await db.close()
-  reply({ requireMs: engine.requireMs, openMs, rows } satisfies Measured)
+  reply({ requireMs: engine.requireMs, openMs, cpuMs: (cpu.user + cpu.system) / 1000, rows } satisfies Measured)
 }
 
 /** Untimed, after the workload: the database holds what was written (sampled keys). */
@@ -513,7 +516,7 @@ async function parent (): Promise<void> {
             push(results.rows.get(row)!, e, value)
           }
           const shown = Object.entries(m.rows).map(([row, v]) => `${row} ${format(unitOf(row), v)}`).join(', ')
-          console.error(`  run ${run + 1} ${w.padEnd(16)} ${e.padEnd(14)} ${shown}  require ${m.requireMs.toFixed(1)} ms  open ${m.openMs.toFixed(1)} ms`)
+          console.error(`  run ${run + 1} ${w.padEnd(16)} ${e.padEnd(14)} ${shown}  require ${m.requireMs.toFixed(1)} ms  open ${m.openMs.toFixed(1)} ms  cpu ${m.cpuMs.toFixed(0)} ms`)
         }
       }
     }
