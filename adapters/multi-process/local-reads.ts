@@ -7,13 +7,16 @@
 // (write(2), before the memtable), and the logs and manifest are read back
 // through the same OS: a catch-up that starts after a write was acknowledged
 // reads it. A read catches up first, unless a catch-up already ran in the
-// same stretch of code: from one task of the event loop until the promise
-// callbacks queued before that catch-up have run (a microtask then ends it).
-// News that a write was acknowledged elsewhere arrives in a task of its own
-// (a socket, a timer, a message), and this open's own writes end the stretch
-// when they resolve (stale()), so the reads that share a catch-up are reads no
-// acknowledgement could have come between. They see one state, as at a
-// snapshot.
+// same stretch of code: the rest of the task of the event loop it ran in,
+// with the promise callbacks that task queues (a process.nextTick queued
+// then runs once they have all run, before any other task, and ends it), and
+// at most STRETCH_MS. News that a write was acknowledged elsewhere arrives in
+// a task of its own (a socket, a timer, a message), and this open's own
+// writes end the stretch when they resolve (stale()), so the reads that share
+// a catch-up are reads no acknowledgement could have come between. They see
+// one state, as at a snapshot. The time bound is for news learned without a
+// task (a file read synchronously, the clock): a loop of awaited reads that
+// never yields to the event loop still sees new writes within STRETCH_MS.
 //
 // Handles. Snapshots and iterators read the state they were made on: the
 // follower's views pin their memtables, and a table the owner deletes stays
@@ -28,6 +31,12 @@ import type { Snapshot } from '../../lib/snapshots'
 import { entryKey, FOUND } from '../../lib/iterators/db-iterator'
 import { EngineBackend } from '../engine-backend'
 import { rangeFrom, type IteratorOptions, type RangeReadOptions } from '../lsm-cursor'
+
+/** The longest a stretch of code shares one catch-up (see Freshness above). */
+const STRETCH_MS = 1
+
+// Read once: in Node the global `performance` is an accessor, looked up on every use.
+const clock = globalThis.performance
 
 // abstract-level's typings omit the constructor's options ({ owner }).
 const SnapshotBase = AbstractSnapshot as unknown as new (options: object) => AbstractSnapshot
@@ -52,8 +61,9 @@ interface Closable { _close: () => Promise<void> }
 
 export class LocalReads {
   readonly backend: EngineBackend
-  /** A catch-up ran in this stretch of code (see above). */
+  /** A catch-up ran in this stretch of code (see above), which ends at this clock.now(). */
   private fresh = false
+  private freshUntil = 0
   private readonly unfresh = (): void => { this.fresh = false }
   /** Snapshots and iterators open on it. */
   private handles = 0
@@ -75,7 +85,7 @@ export class LocalReads {
    * the follower then waits between passes).
    */
   caughtUp (): Promise<void> | undefined {
-    if (this.fresh) return undefined
+    if (this.fresh && clock.now() < this.freshUntil) return undefined
     if (this.engine.refreshSync() === true) {
       this.stretch()
       return undefined
@@ -85,7 +95,7 @@ export class LocalReads {
 
   /** caughtUp() for a read that cannot wait (getSync, an iterator or snapshot made now). */
   caughtUpNow (): void {
-    if (this.fresh) return
+    if (this.fresh && clock.now() < this.freshUntil) return
     const failure = this.engine.refreshSync()
     if (failure !== true) throw ioError(`Cannot catch up with the owner of the database: ${String((failure as Error)?.message)}`, failure)
     this.stretch()
@@ -97,8 +107,10 @@ export class LocalReads {
   }
 
   private stretch (): void {
+    this.freshUntil = clock.now() + STRETCH_MS
+    if (this.fresh) return // its nextTick is queued
     this.fresh = true
-    queueMicrotask(this.unfresh)
+    process.nextTick(this.unfresh)
   }
 
   /** An iterator on the local reads, caught up first; counted until it closes. */
