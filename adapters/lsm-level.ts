@@ -88,8 +88,8 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
     super({
       encodings: { buffer: true, view: true, utf8: true },
       has: true,
-      // A multiProcess open has getSync() only while it owns the database: not a promise the manifest can make.
-      getSync: multiProcess === undefined,
+      // A multiProcess client reads on its own (adapters/multi-process/local-reads.ts): getSync() too.
+      getSync: true,
       seek: true,
       implicitSnapshots: true,
       explicitSnapshots: true,

@@ -13,9 +13,10 @@
 //   get x64    gets with 64 in flight
 //   failover   the owner (a child process) holding a full log (30,000 puts of
 //              100 bytes, about 4 MB, never flushed) SIGKILLed; the time from
-//              the kill to the first successful get on a client (this
+//              the kill to the first successful put on a client (this
 //              process), which takes over: the lock, the log replay, the
-//              socket; p50 and p99 over the rounds
+//              socket (its reads, from its own files, go on meanwhile); p50
+//              and p99 over the rounds
 //
 //   npm run bench:multi
 //   MP_OPS=20000 MP_ROUNDS=20 ...      operations per workload, failover rounds
@@ -184,7 +185,7 @@ async function socketFloor (): Promise<number> {
   return best
 }
 
-/** One failover: ms from the owner's SIGKILL to the first get served on this process, and the log size replayed. */
+/** One failover: ms from the owner's SIGKILL to the first write acknowledged on this process (which takes over), and the log size replayed. */
 async function failover (round: number): Promise<[number, number]> {
   const dir = path.join(root, `failover-${round}`)
   const owner = await Peer.open(dir)
@@ -196,7 +197,16 @@ async function failover (round: number): Promise<[number, number]> {
   await db.get('f00000000')
   const t0 = performance.now()
   owner.signal('SIGKILL')
-  await db.get('f00000000')
+  // A client's reads need no owner: the first write after the kill waits for
+  // the takeover (one sent before the client saw the kill fails, outcome unknown).
+  for (;;) {
+    try {
+      await db.put('f00000000', 'after')
+      break
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'LEVEL_OUTCOME_UNKNOWN') throw err
+    }
+  }
   const ms = performance.now() - t0
   if ((db.processRole as string) !== 'owner') throw new Error('expected the client to take over')
   await db.close()
@@ -244,7 +254,7 @@ async function main (): Promise<void> {
     logBytes = bytes
   }
   times.sort((a, b) => a - b)
-  say(`Failover over ${ROUNDS} rounds (log of ${(logBytes / 1e6).toFixed(1)} MB replayed by the client that takes over): p50 ${pct(times, 0.5).toFixed(0)} ms, p99 ${pct(times, 0.99).toFixed(0)} ms, min ${times[0].toFixed(0)} ms, max ${times[times.length - 1].toFixed(0)} ms`)
+  say(`Failover, the kill to the first acknowledged write, over ${ROUNDS} rounds (log of ${(logBytes / 1e6).toFixed(1)} MB replayed by the client that takes over): p50 ${pct(times, 0.5).toFixed(0)} ms, p99 ${pct(times, 0.99).toFixed(0)} ms, min ${times[0].toFixed(0)} ms, max ${times[times.length - 1].toFixed(0)} ms`)
 
   const m = machine()
   const header = [

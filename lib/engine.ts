@@ -249,6 +249,14 @@ export class Engine {
     return this.readOnly.follower.refresh()
   }
 
+  /** refresh() without waiting (Follower.refreshSync): true once caught up; else the reason it is not (call refresh()). */
+  refreshSync (): true | unknown {
+    if (this.readOnly === undefined) throw levelError('LEVEL_NOT_SUPPORTED', 'refreshSync() is for read-only opens (option readOnly)')
+    if (this.closed) throw levelError('LEVEL_DATABASE_NOT_OPEN', 'Database is closed')
+    const follower = this.readOnly.follower
+    return follower.refreshSync() || follower.lastFailure
+  }
+
   /** Refreshes that published a newer state and attempts started over (read-only opens; undefined otherwise). */
   get followerCounters (): Follower['counters'] | undefined {
     return this.readOnly?.follower.counters

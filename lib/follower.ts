@@ -26,7 +26,7 @@
 //
 // Snapshots pin the version and memtables they were taken on (lib/snapshots.ts):
 // the writer's compactions do not know of the reader's snapshots.
-import type { FileSystem } from './fs/fs'
+import type { FileSystem, RandomAccessFile } from './fs/fs'
 import type { VersionSet } from './manifest/version-set'
 import { Version } from './manifest/version'
 import { decodeVersionEdit, MANIFEST_FORMAT_VERSION } from './manifest/version-edit'
@@ -34,7 +34,8 @@ import { MemTable } from './memtable/memtable'
 import type { MemTableSet } from './memtable/memtable-set'
 import type { TableCache } from './sstable/table-cache'
 import type { EngineParts } from './engine-parts'
-import { LogReader } from './wal/log-reader'
+import { LogReader, readRecordFrom } from './wal/log-reader'
+import { HEADER_SIZE, readRecordAt, recordLength } from './wal/log-format'
 import { decodeBatch } from './wal/batch'
 import { CURRENT, join, logName, logNumbers } from './filenames'
 import { ioError, isLevelError, levelError, type LevelError } from './errors'
@@ -63,7 +64,22 @@ interface LogTail {
   offset: number
   /** The sequence number the next record must start at (-1: no record yet). */
   nextSeq: number
+  /** The log, open while it is tailed. */
+  file?: RandomAccessFile
 }
+
+function closeLog (log: LogTail): void {
+  const file = log.file
+  log.file = undefined
+  try { file?.close() } catch {}
+}
+
+/** How much of a log one read takes. */
+const WINDOW = 16 * 1024
+
+/** Bounds on how coarse file modification times are: a kernel tick; on file systems that keep whole seconds, two of them. */
+const FILE_TIME_MS = 50
+const COARSE_FILE_TIME_MS = 2000
 
 /** Why an attempt did not reach a consistent state: the attempt is repeated. */
 class Moved extends Error {}
@@ -82,6 +98,13 @@ export class Follower {
   private logs: LogTail[] = []
   private visibleSeq = -1
   private running: Promise<boolean> | undefined
+  private readonly window = Buffer.allocUnsafe(WINDOW)
+  /** The manifest read, open while it is followed. */
+  private manifestFile: RandomAccessFile | undefined
+  /** What the last complete pass saw, for the quick check (unchanged()). */
+  private seen: { dirMs: number, at: number } | undefined
+  /** Why the last pass that failed did. */
+  lastFailure: unknown
 
   private constructor (private readonly env: FollowerEnv) {}
 
@@ -104,6 +127,27 @@ export class Follower {
       this.running = this.refreshNow().finally(() => { this.running = undefined })
     }
     return this.running
+  }
+
+  /**
+   * Moves to the writer's latest committed state now, without waiting: up to
+   * MAX_ATTEMPTS passes one after another (a writer that moved under a pass
+   * is read again at once). True if a pass reached a consistent state (a
+   * newer one is published), false if none did (lastFailure says why;
+   * refresh() waits between passes). LEVEL_NOT_SUPPORTED is thrown.
+   */
+  refreshSync (): boolean {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      try {
+        this.attempt()
+        return true
+      } catch (err) {
+        if (isLevelError(err, 'LEVEL_NOT_SUPPORTED')) throw err
+        this.lastFailure = err
+        this.counters.retries++
+      }
+    }
+    return false
   }
 
   /** Resolves when no refresh is running. */
@@ -133,13 +177,19 @@ export class Follower {
 
   /** One pass; throws (Moved or an I/O error) if the writer moved under it. */
   private attempt (): boolean {
+    if (this.unchanged()) return false
+    const at = Date.now()
+    const dirMs = this.env.fs.modifiedMs?.(this.env.dir)
+    this.seen = undefined
     this.readManifest()
     this.readLogs()
     const opened: number[] = []
     try {
       this.openTables(opened)
       this.checkManifestUnchanged()
-      return this.publish()
+      const published = this.publish()
+      if (dirMs !== undefined) this.seen = { dirMs, at }
+      return published
     } catch (err) {
       // Tables of a version never installed would stay in the cache.
       for (const n of opened) if (!this.env.versions.isLiveTable(n)) this.env.tableCache.evict(n)
@@ -147,11 +197,42 @@ export class Follower {
     }
   }
 
+  /**
+   * Whether the writer surely changed nothing since the last complete pass,
+   * from three small reads instead of a pass: no file was added, removed or
+   * renamed in the directory (its modification time; CURRENT is replaced by
+   * a rename, a log or table is created), the manifest did not grow, and no
+   * record header follows the last record read in the newest log. File times
+   * come from a clock coarser than Date.now() (a tick of the kernel; seconds
+   * on some file systems): the directory's is trusted only once it is older
+   * than the pass by more than that, so that a change after the pass cannot
+   * carry the same time.
+   */
+  private unchanged (): boolean {
+    const { seen, manifestFile } = this
+    const log = this.logs[this.logs.length - 1]
+    if (seen === undefined || manifestFile === undefined || log?.file === undefined) return false
+    const grain = seen.dirMs % 1000 === 0 ? COARSE_FILE_TIME_MS : FILE_TIME_MS
+    if (seen.dirMs > seen.at - grain) return false
+    const { fs, dir } = this.env
+    if (fs.modifiedMs?.(dir) !== seen.dirMs || this.manifestGrew(manifestFile)) return false
+    const header = this.window
+    if (log.file.read(header, 0, HEADER_SIZE, log.offset) < HEADER_SIZE) return true
+    return typeof recordLength(header, 0, Infinity) !== 'number'
+  }
+
+  /** Whether the manifest holds bytes past those read (an open file's size() is its size at open: a read tells). */
+  private manifestGrew (file: RandomAccessFile): boolean {
+    return file.read(this.window, 0, 1, this.manifestSize) > 0
+  }
+
   /** The manifest named by CURRENT, from where the last pass stopped (or from its start, if it is a new one). */
   private readManifest (): void {
     const { fs, dir } = this.env
     const name = readCurrent(fs, dir)
     if (name !== this.manifestName) {
+      try { this.manifestFile?.close() } catch {}
+      this.manifestFile = undefined
       this.manifestName = name
       this.manifestOffset = 0
       this.version = Version.empty()
@@ -187,6 +268,7 @@ export class Follower {
     // after an edit no longer does: without it, a flush has just retired it.
     if (this.logNumber > 0 && listed[0] !== this.logNumber) throw new Moved(`${logName(this.logNumber)} was removed`)
     const kept = this.logs.filter((l) => l.number >= this.logNumber)
+    for (const l of this.logs) if (l.number < this.logNumber) closeLog(l)
     for (const l of kept) if (!listed.includes(l.number)) throw new Moved(`${logName(l.number)} was removed`)
     const newest = kept.length > 0 ? kept[kept.length - 1].number : -1
     for (const number of listed) {
@@ -203,24 +285,61 @@ export class Follower {
     }
   }
 
-  /** Applies the log's complete, contiguous new records. False if a record broke the sequence (reading stops). */
+  /**
+   * Applies the log's complete, contiguous new records. False if a record
+   * broke the sequence (reading stops). The log stays open from pass to pass,
+   * and only what follows the last record read is read: a live log is
+   * extended with zeros ahead of its records (hosts/node/node-fs.ts), which
+   * end the read at once.
+   */
   private replayLog (log: LogTail, expected: number): boolean {
     const { fs, dir } = this.env
     const name = logName(log.number)
-    const reader = new LogReader(fs, join(dir, name), name, log.offset)
-    try {
-      for (let rec = reader.next(); rec !== undefined; rec = reader.next()) {
-        const batch = decodeBatch(rec, name)
-        const want = log.nextSeq >= 0 ? log.nextSeq : expected
-        if (want >= 0 ? batch.firstSeq !== want : batch.firstSeq > this.lastSequence + 1) return false
-        log.mem.addBatch(rec, batch.firstSeq)
-        log.offset = reader.offset
-        log.nextSeq = batch.firstSeq + batch.ops.length
+    if (log.file === undefined) {
+      try {
+        log.file = fs.openRead(join(dir, name))
+      } catch (err) {
+        throw ioError(`Cannot open ${name}: ${(err as Error).message}`, err, name)
       }
-    } finally {
-      reader.close()
     }
+    const buf = this.window
+    for (;;) {
+      const n = log.file.read(buf, 0, buf.length, log.offset)
+      const bytes = n === buf.length ? buf : buf.subarray(0, n)
+      let pos = 0
+      let rec = readRecordAt(bytes, pos)
+      for (; typeof rec === 'object'; rec = readRecordAt(bytes, pos)) {
+        if (!this.apply(log, Buffer.from(rec.payload), expected, name)) return false
+        pos = rec.next
+        log.offset += rec.payload.length + HEADER_SIZE
+      }
+      // What the window cut short is read again from its start; a record larger than the window, on its own.
+      if (rec !== 'cut-header' && rec !== 'past-end') return true
+      if (pos > 0 && n === buf.length) continue
+      const big = readRecordFrom(log.file, log.offset)
+      if (big === undefined) return true
+      if (!this.apply(log, big.payload, expected, name)) return false
+      log.offset = big.next
+    }
+  }
+
+  /** Adds a record to the log's memtable if it continues the sequence; false if it does not. */
+  private apply (log: LogTail, rec: Buffer, expected: number, name: string): boolean {
+    const batch = decodeBatch(rec, name)
+    const want = log.nextSeq >= 0 ? log.nextSeq : expected
+    if (want >= 0 ? batch.firstSeq !== want : batch.firstSeq > this.lastSequence + 1) return false
+    log.mem.addBatch(rec, batch.firstSeq)
+    log.nextSeq = batch.firstSeq + batch.ops.length
     return true
+  }
+
+  /** Closes the logs it tails. */
+  close (): void {
+    for (const log of this.logs) closeLog(log)
+    this.logs = []
+    try { this.manifestFile?.close() } catch {}
+    this.manifestFile = undefined
+    this.seen = undefined
   }
 
   /** Opens the tables of the version read (an open file stays readable once the writer deletes it); adds those newly opened to `opened`. */
@@ -239,10 +358,8 @@ export class Follower {
   private checkManifestUnchanged (): void {
     const { fs, dir } = this.env
     if (readCurrent(fs, dir) !== this.manifestName) throw new Moved('CURRENT names a new manifest')
-    const file = fs.openRead(join(dir, this.manifestName))
-    let size: number
-    try { size = file.size() } finally { file.close() }
-    if (size !== this.manifestSize) throw new Moved(`${this.manifestName} has new edits`)
+    this.manifestFile ??= fs.openRead(join(dir, this.manifestName))
+    if (this.manifestGrew(this.manifestFile)) throw new Moved(`${this.manifestName} has new edits`)
   }
 
   /** Makes the state read the one reads see, unless it is older than the one they see. */
@@ -309,5 +426,6 @@ export class ReadOnlyMode {
   async stop (): Promise<void> {
     clearInterval(this.timer)
     await this.follower.settle()
+    this.follower.close()
   }
 }

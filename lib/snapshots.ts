@@ -7,7 +7,7 @@
 // that continue on a later turn.
 import type { Version } from './manifest/version'
 import type { MemTableSet } from './memtable/memtable-set'
-import { nextTurn, type TurnBudget } from './util/turn'
+import { sharedNextTurn, type TurnBudget } from './util/turn'
 import type { EngineParts } from './engine-parts'
 
 /** The version and memtables a snapshot reads, instead of the current ones. */
@@ -119,7 +119,7 @@ export class PointsInTime {
     if (!this.turn.exhausted()) return read(snapshot)
     const point = snapshot ?? this.pointInTime()
     try {
-      await nextTurn()
+      await sharedNextTurn()
       return read(point)
     } finally {
       if (point !== snapshot) this.releasePointInTime(point)

@@ -153,7 +153,7 @@ test('a manifest read before a flush retired its live log is not published with 
 
 /** The node file system, with every call that could change the directory recorded (and refused). */
 function recordingFs (mutations: string[]): FileSystem {
-  const reads = new Set(['openRead', 'readSmallFile', 'exists', 'list'])
+  const reads = new Set(['openRead', 'readSmallFile', 'exists', 'list', 'modifiedMs'])
   return new Proxy(nodeFileSystem, {
     get (target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver)

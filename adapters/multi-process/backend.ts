@@ -1,21 +1,21 @@
 // LsmLevel's operations with multiProcess (lsm-backend.ts): on the engine when
-// this process owns the database now, else on the owner through the failover
-// layer (adapters/failover/), with keys and values as abstract-level encoded
-// them and results decoded to the encodings it asked for. Iterators and
-// snapshots made as a client are bound to that owner (LEVEL_OWNER_CHANGED after
-// a failover); an engine snapshot made as the owner is this process's.
-import { AbstractSnapshot } from 'abstract-level'
+// this process owns the database now. A client reads on its own, from a
+// read-only open of the database caught up with the owner before each read
+// (local-reads.ts); its writes, and what only the owner runs (compactions,
+// checkpoints, the change feed), go to the owner through the failover layer
+// (adapters/failover/), with keys and values as abstract-level encoded them
+// and results decoded to the encodings it asked for. Snapshots and iterators
+// made as a client read this process's files and outlive owner changes.
 import type { Engine, ChangeBatch } from '../../lib/engine'
-import type { Snapshot } from '../../lib/snapshots'
 import type { EncodingName, Format } from '../bytes'
 import type { RangeMessage } from '../remote/protocol'
-import { ReadAheadIterator } from '../remote/read-ahead'
 import { EngineBackend } from '../engine-backend'
 import { notOnClient, type Backend, type LevelBatchOp, type ReadOptions, type WriteOptions } from '../lsm-backend'
-import { abortError, type IteratorOptions, type RangeReadOptions } from '../lsm-cursor'
+import type { IteratorOptions, RangeReadOptions } from '../lsm-cursor'
 import { FailoverDatabase } from '../failover/failover-database'
-import type { FailoverSnapshot } from '../failover/handles'
+import { levelError } from '../../lib/errors'
 import { ProcessElection, type ProcessElectionOptions } from './process-election'
+import { LocalReads, LocalSnapshot } from './local-reads'
 
 /** Bytes from the owner in the encoding asked for. */
 function decode (data: unknown, encoding: EncodingName): Format | undefined {
@@ -38,27 +38,10 @@ function rangeOf (options: RangeReadOptions & { limit?: number }): RangeMessage 
   return { gt: bytesOf(options.gt), gte: bytesOf(options.gte), lt: bytesOf(options.lt), lte: bytesOf(options.lte), reverse: options.reverse, limit: options.limit }
 }
 
-// abstract-level's typings omit the constructor's options ({ owner }).
-const SnapshotBase = AbstractSnapshot as unknown as new (options: object) => AbstractSnapshot
-
-/** An explicit snapshot held by the owner's session for this client. */
-class ClientSnapshot extends SnapshotBase {
-  constructor (options: object, readonly remote: FailoverSnapshot, private readonly failover: FailoverDatabase) {
-    super(options)
-  }
-
-  /** The engine's snapshot (the engine read path): this one belongs to an owner this process replaced. */
-  get inner (): Snapshot {
-    throw this.failover.ownerChanged()
-  }
-
-  async _close (): Promise<void> {
-    await this.remote.close()
-  }
-}
-
 /** A multiProcess open's location, engine options and ownerTimeoutMs. */
 export type MultiProcessOptions = Omit<ProcessElectionOptions, 'onOwner'>
+
+type Read<T> = (on: EngineBackend) => T | Promise<T>
 
 export class MultiProcessBackend implements Backend {
   readonly keys = undefined
@@ -67,23 +50,53 @@ export class MultiProcessBackend implements Backend {
   private readonly failover: FailoverDatabase
   /** The engine, while this process owns the database. */
   private local: EngineBackend | undefined
+  /** A client's reads (local-reads.ts); once this process owns the database, they serve only the handles made on them. */
+  private reads: LocalReads | undefined
+  private retired: LocalReads | undefined
 
-  constructor (options: MultiProcessOptions) {
+  constructor (private readonly options: MultiProcessOptions) {
     this.election = new ProcessElection({
       ...options,
       // This process became the owner: the engine serves this open's operations from now on.
-      onOwner: (engine) => { this.local = new EngineBackend(engine, false) }
+      onOwner: (engine) => {
+        this.local = new EngineBackend(engine, false)
+        this.retire()
+      }
     })
     this.failover = new FailoverDatabase(this.election)
   }
 
   async open (flags: { createIfMissing: boolean, errorIfExists: boolean }): Promise<void> {
     await this.election.open(flags)
+    if (this.election.role !== 'client') return
+    const { cacheSize } = this.options.engineOptions
+    try {
+      this.reads = await LocalReads.open(this.options.location, cacheSize === undefined ? {} : { cacheSize })
+    } catch (err) {
+      await this.election.close().catch(() => {})
+      throw err
+    }
+    // The owner may have gone, and this process taken over, meanwhile.
+    if (this.local !== undefined) this.retire()
+  }
+
+  private retire (): void {
+    const reads = this.reads
+    if (reads === undefined) return
+    this.reads = undefined
+    this.retired = reads
+    reads.retire().catch(() => {})
   }
 
   async close (): Promise<void> {
     this.local = undefined
-    await this.election.close()
+    const reads = [this.reads, this.retired]
+    this.reads = this.retired = undefined
+    try {
+      await this.election.close()
+    } finally {
+      for (const r of reads) await r?.close()
+    }
   }
 
   get role (): 'owner' | 'client' | undefined {
@@ -95,14 +108,20 @@ export class MultiProcessBackend implements Backend {
     return this.election.server
   }
 
-  // Owner now: the engine, as without multiProcess. Client: the owner, through the failover layer.
+  /** A client's local reads (tests read their follower's counters). */
+  get localReads (): LocalReads | undefined {
+    return this.reads
+  }
+
+  // Writes: the engine while this process owns the database, else the owner.
+  // A client's write, once resolved (or failed), makes its next read catch up.
 
   put (key: Format, value: Format, options: WriteOptions): Promise<void> {
-    return this.local?.put(key, value, options) ?? this.failover.put(bytes(key), bytes(value), { sync: options.sync === true })
+    return this.local?.put(key, value, options) ?? this.wrote(this.failover.put(bytes(key), bytes(value), { sync: options.sync === true }))
   }
 
   del (key: Format, options: WriteOptions): Promise<void> {
-    return this.local?.del(key, options) ?? this.failover.del(bytes(key), { sync: options.sync === true })
+    return this.local?.del(key, options) ?? this.wrote(this.failover.del(bytes(key), { sync: options.sync === true }))
   }
 
   batch (operations: LevelBatchOp[], options: WriteOptions): Promise<void> {
@@ -110,50 +129,83 @@ export class MultiProcessBackend implements Backend {
     const ops = operations.map((op) => op.type === 'put'
       ? { type: op.type, key: bytes(op.key), value: bytes(op.value!) }
       : { type: op.type, key: bytes(op.key) })
-    return this.failover.batch(ops, { sync: options.sync === true })
+    return this.wrote(this.failover.batch(ops, { sync: options.sync === true }))
+  }
+
+  private wrote (write: Promise<void>): Promise<void> {
+    return write.finally(() => this.reads?.stale())
+  }
+
+  /**
+   * Where a read runs: on the open its snapshot belongs to; else on the
+   * engine (owner) or the local reads, caught up with the owner first (client).
+   */
+  private read<T> (options: { snapshot?: unknown }, read: Read<T>): T | Promise<T> {
+    const s = options.snapshot
+    if (s instanceof LocalSnapshot) return read(s.reads.backend)
+    if (this.local !== undefined) return read(this.local)
+    // An engine snapshot is from before this process was a client: it cannot be (an owner stays one until it closes).
+    if (s !== undefined) throw this.failover.ownerChanged()
+    const reads = this.client()
+    const wait = reads.caughtUp()
+    return wait === undefined ? read(reads.backend) : wait.then(() => read(reads.backend))
+  }
+
+  private client (): LocalReads {
+    if (this.reads === undefined) throw levelError('LEVEL_DATABASE_NOT_OPEN', 'Database is not open')
+    return this.reads
   }
 
   getSync (key: Format, options: ReadOptions): Format | undefined {
-    if (this.local === undefined) throw notOnClient('getSync()', 'await db.get()')
-    return this.local.getSync(key, options)
+    const s = options.snapshot
+    if (s instanceof LocalSnapshot) return s.reads.backend.getSync(key, options)
+    if (this.local !== undefined) return this.local.getSync(key, options)
+    const reads = this.client()
+    reads.caughtUpNow()
+    return reads.backend.getSync(key, options)
   }
 
   get (key: Format, options: ReadOptions): Format | undefined | Promise<Format | undefined> {
-    if (this.local !== undefined) return this.local.get(key, options)
-    return this.failover.get(bytes(key), this.at(options)).then((v) => decode(v, options.valueEncoding))
+    return this.read(options, (on) => on.get(key, options))
   }
 
   async getMany (keys: Format[], options: ReadOptions): Promise<Array<Format | undefined>> {
-    if (this.local !== undefined) return await this.local.getMany(keys, options)
-    const values = await this.failover.getMany(keys.map(bytes), this.at(options))
-    return values.map((v) => decode(v, options.valueEncoding))
+    return await this.read(options, async (on) => await on.getMany(keys, options))
   }
 
   async has (key: Format, options: ReadOptions): Promise<boolean> {
-    return await (this.local?.has(key, options) ?? this.failover.has(bytes(key), this.at(options)))
+    return await this.read(options, async (on) => await on.has(key, options))
   }
 
   async hasMany (keys: Format[], options: ReadOptions): Promise<boolean[]> {
-    return await (this.local?.hasMany(keys, options) ?? this.failover.hasMany(keys.map(bytes), this.at(options)))
+    return await this.read(options, async (on) => await on.hasMany(keys, options))
   }
 
-  /** clear() is a write: never retried. */
+  /**
+   * clear() is a write: never retried. At a client's snapshot, the keys are
+   * read from it here and their point deletes written as batches.
+   */
   async clear (options: RangeReadOptions & { limit: number }): Promise<void> {
-    await (this.local?.clear(options) ?? this.failover.clear({ ...rangeOf(options), ...this.at(options) }))
+    const s = options.snapshot
+    if (s instanceof LocalSnapshot) {
+      await s.reads.clearAt(options, s.inner, options.limit, async (keys) => await this.batch(keys.map((key) => ({ type: 'del', key })), {}))
+      return
+    }
+    if (this.local !== undefined) return await this.local.clear(options)
+    if (s !== undefined) throw this.failover.ownerChanged()
+    await this.wrote(this.failover.clear({ ...rangeOf(options) }))
   }
 
-  iterator (db: unknown, options: IteratorOptions): ReadAheadIterator {
-    if (this.local !== undefined) return this.local.iterator(db, options) as unknown as ReadAheadIterator
-    const source = this.failover.iterator({ ...rangeOf(options), keys: options.keys, values: options.values, ...this.at(options) })
-    return new ReadAheadIterator(db, options, source, {
-      decode: ([k, v]) => [decode(k, options.keyEncoding), decode(v, options.valueEncoding)],
-      check: () => source.check(),
-      fetched: () => { if (options.signal?.aborted === true) throw abortError(options.signal.reason) }
-    })
+  iterator (db: unknown, options: IteratorOptions): ReturnType<Backend['iterator']> {
+    const s = options.snapshot
+    if (s instanceof LocalSnapshot) return s.reads.iterator(db, options)
+    if (this.local !== undefined) return this.local.iterator(db, options)
+    if (s !== undefined) throw this.failover.ownerChanged()
+    return this.client().iterator(db, options)
   }
 
   snapshot (options: object): object {
-    return this.local?.snapshot(options) ?? new ClientSnapshot(options, this.failover.snapshot(), this.failover)
+    return this.local?.snapshot(options) ?? this.client().snapshot(options)
   }
 
   engine (what: string, instead: string): Engine {
@@ -183,13 +235,5 @@ export class MultiProcessBackend implements Backend {
         })) as ChangeBatch['ops']
       }
     }
-  }
-
-  /** A read's snapshot: a client snapshot's handle; an engine snapshot is from before this process became a client. */
-  private at (options: { snapshot?: unknown }): { snapshot?: FailoverSnapshot } {
-    const s = options.snapshot
-    if (s === undefined) return {}
-    if (s instanceof ClientSnapshot) return { snapshot: s.remote }
-    throw this.failover.ownerChanged()
   }
 }

@@ -24,13 +24,16 @@ export interface FrozenMemTable {
 const MAX_MEMTABLE_RANGE_TOMBSTONES = 1000
 
 export class MemTableSet {
-  active = new MemTable()
+  active: MemTable
   /** Oldest first. */
   readonly frozen: FrozenMemTable[] = []
   /** Write groups written to the active memtable's log and not yet applied. */
   private activeWritesInFlight = 0
 
-  constructor (private readonly writeBufferSize: number) {}
+  /** `active`: the active memtable to start with (a new one if omitted). */
+  constructor (private readonly writeBufferSize: number, active?: MemTable) {
+    this.active = active ?? new MemTable()
+  }
 
   /** True once `mem` should be frozen; `factor`: once it holds that many times the write buffer's bytes. */
   isFull (mem: MemTable, factor = 1): boolean {
@@ -62,8 +65,9 @@ export class MemTableSet {
 
   /** A set of the same memtables that later calls to follow() leave alone (a read-only open's snapshot). */
   copy (): MemTableSet {
-    const set = new MemTableSet(this.writeBufferSize)
-    set.active = this.active
+    // No new memtable for a set that shares this one's: a skiplist's arrays are
+    // about 100 KiB, and a read-only open copies its set at every point in time.
+    const set = new MemTableSet(this.writeBufferSize, this.active)
     for (const f of this.frozen) set.frozen.push({ ...f })
     return set
   }

@@ -34,6 +34,23 @@ export function nextTurn (): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve))
 }
 
+let sharedTurn: Promise<void> | undefined
+
+/**
+ * nextTurn() shared by every caller until it resolves: the reads a used-up
+ * budget put off all continue in one task of the next turn, so what they
+ * start then runs together too (64 awaited gets in flight stay one batch a
+ * turn, not one task each). Immediates queued before a turn's check phase all
+ * run in it anyway, with no I/O between them: the event loop waits no longer.
+ */
+export function sharedNextTurn (): Promise<void> {
+  sharedTurn ??= new Promise((resolve) => setImmediate(() => {
+    sharedTurn = undefined
+    resolve()
+  }))
+  return sharedTurn
+}
+
 /**
  * Long work cut into slices of about `sliceMs` of the event loop each: the
  * worker calls next() after each step, which continues on the next turn once
