@@ -236,7 +236,8 @@ class ClientTabLevel<K, V> extends BrowserLevel<K, V> {
   private readonly openOptions: Record<string, unknown>
 
   constructor (location: string, options: Record<string, unknown>) {
-    super(location, { worker, relay, ownerTimeoutMs: 1000, ...options })
+    // The default owner timeout: a shorter one failed an open now and then on a loaded machine.
+    super(location, { worker, relay, ...options })
     this.openOptions = options
   }
 
@@ -247,6 +248,9 @@ class ClientTabLevel<K, V> extends BrowserLevel<K, V> {
       const info = await (this as unknown as { server: { call (m: string, a: unknown[]): Promise<{ role: string }> } }).server.call('tabs', [])
       clientRoles[info.role] = (clientRoles[info.role] ?? 0) + 1
     } catch (err) {
+      // The suite sees a failed deferred open only as "Database is not open" at its next call: say why here.
+      const e = err as { code?: string, message?: string, cause?: { code?: string, message?: string } }
+      scope.lsmAck?.(`# a client's open of ${this.location} failed: ${String(e.code)} ${String(e.message)}${e.cause !== undefined ? ` (cause: ${String(e.cause.code)} ${String(e.cause.message)})` : ''}`)
       await askHelper({ op: 'close', location: this.location })
       throw err
     }

@@ -329,6 +329,8 @@ export function registerTabTests (engine: TabEngine): void {
       const { pass, fail, failures } = summarize(t, lines)
       if (!lines.includes('# done')) t.comment(`timed out after ${lines.filter((l) => l.startsWith('ok ')).length} assertions; last lines: ${lines.slice(-5).join(' | ')}`)
       for (const f of failures.slice(0, 20)) t.comment(f)
+      // Why a client's deferred open failed, which the suite shows only as "Database is not open" later.
+      for (const l of lines) if (l.startsWith('# a client\'s open')) t.comment(l.slice(2))
       t.is(fail, 0, `no failure through the client tab (${pass} passed, ${fail} failed, ${seconds.toFixed(1)} s)`)
       t.ok(lines.includes('# done'), 'the suite ended: no test left a promise hanging')
       // Every test of the suite, none skipped: a run that stopped early (a hung promise) passes fewer.
