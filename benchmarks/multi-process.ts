@@ -11,6 +11,9 @@
 //              owner in a child process), the owner itself (multiProcess on,
 //              no client busy), LsmLevel without multiProcess, classic-level
 //   get x64    gets with 64 in flight
+//   floor      awaited one-byte round trips to a bare echo server in another
+//              process, in rounds alternating with rounds of a client's
+//              awaited puts: each pair's ratio of put time to round-trip time
 //   failover   the owner (a child process) holding a full write buffer (the
 //              default 4 MiB, 99% full, never flushed: puts of 100-byte values,
 //              a 3 MB log, and of 1,000-byte values, a 4 MB log, alternately)
@@ -170,25 +173,65 @@ async function throughput (): Promise<Map<string, Figures>> {
  * The floor: awaited round trips of one byte over a Unix socket to a bare
  * echo server in another Node process (this script run with 'echo').
  */
-async function socketFloor (): Promise<number> {
-  const address = path.join(root, 'echo.sock')
-  const child = fork(__filename, ['echo', address], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-  await new Promise((resolve) => child.once('message', resolve))
-  const socket = net.createConnection(address)
-  await new Promise((resolve) => socket.once('connect', resolve))
-  let best = 0
-  for (let round = 0; round < TP_ROUNDS; round++) {
+class Echo {
+  private constructor (private readonly child: ReturnType<typeof fork>, private readonly socket: net.Socket) {}
+
+  static async start (): Promise<Echo> {
+    const address = path.join(root, 'echo.sock')
+    const child = fork(__filename, ['echo', address], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+    await new Promise((resolve) => child.once('message', resolve))
+    const socket = net.createConnection(address)
+    await new Promise((resolve) => socket.once('connect', resolve))
+    return new Echo(child, socket)
+  }
+
+  /** Round trips per second over OPS round trips. */
+  async round (): Promise<number> {
     const t0 = performance.now()
     for (let i = 0; i < OPS; i++) {
-      const echoed = new Promise((resolve) => socket.once('data', resolve))
-      socket.write('x')
+      const echoed = new Promise((resolve) => this.socket.once('data', resolve))
+      this.socket.write('x')
       await echoed
     }
-    best = Math.max(best, perSecond(OPS, performance.now() - t0))
+    return perSecond(OPS, performance.now() - t0)
   }
-  socket.destroy()
-  child.kill()
-  return best
+
+  stop (): void {
+    this.socket.destroy()
+    this.child.kill()
+  }
+}
+
+/**
+ * A client's awaited puts against the floor at the same moment: rounds of
+ * OPS round trips and of OPS puts, alternating; each round pair's ratio of
+ * put time to round-trip time (the machine's load changes from minute to
+ * minute: ratios of one moment are steadier than rates of different ones).
+ */
+async function putsAgainstFloor (): Promise<{ floor: number, put: number, ratios: number[] }> {
+  const echo = await Echo.start()
+  const dir = path.join(root, 'floor')
+  const owner = await Peer.open(dir)
+  const client = new LsmLevel<Buffer, Buffer>(dir, { ...BUF, multiProcess: true })
+  await client.open()
+  let floor = 0
+  let put = 0
+  const ratios: number[] = []
+  for (let round = 0; round < TP_ROUNDS + 1; round++) {
+    collectGarbage()
+    const f = await echo.round()
+    const p = await timed(OPS, async () => {
+      for (let i = 0; i < OPS; i++) await client.put(keys[i % KEYS], values[i % KEYS])
+    })
+    if (round === 0) continue // warm-up
+    floor = Math.max(floor, f)
+    put = Math.max(put, p)
+    ratios.push(f / p)
+  }
+  await client.close()
+  await owner.kill()
+  echo.stop()
+  return { floor, put, ratios: ratios.sort((a, b) => a - b) }
 }
 
 /** The puts of `valueBytes`-byte values (keys f<8 digits>) that fill 99% of the default write buffer, in whole batches of 100. */
@@ -265,7 +308,8 @@ async function main (): Promise<void> {
     say('')
   }
   if (PARTS.has('floor')) {
-    say(`The floor: awaited one-byte round trips over a Unix socket to a bare echo server in another Node process: ${int(await socketFloor())}/s.`)
+    const { floor, put, ratios } = await putsAgainstFloor()
+    say(`The floor: awaited one-byte round trips over a Unix socket to a bare echo server in another Node process: ${int(floor)}/s; a client's awaited puts in the rounds alternating with them: ${int(put)}/s; a put's time over a round trip's, each pair of rounds (${ratios.length}): ${ratios.map((r) => r.toFixed(2) + 'x').join(', ')}.`)
     say('')
   }
 
