@@ -37,7 +37,7 @@ import type { EngineParts } from './engine-parts'
 import type { ReplayedPrefix } from './recovery'
 import { LogReader, readRecordFrom } from './wal/log-reader'
 import { HEADER_SIZE, readRecordAt, recordLength } from './wal/log-format'
-import { decodeBatch } from './wal/batch'
+import { batchSequence, checkBatch } from './wal/batch'
 import { CURRENT, join, logName, logNumbers } from './filenames'
 import { ioError, isLevelError, levelError, type LevelError } from './errors'
 
@@ -337,7 +337,9 @@ export class Follower {
       let pos = 0
       let rec = readRecordAt(bytes, pos)
       for (; typeof rec === 'object'; rec = readRecordAt(bytes, pos)) {
-        if (!this.apply(log, Buffer.from(rec.payload), expected, name)) return false
+        // A view of the window: the memtable copies it into its arena (a view
+        // that does not start its buffer is never adopted: MemTable.addBatch).
+        if (!this.apply(log, rec.payload, expected, name)) return false
         pos = rec.next
         log.offset += rec.payload.length + HEADER_SIZE
       }
@@ -353,12 +355,13 @@ export class Follower {
 
   /** Adds a record to the log's memtable if it continues the sequence; false if it does not. */
   private apply (log: LogTail, rec: Buffer, expected: number, name: string): boolean {
-    const batch = decodeBatch(rec, name)
+    const count = checkBatch(rec, name)
+    const firstSeq = batchSequence(rec)
     const want = log.nextSeq >= 0 ? log.nextSeq : expected
-    if (want >= 0 ? batch.firstSeq !== want : batch.firstSeq > this.lastSequence + 1) return false
-    log.mem.addBatch(rec, batch.firstSeq)
-    if (log.records++ === 0) log.firstSeq = batch.firstSeq
-    log.nextSeq = batch.firstSeq + batch.ops.length
+    if (want >= 0 ? firstSeq !== want : firstSeq > this.lastSequence + 1) return false
+    log.mem.addBatch(rec, firstSeq)
+    if (log.records++ === 0) log.firstSeq = firstSeq
+    log.nextSeq = firstSeq + count
     return true
   }
 
