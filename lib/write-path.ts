@@ -4,7 +4,7 @@
 // are waiting, or the file system is still making the file the new log needs
 // (a write stall, lib/commit-pipeline.ts); a new log takes records once the
 // retired one is durable.
-import { createWhenRoom } from './fs/fs'
+import { createWhenRoom, writeBufferFor } from './fs/fs'
 import type { MemTable } from './memtable/memtable'
 import type { LogPosition } from './wal/log-manager'
 import { CommitPipeline } from './commit-pipeline'
@@ -94,7 +94,17 @@ export class Rotation {
     const oldLog = logs.number
     logs.rotate(this.source.versions.newFileNumber())
     memtables.freeze(oldLog)
+    this.sizeWriteBuffer()
     this.source.scheduler.schedule()
+  }
+
+  /** Sizes the active memtable's write buffer for the database's size now (writeBufferFor). */
+  sizeWriteBuffer (): void {
+    const { dir, fs, memtables, options, versions } = this.source
+    if (fs.growthGrantBytes?.(dir) === undefined) return
+    let tableBytes = 0
+    for (let level = 0; level < versions.current.levels.length; level++) tableBytes += versions.current.levelBytes(level)
+    memtables.writeBufferSize = writeBufferFor(fs, dir, options.writeBufferSize, tableBytes)
   }
 
   /** Freezes the active memtable if it holds data, once there is room for the new log; a failure stops writes. */

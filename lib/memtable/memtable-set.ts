@@ -30,8 +30,8 @@ export class MemTableSet {
   /** Write groups written to the active memtable's log and not yet applied. */
   private activeWritesInFlight = 0
 
-  /** `active`: the active memtable to start with (a new one if omitted). */
-  constructor (private readonly writeBufferSize: number, active?: MemTable) {
+  /** `writeBufferSize`: the bytes at which the active memtable is full (the engine may change it between memtables); `active`: the active memtable to start with (a new one if omitted). */
+  constructor (public writeBufferSize: number, active?: MemTable) {
     this.active = active ?? new MemTable()
   }
 
