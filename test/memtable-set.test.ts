@@ -3,13 +3,18 @@
 // groups written to its log are applied (scripted, then against a model in a
 // seeded run), when a memtable is full (bytes times a factor, or range
 // tombstones), memtables replayed at open, a read-only open's follow() and
-// copy(), and the totals.
+// copy(), and the totals; the write buffer sized for a file system that
+// counts the room it grants files being written.
 import test from 'tape'
 import { MemTableSet } from '../lib/memtable/memtable-set'
 import { MemTable } from '../lib/memtable/memtable'
 import { KIND_VALUE } from '../lib/keys'
 import { currentUserKey } from '../lib/iterators/internal-iterator'
 import { Random, seedFromEnv } from './util/random'
+import { MemFileSystem } from './fs/mem-fs'
+import { writeBufferFor } from '../lib/fs/fs'
+import { Engine, encodeBatch } from '../hosts/node/index'
+import { JobThread } from '../hosts/node/job-thread'
 
 const seed = seedFromEnv()
 const k = (s: string): Buffer => Buffer.from(s)
@@ -190,4 +195,26 @@ test('memtable set: approximateBytes sums every memtable', (t) => {
   set.dropOldest()
   t.is(set.approximateBytes(), set.active.approximateBytes(), 'a flushed memtable no longer counts')
   t.end()
+})
+
+test('write buffer: on a file system that counts the room it grants files being written (Chromium\'s OPFS), a sixteenth of the tables\' bytes, at least a grant less 64 KiB, at most writeBufferSize', async (t) => {
+  const plain = new MemFileSystem()
+  t.is(writeBufferFor(plain, '/db', 4 << 20, 0), 4 << 20, 'elsewhere: writeBufferSize')
+  const counting = Object.assign(new MemFileSystem(), { growthGrantBytes: (): number => 1 << 20 })
+  t.is(writeBufferFor(counting, '/db', 4 << 20, 0), (1 << 20) - 65536, 'an empty database: a grant less 64 KiB')
+  t.is(writeBufferFor(counting, '/db', 4 << 20, 32 << 20), 2 << 20, '32 MiB of tables: 2 MiB')
+  t.is(writeBufferFor(counting, '/db', 4 << 20, 1 << 30), 4 << 20, '1 GiB: writeBufferSize')
+  t.is(writeBufferFor(counting, '/db', 256 << 10, 0), 256 << 10, 'never above writeBufferSize')
+  // An engine on each: 3 MiB of writes with the default 4 MiB write buffer.
+  const flushes: number[] = []
+  for (const fs of [plain, counting]) {
+    const engine = await Engine.open('/db', { compression: false }, fs, { compaction: JobThread.inProcess(fs), flush: JobThread.inProcess(fs) })
+    const value = Buffer.alloc(1000, 7)
+    for (let i = 0; i < 3000; i++) await engine.write(encodeBatch([{ kind: KIND_VALUE, key: `k${String(i).padStart(6, '0')}`, value }]), false)
+    await engine.waitForIdle()
+    flushes.push(engine.stats().flushes)
+    await engine.close()
+  }
+  t.is(flushes[0], 0, '3 MiB into a 4 MiB write buffer: no flush')
+  t.ok(flushes[1] >= 3, `the same where grants count: flushed at about 960 KiB (${flushes[1]} flushes)`)
 })
