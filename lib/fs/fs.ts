@@ -120,13 +120,13 @@ export interface FileSystem {
 /**
  * The write buffer a memtable may fill: `configured` (the writeBufferSize
  * option), or, on a file system that counts grants (growthGrantBytes), a
- * sixteenth of the database's table bytes, at least a grant less 64 KiB, at
+ * sixteenth of the database's table bytes, at least a grant less 128 KiB (room for the last write group and the table's own bytes within one grant), at
  * most `configured`.
  */
 export function writeBufferFor (fs: FileSystem, dir: string, configured: number, tableBytes: number): number {
   const grant = fs.growthGrantBytes?.(dir)
   if (grant === undefined) return configured
-  return Math.min(configured, Math.max(grant - 65536, Math.floor(tableBytes / 16)))
+  return Math.min(configured, Math.max(grant - 131072, Math.floor(tableBytes / 16)))
 }
 
 /**
