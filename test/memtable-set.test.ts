@@ -205,16 +205,19 @@ test('write buffer: on a file system that counts the room it grants files being 
   t.is(writeBufferFor(counting, '/db', 4 << 20, 32 << 20), 2 << 20, '32 MiB of tables: 2 MiB')
   t.is(writeBufferFor(counting, '/db', 4 << 20, 1 << 30), 4 << 20, '1 GiB: writeBufferSize')
   t.is(writeBufferFor(counting, '/db', 256 << 10, 0), 256 << 10, 'never above writeBufferSize')
-  // An engine on each: 3 MiB of writes with the default 4 MiB write buffer.
-  const flushes: number[] = []
+  // An engine on each: 6 MiB of writes at random keys with the default 4 MiB write buffer.
+  const rnd = new Random(seed)
+  const stats: Array<{ flushes: number, compactions: number }> = []
   for (const fs of [plain, counting]) {
     const engine = await Engine.open('/db', { compression: false }, fs, { compaction: JobThread.inProcess(fs), flush: JobThread.inProcess(fs) })
     const value = Buffer.alloc(1000, 7)
-    for (let i = 0; i < 3000; i++) await engine.write(encodeBatch([{ kind: KIND_VALUE, key: `k${String(i).padStart(6, '0')}`, value }]), false)
+    for (let i = 0; i < 6000; i++) await engine.write(encodeBatch([{ kind: KIND_VALUE, key: `k${String(rnd.int(1e6)).padStart(6, '0')}`, value }]), false)
     await engine.waitForIdle()
-    flushes.push(engine.stats().flushes)
+    const s = engine.stats()
+    stats.push({ flushes: s.flushes, compactions: s.compactions.done + s.compactions.trivialMoves })
     await engine.close()
   }
-  t.is(flushes[0], 0, '3 MiB into a 4 MiB write buffer: no flush')
-  t.ok(flushes[1] >= 3, `the same where grants count: flushed at about 896 KiB (${flushes[1]} flushes)`)
+  t.is(stats[0].flushes, 1, `6 MiB into a 4 MiB write buffer: one flush (seed ${seed})`)
+  t.ok(stats[1].flushes >= 5, `the same where grants count: flushed at about 896 KiB (${stats[1].flushes} flushes)`)
+  t.is(stats[1].compactions, 0, 'and level 0 holds them all: its triggers count four times as many tables while the buffer is a quarter of the configured one')
 })

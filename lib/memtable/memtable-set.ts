@@ -27,6 +27,13 @@ export class MemTableSet {
   active: MemTable
   /** Oldest first. */
   readonly frozen: FrozenMemTable[] = []
+  /**
+   * How many times the level-0 table counts (compaction trigger, slowdown,
+   * stop) are multiplied while the write buffer is smaller than configured
+   * (writeBufferFor): level 0 then holds as many bytes before a compaction as
+   * with the configured buffer, so small flushes do not add compactions.
+   */
+  level0Scale = 1
   /** Write groups written to the active memtable's log and not yet applied. */
   private activeWritesInFlight = 0
 
