@@ -8,17 +8,23 @@
 //     tables they overlap, merged into level 1;
 //   - level n: one table, chosen round-robin after the level's compact pointer,
 //     plus the level n+1 tables it overlaps, merged into level n+1.
-// Input tables that overlap nothing under them nor one another (a single table,
-// or level-0 tables of keys written in order) are moved down by a manifest
-// edit alone (a trivial move), unless they would overlap too much of the level
-// below the output (which would make that next compaction expensive).
+// A single input table with nothing under it is moved down by a manifest edit
+// alone (a trivial move), unless it would overlap too much of the level below
+// the output (which would make that next compaction expensive); so are level-0
+// tables that overlap neither one another nor level 1 (keys written in order)
+// where level-0 tables are compressed as the levels below (compression off, or
+// flushes that compress): else their merge is what compresses them.
 import { keyRange, overlapsRange, type FileMeta } from '../manifest/file-meta'
 import type { LeveledTask, LsmShape } from './task-kinds'
 import { compareInternalKeys } from '../keys'
 import { compareBytes } from '../util/coding'
 import { maxBytesForLevel, NUM_LEVELS, type EngineOptions } from '../options'
 
-export type PickerOptions = Pick<EngineOptions, 'level0CompactionTrigger' | 'maxBytesForLevelBase' | 'levelMultiplier' | 'targetFileSize'>
+export type PickerOptions = Pick<EngineOptions, 'level0CompactionTrigger' | 'maxBytesForLevelBase' | 'levelMultiplier' | 'targetFileSize'> & {
+  compression?: boolean
+  /** Flushes write level-0 tables compressed as the levels below are. */
+  level0Compressed?: boolean
+}
 
 export function levelScores (shape: LsmShape, opts: PickerOptions): number[] {
   const scores: number[] = []
@@ -79,7 +85,7 @@ function taskFor (shape: LsmShape, opts: PickerOptions, level: number, score: nu
   const range = keyRange(inputs)
   const overlaps = overlapping(shape.levels[outputLevel], range.smallest, range.largest)
   let trivialMove = false
-  if (overlaps.length === 0 && disjoint(inputs)) {
+  if (overlaps.length === 0 && (inputs.length === 1 || ((opts.compression === false || opts.level0Compressed === true) && disjoint(inputs)))) {
     const grand = outputLevel + 1 < NUM_LEVELS ? overlapping(shape.levels[outputLevel + 1], range.smallest, range.largest) : []
     let grandBytes = 0
     for (const f of grand) grandBytes += f.size

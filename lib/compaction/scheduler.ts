@@ -48,8 +48,9 @@ import { tableOptionsOf, type TableOptions } from '../sstable/table-builder'
 const traceCompactions = envFlag('LSM_TRACE_COMPACTIONS')
 
 /** How a flush builds its level-0 table: uncompressed (see `compression` in lib/options.ts). */
-function flushTableOptions (options: EngineOptions): TableOptions {
-  return { ...tableOptionsOf(options), compression: false }
+/** A flush's tables: uncompressed (a flush frees a memtable: it should be quick), unless `compress`. */
+function flushTableOptions (options: EngineOptions, compress: boolean): TableOptions {
+  return { ...tableOptionsOf(options), compression: compress && options.compression }
 }
 
 /** Totals over every engine in this process (tests use them to show background work happened). */
@@ -101,7 +102,16 @@ export class CompactionScheduler {
   /** Obsolete files being deleted off the event loop. */
   private readonly pendingRemovals = new Set<Promise<void>>()
 
+  /**
+   * Whether flushes compress: where the file system counts the room it grants
+   * files being written (writeBufferFor), so that level-0 tables of keys
+   * written in order can move down as they are (a merge would hold its inputs
+   * and its outputs at once).
+   */
+  private readonly flushesCompress: boolean
+
   constructor (private readonly env: SchedulerEnv) {
+    this.flushesCompress = env.fs.growthGrantBytes?.(env.dir) !== undefined
     const runners = !env.options.compactionWorker
       ? undefined
       : env.workers ?? platform().jobRunners(env.fs)
@@ -168,7 +178,7 @@ export class CompactionScheduler {
     const v = versions.current
     // A write buffer smaller than configured lets level 0 hold more tables (MemTableSet.level0Scale).
     const scale = memtables.level0Scale
-    const options = scale === 1 ? this.env.options : { ...this.env.options, level0CompactionTrigger: this.env.options.level0CompactionTrigger * scale }
+    const options = { ...this.env.options, level0CompactionTrigger: this.env.options.level0CompactionTrigger * scale, level0Compressed: this.flushesCompress }
     return pickCompaction({ levels: v.levels, compactPointers: versions.compactPointers }, options, v.rangeTombstones, this.env.smallestSnapshot())
   }
 
@@ -207,7 +217,7 @@ export class CompactionScheduler {
     const params: TableWriterParams = {
       fs,
       dir,
-      table: flushTableOptions(options),
+      table: flushTableOptions(options, this.flushesCompress),
       targetFileSize: Infinity,
       smallestSnapshot,
       isBaseLevelForKey: () => false,
@@ -236,7 +246,7 @@ export class CompactionScheduler {
       const job: FlushJob = {
         dir: this.env.dir,
         entries,
-        table: flushTableOptions(options),
+        table: flushTableOptions(options, this.flushesCompress),
         smallestSnapshot,
         rangeTombstones: mem.rangeTombstones().slice(),
         floorBase: this.flushTombstones(mem, smallestSnapshot).floorBase,

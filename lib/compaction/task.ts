@@ -19,7 +19,7 @@ import type { CompactionTask, LsmShape, ManualTask } from './task-kinds'
 export type { TwoLevelMerge, LeveledTask, TieredTask, RangeTombstoneTask, ManualTask, CompactionTask } from './task-kinds'
 
 export type TaskOptions = Pick<EngineOptions, 'compaction' | 'level0CompactionTrigger' | 'maxBytesForLevelBase' | 'levelMultiplier'
-| 'targetFileSize' | 'maxSizeAmplificationPercent' | 'sizeRatioPercent'>
+| 'targetFileSize' | 'maxSizeAmplificationPercent' | 'sizeRatioPercent'> & { compression?: boolean, level0Compressed?: boolean }
 
 /**
  * The next compaction the configured strategy wants, if any; with nothing else
