@@ -93,12 +93,12 @@ export interface EngineOptions {
   flushOnClose: boolean
   /**
    * Split a compaction of at least 4 x targetFileSize of input in two halves
-   * run at once, one on each worker thread (lib/compaction/scheduler.ts), so
-   * that a large compaction can use two cores. Default false: measured on 2
-   * shared cores (benchmarks/subcompactions.ts, load 4), compactRange() took
-   * 0.83-0.99x the time, but a fill that waits for compaction ran at
-   * 0.79-0.98x, since the flush worker then also runs half of a compaction and
-   * flushes wait longer. No effect without compactionWorker.
+   * run at once, the second half on a second worker thread
+   * (lib/compaction/scheduler.ts), so that a large compaction can use two
+   * cores. Default false: measured on 2 shared cores
+   * (benchmarks/subcompactions.ts, load 4, when the second half ran on the
+   * flush thread), compactRange() took 0.83-0.99x the time, but a fill that
+   * waits for compaction ran at 0.79-0.98x. No effect without compactionWorker.
    */
   subcompactions: boolean
   /**

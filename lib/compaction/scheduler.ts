@@ -6,16 +6,16 @@
 //   (lib/compaction/task.ts) --> the result goes into the manifest as one
 //   version edit --> obsolete tables and logs deleted off the event loop
 //
-// Flushes and compactions each run on a worker thread of their own (node file
-// system; hosts/node/job-thread.ts), the flush worker at a higher priority so
-// that a flush that writes may be waiting for gets the CPU first; or on workers
+// Flushes and compactions run on the host's job runners (node file system: one
+// worker thread for both, hosts/node/job-thread.ts, where a flush that writes
+// may be waiting for pauses the compaction running there); or on runners
 // the engine was given (tests: in-process ones over the in-memory file system,
 // which run the same job host); otherwise (compactionWorker: false, or another
 // file system) on the event loop, in slices of a few thousand entries
 // (lib/compaction/table-writer.ts).
 //
 // Subcompactions (option subcompactions): a large compaction split in two and
-// run on both worker threads at once (lib/compaction/subcompactions.ts).
+// run on two worker threads at once (lib/compaction/subcompactions.ts).
 //
 // A failed job stops writes (without flushes the memtables cannot drain) and
 // is reported by every later waitForIdle, flush or compactRange.
@@ -95,8 +95,10 @@ export class CompactionScheduler {
   private closing = false
   /** Runs compactions off the event loop; undefined: on the event loop. */
   private readonly compactionRunner: JobRunner | undefined
-  /** Runs memtable flushes off the event loop, apart from compactions; undefined: on the event loop. */
+  /** Runs memtable flushes off the event loop (it may be compactionRunner); undefined: on the event loop. */
   private readonly flushRunner: JobRunner | undefined
+  /** Runs the second half of a split compaction (JobRunners.second); undefined: no split. */
+  private readonly secondRunner: JobRunner | undefined
   private cancelCompaction: (() => void) | undefined
   /** Obsolete files being deleted off the event loop. */
   private readonly pendingRemovals = new Set<Promise<void>>()
@@ -107,6 +109,7 @@ export class CompactionScheduler {
       : env.workers ?? platform().jobRunners(env.fs)
     this.compactionRunner = runners?.compaction
     this.flushRunner = runners?.flush
+    this.secondRunner = runners?.second ?? (runners?.flush !== runners?.compaction ? runners?.flush : undefined)
     env.versions.onObsoleteTable = (n) => {
       env.tableCache.evict(n)
       this.removeInBackground(tableName(n))
@@ -337,7 +340,7 @@ export class CompactionScheduler {
    */
   private splitJob (job: CompactionJob, task: CompactionTask): CompactionJob[] {
     const { options, versions } = this.env
-    if (!this.compactionRunner || !this.flushRunner || !options.subcompactions) return [job]
+    if (!this.compactionRunner || !this.secondRunner || !options.subcompactions) return [job]
     const halves = splitCompaction(job, options.targetFileSize, this.env.tableCache, () => versions.newFileNumber())
     if (halves.length < 2) return halves
     this.counters.splitCompactions++
@@ -346,8 +349,8 @@ export class CompactionScheduler {
   }
 
   /**
-   * Runs the jobs, the first on the compaction worker and the second (if any)
-   * on the flush worker, at once; their results as one. If one fails, the
+   * Runs the jobs, the first on the compaction runner and the second (if any)
+   * on the second runner (JobRunners.second), at once; their results as one. If one fails, the
    * other's outputs are removed and the failure is thrown.
    */
   private async runMerges (jobs: CompactionJob[]): Promise<TableWriterResult> {
@@ -355,7 +358,7 @@ export class CompactionScheduler {
     const signals: Array<{ cancel?: () => void }> = jobs.map(() => ({}))
     this.cancelCompaction = () => { for (const signal of signals) signal.cancel?.() }
     try {
-      return await runAtOnce(jobs, [this.compactionRunner, this.flushRunner!], signals, this.env.fs, this.env.dir)
+      return await runAtOnce(jobs, [this.compactionRunner, this.secondRunner!], signals, this.env.fs, this.env.dir)
     } finally {
       this.cancelCompaction = undefined
     }
