@@ -47,6 +47,28 @@ import { tableOptionsOf, type TableOptions } from '../sstable/table-builder'
  */
 const traceCompactions = envFlag('LSM_TRACE_COMPACTIONS')
 
+/**
+ * How a compaction builds its outputs: compressed (with `compression`) where
+ * the data stays. Leveled, the outputs of a merge into level 1 (one with level
+ * 1 tables among its inputs) are uncompressed while a deeper level holds
+ * tables: level 1 is soon merged again into level 2, and compressing it costs
+ * its writer a Snappy pass and that next merge a decode. Outputs that overlap
+ * nothing at level 1 (a sequential load's) stay compressed, since they may
+ * move down as they are; so do level 1's while it is the deepest.
+ */
+function compactionTableOptions (options: EngineOptions, task: CompactionTask, levels: FileMeta[][]): TableOptions {
+  const table = tableOptionsOf(options)
+  if (!table.compression || task.kind === 'tiered' || task.outputLevel !== 1 || task.overlaps.length === 0) return table
+  for (let level = 2; level < levels.length; level++) if (levels[level].length > 0) return { ...table, compression: false }
+  return table
+}
+
+/**
+ * Raw bytes per compressed byte, at most, of a table's blocks, with a margin:
+ * Snappy's densest element, a 3-byte copy, stands for 64 bytes (21x).
+ */
+const MAX_SNAPPY_RATIO = 32
+
 /** How a flush builds its level-0 table: uncompressed (see `compression` in lib/options.ts). */
 function flushTableOptions (options: EngineOptions): TableOptions {
   return { ...tableOptionsOf(options), compression: false }
@@ -100,6 +122,12 @@ export class CompactionScheduler {
   /** Runs the second half of a split compaction (JobRunners.second); undefined: no split. */
   private readonly secondRunner: JobRunner | undefined
   private cancelCompaction: (() => void) | undefined
+  /**
+   * Level-1 tables this scheduler wrote uncompressed with `compression` on
+   * (compactionTableOptions); forgotten when obsolete, and at close (a table
+   * of an earlier open may then move down uncompressed, until its next merge).
+   */
+  private readonly uncompressedLevel1 = new Set<number>()
   /** Obsolete files being deleted off the event loop. */
   private readonly pendingRemovals = new Set<Promise<void>>()
 
@@ -111,6 +139,7 @@ export class CompactionScheduler {
     this.flushRunner = runners?.flush
     this.secondRunner = runners?.second ?? (runners?.flush !== runners?.compaction ? runners?.flush : undefined)
     env.versions.onObsoleteTable = (n) => {
+      this.uncompressedLevel1.delete(n)
       env.tableCache.evict(n)
       this.removeInBackground(tableName(n))
     }
@@ -169,7 +198,11 @@ export class CompactionScheduler {
   private pick (): CompactionTask | undefined {
     const { versions, options } = this.env
     const v = versions.current
-    return pickCompaction({ levels: v.levels, compactPointers: versions.compactPointers }, options, v.rangeTombstones, this.env.smallestSnapshot())
+    const task = pickCompaction({ levels: v.levels, compactPointers: versions.compactPointers }, options, v.rangeTombstones, this.env.smallestSnapshot())
+    // A level-1 table written uncompressed (compactionTableOptions) is merged
+    // into level 2, compressed, rather than moved down as it is.
+    if (task?.kind === 'leveled' && task.trivialMove && task.level === 1 && task.inputs.some((f) => this.uncompressedLevel1.has(f.number))) return { ...task, trivialMove: false }
+    return task
   }
 
   private async runJob (job: () => Promise<void>): Promise<void> {
@@ -288,6 +321,7 @@ export class CompactionScheduler {
         return
       }
       await versions.logAndApply(compactionEdit(task, result.outputs))
+      if (!job.table.compression && tableOptionsOf(this.env.options).compression) for (const f of result.outputs) this.uncompressedLevel1.add(f.number)
       this.counters.compactions++
       processCounters.compactions++
       this.counters.bytesCompacted += result.bytesWritten
@@ -310,21 +344,25 @@ export class CompactionScheduler {
       }
     }
     const smallestSnapshot = this.env.smallestSnapshot()
+    const table = compactionTableOptions(options, task, levels)
     const fileNumbers: number[] = []
     // Enough numbers for every output. An output is cut once its finished
     // (compressed) blocks plus the raw bytes of its open block reach the target:
     // with a target above the block size each output but the last holds more
     // than target - blockSize bytes of finished blocks, which the inputs' bytes
     // bound (twice, for a margin); in any case each output holds an entry.
+    // Uncompressed outputs of compressed inputs may hold up to
+    // MAX_SNAPPY_RATIO times the inputs' bytes.
     const perOutput = options.targetFileSize - options.blockSize
-    const byBytes = perOutput > 0 ? 2 * Math.ceil(inputBytes / perOutput) + 8 : Infinity
+    const outputBound = table.compression ? inputBytes : inputBytes * MAX_SNAPPY_RATIO
+    const byBytes = perOutput > 0 ? 2 * Math.ceil(outputBound / perOutput) + 8 : Infinity
     const reserve = Math.min(byBytes, inputEntries + 1)
     for (let i = 0; i < reserve; i++) fileNumbers.push(versions.newFileNumber())
     return {
       dir: this.env.dir,
       runs,
       deeper: levels.slice(task.outputLevel + 1),
-      table: tableOptionsOf(options),
+      table,
       targetFileSize: options.targetFileSize,
       smallestSnapshot,
       rangeTombstones: rangeTombstones.slice(),
