@@ -13,9 +13,9 @@
 // the frozen memtable (a memcpy of its arena and index arrays) and transfers
 // it, and spends no time building the level-0 table. One thread, not one for
 // flushes and one for compactions: each thread is a JavaScript heap of its own
-// with its garbage and its malloc arena (a 1,000,000-key fill: the peak RSS
-// 223-229 MB with one, 243-262 MB with two), and a second thread's CPU only
-// competes with the event loop's on two cores.
+// with its garbage and its malloc arena (a 1,000,000-key fill's peak RSS on a
+// loaded 2-core machine: 204-238 MB with one, 231-262 MB with two), and a
+// second thread's CPU only competes with the event loop's on two cores.
 //
 // Words (docs/ARCHITECTURE.md, "Glossary"): a "job thread" is one of these
 // worker threads (or its in-process stand-in); the "job server" is the code
