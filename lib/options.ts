@@ -53,7 +53,10 @@ export interface EngineOptions {
    * (on their worker thread), keeping a block compressed only when that saves
    * at least 1/8. Flushes write level-0 tables uncompressed: a fill waits for
    * them, and compaction soon rewrites them (JSON batch fills: about 1.3x
-   * faster than compressing them too). Default true, as in classic-level: JSON and text
+   * faster than compressing them too), nor do merges into level 1 while a
+   * deeper level holds tables (lib/compaction/scheduler.ts,
+   * compactionTableOptions: level 1 is merged again soon; a JSON fill and its
+   * compactRange on the event loop: 0.87-0.92x the CPU). Default true, as in classic-level: JSON and text
    * take 2-4x less disk and scans move fewer bytes; incompressible values cost
    * one quick attempt per block when written and nothing when read. Tables
    * already written keep their blocks as they are until compacted.
@@ -93,12 +96,12 @@ export interface EngineOptions {
   flushOnClose: boolean
   /**
    * Split a compaction of at least 4 x targetFileSize of input in two halves
-   * run at once, one on each worker thread (lib/compaction/scheduler.ts), so
-   * that a large compaction can use two cores. Default false: measured on 2
-   * shared cores (benchmarks/subcompactions.ts, load 4), compactRange() took
-   * 0.83-0.99x the time, but a fill that waits for compaction ran at
-   * 0.79-0.98x, since the flush worker then also runs half of a compaction and
-   * flushes wait longer. No effect without compactionWorker.
+   * run at once, the second half on a second worker thread
+   * (lib/compaction/scheduler.ts), so that a large compaction can use two
+   * cores. Default false: measured on 2 shared cores
+   * (benchmarks/subcompactions.ts, load 4, when the second half ran on the
+   * flush thread), compactRange() took 0.83-0.99x the time, but a fill that
+   * waits for compaction ran at 0.79-0.98x. No effect without compactionWorker.
    */
   subcompactions: boolean
   /**

@@ -9,7 +9,7 @@ import * as path from 'node:path'
 import { LsmLevel } from '../index'
 import { NodeFileSystem } from '../hosts/node/node-fs'
 import { KIND_VALUE, MAX_SEQ } from '../lib/keys'
-import { parseFileName } from '../lib/filenames'
+import { parseFileName, tableName } from '../lib/filenames'
 import { Table } from '../lib/sstable/table'
 import { BlockCache } from '../lib/sstable/cache'
 import { BLOCK_TYPE_SNAPPY, BLOCK_TYPE_UNCOMPRESSED } from '../lib/sstable/format'
@@ -206,5 +206,52 @@ test('compression: flushes write level-0 tables uncompressed, compactions write 
   await db.compactRange()
   const compacted = tables()
   t.ok(compacted.length > 0 && compacted.every((f) => !flushed.includes(f) && dataBlocks(f).every((b) => b.type === BLOCK_TYPE_SNAPPY)), `after compaction, ${compacted.length} table(s) with every block compressed`)
+  await db.close()
+})
+
+// Leveled: a merge into level 1 writes uncompressed tables while a deeper
+// level holds tables (level 1 is soon merged into level 2: compressing it
+// would cost its writer a Snappy pass and that merge a decode); level 2, and
+// level 1 while it is the deepest, are compressed. Keys in a random order, so
+// that level 1's tables are merges, not moved down as they are.
+test('compression: merges into level 1 uncompressed once a deeper level holds tables, level 2 compressed', async (t) => {
+  const rnd = new Random(seed + 9)
+  const dir = path.join(tempDir('lsm-compress-levels-'), 'db')
+  const db = new LsmLevel<string, string>(dir, { compactionWorker: false, writeBufferSize: 16 * 1024 })
+  await db.open()
+  const levels = (): Array<Array<{ number: number }>> => (db.engine as unknown as { versions: { current: { levels: Array<Array<{ number: number }>> } } }).versions.current.levels
+  const file = (n: number): string => path.join(dir, tableName(n))
+  const compressed = (n: number): boolean => dataBlocks(file(n)).every((b) => b.type === BLOCK_TYPE_SNAPPY)
+  const uncompressed = (n: number): boolean => dataBlocks(file(n)).every((b) => b.type === BLOCK_TYPE_UNCOMPRESSED)
+  let i = 0
+  const keys = new Set<string>()
+  // Flushed tables are uncompressed, and may be moved down as they are.
+  const flushed = new Set<number>()
+  const put = async (): Promise<void> => {
+    const k = 'k' + String(rnd.int(1e9)).padStart(9, '0')
+    keys.add(k)
+    await db.put(k, doc(rnd, i).toString())
+    i++
+    for (const f of levels()[0]) flushed.add(f.number)
+  }
+  while (levels()[2].length === 0 && i < 100_000) await put()
+  t.ok(levels()[2].length > 0, `level 2 holds tables after ${i} puts`)
+  // Level 1's tables from before level 2 had any were written compressed.
+  const before = new Set(levels()[1].map((f) => f.number))
+  const start = i
+  while (i < start + 3000) await put()
+  await db.engine.waitForIdle()
+  const newer = levels()[1].filter((f) => !before.has(f.number))
+  t.ok(newer.length > 0 && newer.every((f) => uncompressed(f.number)), `the ${newer.length} level-1 table(s) written since: every block stored as is`)
+  const merged = levels()[2].filter((f) => !flushed.has(f.number))
+  t.ok(merged.length > 0 && merged.every((f) => compressed(f.number)), `the ${merged.length} level-2 table(s) written by merges: every block compressed`)
+  // Merged into level 2 later, never moved down as they are.
+  while (i < start + 9000) await put()
+  await db.engine.waitForIdle()
+  const moved = newer.filter((f) => levels()[2].some((g) => g.number === f.number))
+  t.is(moved.length, 0, 'no uncompressed level-1 table of a merge was moved into level 2')
+  let n = 0
+  for await (const [k] of db.iterator()) if (k.startsWith('k')) n++
+  t.is(n, keys.size, `the ${keys.size} keys of ${i} puts read back`)
   await db.close()
 })

@@ -26,7 +26,7 @@ import * as nodeFs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import { Engine, encodeBatch } from '../hosts/node/index'
-import { sharedFlushThread } from '../hosts/node/job-thread'
+import { sharedJobThread } from '../hosts/node/job-thread'
 import { openEngine, workerJobs } from './util/open-engine'
 import { tableName } from '../lib/filenames'
 import { MemFileSystem } from './fs/mem-fs'
@@ -624,9 +624,9 @@ test('fault: a flush failing on the worker thread (node file system) reaches the
     const rnd = new Random(seed + 4000)
     const log = new WriteLog(false)
     t.ok(await fill(engine, log, rnd, 5, false), 'writes before the flush')
-    const jobsBefore = sharedFlushThread().jobs
+    const jobsBefore = sharedJobThread().jobs
     const err = await rejection(engine.flushMemTable())
-    t.ok(sharedFlushThread().jobs > jobsBefore, 'the flush ran on the worker thread')
+    t.ok(sharedJobThread().jobs > jobsBefore, 'the flush ran on the worker thread')
     checkError(t, err, 'EISDIR', 'flushMemTable with the flush failing on the thread')
     t.match(String((err as any)?.file), /^\d+\.sst$/, `the error names the table (${String((err as any)?.file)})`)
     const after = await rejection(engine.write(encodeBatch([{ kind: KIND_VALUE, key: Buffer.from('x'), value: Buffer.from('y') }]), false))

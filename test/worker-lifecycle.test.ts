@@ -10,6 +10,8 @@ import { Engine, encodeBatch } from '../hosts/node/index'
 import { JobThread } from '../hosts/node/job-thread'
 import { nodeFileSystem } from '../hosts/node/node-fs'
 import { KIND_VALUE } from '../lib/keys'
+import { MemTable } from '../lib/memtable/memtable'
+import type { FlushJob } from '../lib/compaction/job'
 
 const IDLE_STOP_MS = 300
 
@@ -96,6 +98,36 @@ test('the flush thread starts once the active memtable is a quarter full, before
     t.equal(flush.jobs, 1, 'one flush')
     t.equal(compaction.starts, 0, 'the compaction thread is not started ahead')
     await engine.close()
+  } finally {
+    nodeFs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('one thread serves flushes and compactions: a flush runs ahead of the compaction already running there', async (t) => {
+  const dir = nodeFs.mkdtempSync(path.join(os.tmpdir(), 'lsm-worker-shared-'))
+  const thread = JobThread.thread(0, 60_000)
+  const table = { blockSize: 4096, blockRestartInterval: 16, bloomBitsPerKey: 10, compression: true }
+  const value = Buffer.alloc(100, 7)
+  const flushJob = (from: number, n: number, fileNumber: number): FlushJob => {
+    const mem = new MemTable()
+    for (let i = 0; i < n; i++) mem.add(from + i, KIND_VALUE, Buffer.from(`k${String(from + i).padStart(8, '0')}`), value)
+    return { dir, entries: mem.entriesState(), table, smallestSnapshot: Number.MAX_SAFE_INTEGER, rangeTombstones: [], floorBase: 0, fileNumber }
+  }
+  try {
+    // A small table for the compaction, then a compaction of it (little work)
+    // and a flush five times its size, sent together, the compaction first:
+    // taking turns between slices, the compaction would finish first.
+    const small = (await thread.flush(flushJob(1, 20_000, 1))).outputs[0]
+    const big = flushJob(100_000, 100_000, 2)
+    const finished: string[] = []
+    const compaction = thread.run({ dir, runs: [[small]], deeper: [], table, targetFileSize: 64 * 1024 * 1024, smallestSnapshot: Number.MAX_SAFE_INTEGER, rangeTombstones: [], floorBase: 0, fileNumbers: [3] })
+      .then((r) => { finished.push('compaction'); return r })
+    const flush = thread.flush(big).then((r) => { finished.push('flush'); return r })
+    const [c, f] = await Promise.all([compaction, flush])
+    t.deepEqual(finished, ['flush', 'compaction'], 'the flush finished first; the compaction waited for it')
+    t.equal(c.outputs[0]?.entries, 20_000, 'the compaction then wrote all its entries')
+    t.equal(f.outputs[0]?.entries, 100_000, 'the flush wrote all its entries')
+    t.equal(thread.starts, 1, 'one thread ran all three jobs')
   } finally {
     nodeFs.rmSync(dir, { recursive: true, force: true })
   }

@@ -8,9 +8,14 @@
 // tests also run on the main thread over the in-memory file system
 // (JobThread.inProcess).
 //
-// Memtable flushes run on a second such thread (sharedFlushThread): the main
-// thread copies the frozen memtable (a memcpy of its arena and index arrays)
-// and transfers it, and spends no time building the level-0 table.
+// Memtable flushes run on the same thread (sharedJobThread), ahead of the
+// compaction running there (lib/compaction/job-host.ts): the main thread copies
+// the frozen memtable (a memcpy of its arena and index arrays) and transfers
+// it, and spends no time building the level-0 table. One thread, not one for
+// flushes and one for compactions: each thread is a JavaScript heap of its own
+// with its garbage and its malloc arena (a 1,000,000-key fill's peak RSS on a
+// loaded 2-core machine: 204-238 MB with one, 231-262 MB with two), and a
+// second thread's CPU only competes with the event loop's on two cores.
 //
 // Words (docs/ARCHITECTURE.md, "Glossary"): a "job thread" is one of these
 // worker threads (or its in-process stand-in); the "job server" is the code
@@ -42,7 +47,7 @@ declare const LSM_LEVEL_WORKER_FILE: string | undefined
  * end is served on this thread (`JobThread.inProcess`). Both get the same
  * messages, structured-cloned and transferred alike, and their replies go
  * through the same handling here. One thread serves every database in the
- * process (`sharedCompactionThread()`); it is unref'd, so it never keeps the
+ * process (`sharedJobThread()`); it is unref'd, so it never keeps the
  * process alive.
  */
 export class JobThread implements JobRunner {
@@ -211,40 +216,38 @@ function reviveResult (reply: JobReply): TableWriterResult {
 }
 
 /**
- * How long a worker thread may sit idle before it is stopped. Starting one
- * takes 40-125 ms on the thread (loading its modules) and under 5 ms on the
- * event loop; a sustained write load keeps it busy far more often than this.
+ * How long a worker thread may sit idle before it is stopped, which frees its
+ * heap, its garbage and the transferred memtable copies it still holds.
+ * Starting one takes 40-125 ms on the thread (loading its modules) and under
+ * 5 ms on the event loop, and a flush that is coming starts it ahead
+ * (prepare()); a sustained write load keeps it busy far more often than this.
  */
-const WORKER_IDLE_STOP_MS = 5000
+const WORKER_IDLE_STOP_MS = 1000
 
 let shared: JobThread | undefined
-let sharedFlush: JobThread | undefined
+let second: JobThread | undefined
 
 /**
- * The worker thread that runs compactions. Nice 10, below the flush worker (5)
- * and the event loop (0): when the cores are all busy, the CPU goes first to
- * the application, then to the flush that writes may be waiting for, and last
- * to compaction, whose debt the level-0 slowdown and stop triggers bound (as
- * RocksDB runs flushes in its high-priority pool and compactions in its low
- * one). Measured on 2 cores (in-process fills, 8 alternating runs each,
- * medians): 1,000-put batches 654k -> 809k puts/s, awaited puts 140k -> 155k/s,
- * against compaction at the event loop's priority.
+ * The worker thread that runs flushes and compactions. Nice 5: when the cores
+ * are all busy, the CPU goes first to the application, then to this thread
+ * (as RocksDB runs its background jobs below the application's threads);
+ * a flush that writes may be waiting for runs ahead of the compaction there.
+ * Measured on 2 cores with separate threads (in-process fills, 8 alternating
+ * runs each, medians): 1,000-put batches 654k -> 809k puts/s, awaited puts
+ * 140k -> 155k/s, with compaction niced (10) against at the event loop's priority.
  */
-export function sharedCompactionThread (): JobThread {
-  if (!shared) shared = JobThread.thread(10)
+export function sharedJobThread (): JobThread {
+  if (!shared) shared = JobThread.thread(5)
   return shared
 }
 
 /**
- * The worker thread that runs memtable flushes, apart from compactions: a long
- * compaction never slows a flush down, which writes would be waiting for.
+ * The thread that runs the second half of a split compaction (option
+ * subcompactions, off by default): started by its first job only.
  */
-export function sharedFlushThread (): JobThread {
-  // Nice 5: when all cores are busy, the event loop gets the CPU first (a flush
-  // that moved off the main thread must not delay it more than the time slices
-  // it ran in there); with a core to spare the flush runs at full speed.
-  if (!sharedFlush) sharedFlush = JobThread.thread(5)
-  return sharedFlush
+export function sharedSecondJobThread (): JobThread {
+  if (!second) second = JobThread.thread(10)
+  return second
 }
 
 /** Lowers this thread's priority (Linux: setpriority on its thread id); best effort. */

@@ -39,12 +39,23 @@ export interface JobReply {
 export function serveJobs (port: MessagePort, fs: FileSystem): void {
   const tableCaches = new Map<string, TableCache>()
   const cancelled = new Set<number>()
+  // Flushes go first: while one runs, compactions wait at their next yield
+  // (writes may be waiting for the flush; a compaction only for its debt).
+  let flushes = 0
+  let flushesDone: Promise<void> | undefined
+  let releaseCompactions: (() => void) | undefined
+  const compactionTurn = (): Promise<void> | undefined => flushesDone
 
   const runFlush = (id: number, flush: FlushJob): void => {
     const entries = flush.entries
+    if (flushes++ === 0) flushesDone = new Promise((resolve) => { releaseCompactions = resolve })
     runFlushJob(reviveFlushJob(flush), fs).then((result): JobReply => ({ id, result }),
       (err: unknown): JobReply => ({ id, error: errorToData(err) }))
       .then((reply) => {
+        if (--flushes === 0) {
+          flushesDone = undefined
+          releaseCompactions!()
+        }
         // The memtable copy goes back with the reply: a worker thread collects
         // garbage only when it allocates, which an idle worker never does.
         reply.returned = SkipList.stateTransferList(entries)
@@ -62,7 +73,7 @@ export function serveJobs (port: MessagePort, fs: FileSystem): void {
     }
     const cache = tables
     const used = new Set<number>(job.runs.flat().map((f) => f.number))
-    runCompactionJob(job, fs, cache, () => cancelled.has(id)).then((result): JobReply => ({ id, result }),
+    runCompactionJob(job, fs, cache, () => cancelled.has(id), compactionTurn).then((result): JobReply => ({ id, result }),
       (err: unknown): JobReply => ({ id, error: errorToData(err) }))
       .then((reply) => {
         // The inputs are about to be deleted: close them, BEFORE replying, so that

@@ -125,8 +125,8 @@ export function baseLevelChecker (deeper: FileMeta[][]): (userKey: Uint8Array) =
   }
 }
 
-/** Runs `job`, reading tables through `tables`. */
-export async function runCompactionJob (job: CompactionJob, fs: FileSystem, tables: TableCache, shouldAbort: () => boolean): Promise<TableWriterResult> {
+/** Runs `job`, reading tables through `tables`; `waitTurn` as TableWriterParams's. */
+export async function runCompactionJob (job: CompactionJob, fs: FileSystem, tables: TableCache, shouldAbort: () => boolean, waitTurn?: () => Promise<void> | undefined): Promise<TableWriterResult> {
   // Every run (a lone L0 table too) opens its tables lazily, inside writeTables,
   // which closes the merged input on any error: a table that fails to open must
   // not leak the ones opened before it.
@@ -147,7 +147,8 @@ export async function runCompactionJob (job: CompactionJob, fs: FileSystem, tabl
       assert(next < job.fileNumbers.length, 'compaction ran out of reserved file numbers')
       return job.fileNumbers[next++]
     },
-    shouldAbort
+    shouldAbort,
+    waitTurn
   })
 }
 
@@ -168,8 +169,18 @@ export interface JobRunner {
   readTable? (path: string, size: number, keepBytes: boolean): Promise<TableContent>
 }
 
-/** The runners of compactions and of memtable flushes (one each, so that a long compaction never delays a flush). */
+/**
+ * The runners of compactions and of memtable flushes: one runner may serve
+ * both (the Node host's one job thread, where a flush pauses the compaction
+ * running there), or each its own.
+ */
 export interface JobRunners {
   compaction: JobRunner
   flush: JobRunner
+  /**
+   * Runs the second half of a compaction split in two (the `subcompactions`
+   * option) while `compaction` runs the first. Default: `flush`, if it is
+   * another runner than `compaction`; with neither, compactions are not split.
+   */
+  second?: JobRunner
 }

@@ -6,16 +6,16 @@
 //   (lib/compaction/task.ts) --> the result goes into the manifest as one
 //   version edit --> obsolete tables and logs deleted off the event loop
 //
-// Flushes and compactions each run on a worker thread of their own (node file
-// system; hosts/node/job-thread.ts), the flush worker at a higher priority so
-// that a flush that writes may be waiting for gets the CPU first; or on workers
+// Flushes and compactions run on the host's job runners (node file system: one
+// worker thread for both, hosts/node/job-thread.ts, where a flush that writes
+// may be waiting for pauses the compaction running there); or on runners
 // the engine was given (tests: in-process ones over the in-memory file system,
 // which run the same job host); otherwise (compactionWorker: false, or another
 // file system) on the event loop, in slices of a few thousand entries
 // (lib/compaction/table-writer.ts).
 //
 // Subcompactions (option subcompactions): a large compaction split in two and
-// run on both worker threads at once (lib/compaction/subcompactions.ts).
+// run on two worker threads at once (lib/compaction/subcompactions.ts).
 //
 // A failed job stops writes (without flushes the memtables cannot drain) and
 // is reported by every later waitForIdle, flush or compactRange.
@@ -46,6 +46,28 @@ import { tableOptionsOf, type TableOptions } from '../sstable/table-builder'
  * install): what writes stalled on a flush waited for.
  */
 const traceCompactions = envFlag('LSM_TRACE_COMPACTIONS')
+
+/**
+ * How a compaction builds its outputs: compressed (with `compression`) where
+ * the data stays. Leveled, the outputs of a merge into level 1 (one with level
+ * 1 tables among its inputs) are uncompressed while a deeper level holds
+ * tables: level 1 is soon merged again into level 2, and compressing it costs
+ * its writer a Snappy pass and that next merge a decode. Outputs that overlap
+ * nothing at level 1 (a sequential load's) stay compressed, since they may
+ * move down as they are; so do level 1's while it is the deepest.
+ */
+function compactionTableOptions (options: EngineOptions, task: CompactionTask, levels: FileMeta[][]): TableOptions {
+  const table = tableOptionsOf(options)
+  if (!table.compression || task.kind === 'tiered' || task.outputLevel !== 1 || task.overlaps.length === 0) return table
+  for (let level = 2; level < levels.length; level++) if (levels[level].length > 0) return { ...table, compression: false }
+  return table
+}
+
+/**
+ * Raw bytes per compressed byte, at most, of a table's blocks, with a margin:
+ * Snappy's densest element, a 3-byte copy, stands for 64 bytes (21x).
+ */
+const MAX_SNAPPY_RATIO = 32
 
 /** How a flush builds its level-0 table: uncompressed (see `compression` in lib/options.ts). */
 /** A flush's tables: uncompressed (a flush frees a memtable: it should be quick), unless `compress`. */
@@ -96,9 +118,17 @@ export class CompactionScheduler {
   private closing = false
   /** Runs compactions off the event loop; undefined: on the event loop. */
   private readonly compactionRunner: JobRunner | undefined
-  /** Runs memtable flushes off the event loop, apart from compactions; undefined: on the event loop. */
+  /** Runs memtable flushes off the event loop (it may be compactionRunner); undefined: on the event loop. */
   private readonly flushRunner: JobRunner | undefined
+  /** Runs the second half of a split compaction (JobRunners.second); undefined: no split. */
+  private readonly secondRunner: JobRunner | undefined
   private cancelCompaction: (() => void) | undefined
+  /**
+   * Level-1 tables this scheduler wrote uncompressed with `compression` on
+   * (compactionTableOptions); forgotten when obsolete, and at close (a table
+   * of an earlier open may then move down uncompressed, until its next merge).
+   */
+  private readonly uncompressedLevel1 = new Set<number>()
   /** Obsolete files being deleted off the event loop. */
   private readonly pendingRemovals = new Set<Promise<void>>()
 
@@ -117,7 +147,9 @@ export class CompactionScheduler {
       : env.workers ?? platform().jobRunners(env.fs)
     this.compactionRunner = runners?.compaction
     this.flushRunner = runners?.flush
+    this.secondRunner = runners?.second ?? (runners?.flush !== runners?.compaction ? runners?.flush : undefined)
     env.versions.onObsoleteTable = (n) => {
+      this.uncompressedLevel1.delete(n)
       env.tableCache.evict(n)
       this.removeInBackground(tableName(n))
     }
@@ -179,7 +211,11 @@ export class CompactionScheduler {
     // A write buffer smaller than configured lets level 0 hold more tables (MemTableSet.level0Scale).
     const scale = memtables.level0Scale
     const options = { ...this.env.options, level0CompactionTrigger: this.env.options.level0CompactionTrigger * scale, level0Compressed: this.flushesCompress }
-    return pickCompaction({ levels: v.levels, compactPointers: versions.compactPointers }, options, v.rangeTombstones, this.env.smallestSnapshot())
+    const task = pickCompaction({ levels: v.levels, compactPointers: versions.compactPointers }, options, v.rangeTombstones, this.env.smallestSnapshot())
+    // A level-1 table written uncompressed (compactionTableOptions) is merged
+    // into level 2, compressed, rather than moved down as it is.
+    if (task?.kind === 'leveled' && task.trivialMove && task.level === 1 && task.inputs.some((f) => this.uncompressedLevel1.has(f.number))) return { ...task, trivialMove: false }
+    return task
   }
 
   private async runJob (job: () => Promise<void>): Promise<void> {
@@ -298,6 +334,7 @@ export class CompactionScheduler {
         return
       }
       await versions.logAndApply(compactionEdit(task, result.outputs))
+      if (!job.table.compression && tableOptionsOf(this.env.options).compression) for (const f of result.outputs) this.uncompressedLevel1.add(f.number)
       this.counters.compactions++
       processCounters.compactions++
       this.counters.bytesCompacted += result.bytesWritten
@@ -320,21 +357,25 @@ export class CompactionScheduler {
       }
     }
     const smallestSnapshot = this.env.smallestSnapshot()
+    const table = compactionTableOptions(options, task, levels)
     const fileNumbers: number[] = []
     // Enough numbers for every output. An output is cut once its finished
     // (compressed) blocks plus the raw bytes of its open block reach the target:
     // with a target above the block size each output but the last holds more
     // than target - blockSize bytes of finished blocks, which the inputs' bytes
     // bound (twice, for a margin); in any case each output holds an entry.
+    // Uncompressed outputs of compressed inputs may hold up to
+    // MAX_SNAPPY_RATIO times the inputs' bytes.
     const perOutput = options.targetFileSize - options.blockSize
-    const byBytes = perOutput > 0 ? 2 * Math.ceil(inputBytes / perOutput) + 8 : Infinity
+    const outputBound = table.compression ? inputBytes : inputBytes * MAX_SNAPPY_RATIO
+    const byBytes = perOutput > 0 ? 2 * Math.ceil(outputBound / perOutput) + 8 : Infinity
     const reserve = Math.min(byBytes, inputEntries + 1)
     for (let i = 0; i < reserve; i++) fileNumbers.push(versions.newFileNumber())
     return {
       dir: this.env.dir,
       runs,
       deeper: levels.slice(task.outputLevel + 1),
-      table: tableOptionsOf(options),
+      table,
       targetFileSize: options.targetFileSize,
       smallestSnapshot,
       rangeTombstones: rangeTombstones.slice(),
@@ -350,7 +391,7 @@ export class CompactionScheduler {
    */
   private splitJob (job: CompactionJob, task: CompactionTask): CompactionJob[] {
     const { options, versions } = this.env
-    if (!this.compactionRunner || !this.flushRunner || !options.subcompactions) return [job]
+    if (!this.compactionRunner || !this.secondRunner || !options.subcompactions) return [job]
     const halves = splitCompaction(job, options.targetFileSize, this.env.tableCache, () => versions.newFileNumber())
     if (halves.length < 2) return halves
     this.counters.splitCompactions++
@@ -359,8 +400,8 @@ export class CompactionScheduler {
   }
 
   /**
-   * Runs the jobs, the first on the compaction worker and the second (if any)
-   * on the flush worker, at once; their results as one. If one fails, the
+   * Runs the jobs, the first on the compaction runner and the second (if any)
+   * on the second runner (JobRunners.second), at once; their results as one. If one fails, the
    * other's outputs are removed and the failure is thrown.
    */
   private async runMerges (jobs: CompactionJob[]): Promise<TableWriterResult> {
@@ -368,7 +409,7 @@ export class CompactionScheduler {
     const signals: Array<{ cancel?: () => void }> = jobs.map(() => ({}))
     this.cancelCompaction = () => { for (const signal of signals) signal.cancel?.() }
     try {
-      return await runAtOnce(jobs, [this.compactionRunner, this.flushRunner!], signals, this.env.fs, this.env.dir)
+      return await runAtOnce(jobs, [this.compactionRunner, this.secondRunner!], signals, this.env.fs, this.env.dir)
     } finally {
       this.cancelCompaction = undefined
     }

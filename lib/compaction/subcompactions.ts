@@ -1,7 +1,7 @@
 // Subcompactions (option subcompactions): a compaction of at least SUBCOMPACTION_FACTOR x
 // targetFileSize of input is split at a user key into two halves of about
-// equal bytes, run at once on the compaction and the flush worker threads
-// (the flush worker runs a flush alongside, never behind), and installed as
+// equal bytes, run at once on the compaction runner and the second one
+// (JobRunners.second: the Node host's second job thread), and installed as
 // one edit. Two cores then work on a large compaction, which writes stalled
 // behind level 0 wait for; the outputs of the halves do not overlap.
 import type { FileSystem } from '../fs/fs'

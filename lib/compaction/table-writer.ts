@@ -37,6 +37,12 @@ export interface TableWriterParams {
   newFileNumber: () => number
   /** Checked between chunks; true aborts the job (the database is closing). */
   shouldAbort: () => boolean
+  /**
+   * Called at each yield between slices; the job waits for the promise it
+   * returns, if any (a compaction waits there while a flush runs on its
+   * thread, which writes may be waiting for).
+   */
+  waitTurn?: () => Promise<void> | undefined
   /** Range tombstones to apply (versions they hide from every snapshot are dropped). */
   rangeTombstones?: RangeTombstoneIndex
   /** Every range tombstone with seq <= floorBase hides nothing in the outputs (0: no claim). */
@@ -165,6 +171,8 @@ export async function writeTables (input: InternalIterator, p: TableWriterParams
     for (let stop = copyEntries(); stop !== Stop.End; stop = copyEntries()) {
       if (stop === Stop.Slice) {
         await new Promise<void>((resolve) => setImmediate(resolve))
+        const turn = p.waitTurn?.()
+        if (turn !== undefined) await turn
         if (p.shouldAbort()) throw levelError('LEVEL_ABORTED', 'Background job aborted: database closing')
         sliceStart = performance.now()
       } else if (stop === Stop.Split) {
