@@ -351,3 +351,55 @@ test('remote session: the reply that leaves no request running goes without wait
   for (let i = 0; i < 10 && sent.length === 2; i++) await turn()
   t.same(sent.slice(2).map((batch) => batch.map((m) => (m as { id: number }).id)), [[4, 3]], 'two gets of one message: both replies in one message')
 })
+
+test('remote iterators read ahead: from the second batch in a row the next one is asked for at once; a seek or a close while it is on its way waits for it', async (t) => {
+  const server = new TestServer()
+  const location = path.join(tempDir('lsm-remote-'), 'db')
+  const ports: { server?: MessagePortLike } = {}
+  const db = new RemoteLevel<string, string>(location, { connect: () => server.connect(ports) })
+  await db.open()
+  // Counts the nextv requests that reach the server.
+  let nextvs = 0
+  const port = ports.server!
+  const onmessage = port.onmessage!
+  port.onmessage = (event) => {
+    for (const req of event.data as Request[]) if (req.op === 'nextv') nextvs++
+    onmessage(event)
+  }
+  const keys = Array.from({ length: 50 }, (_, i) => `k${String(i).padStart(2, '0')}`)
+  await db.batch(keys.map((key) => ({ type: 'put', key, value: key.toUpperCase() })))
+  const keysOf = (entries: Array<[string, string]>): string[] => entries.map(([k]) => k)
+
+  const it = db.iterator()
+  t.same(keysOf(await it.nextv(10)), keys.slice(0, 10), 'the first batch')
+  await settled()
+  t.is(nextvs, 1, 'a first batch reads nothing ahead (a seek and one batch costs one read)')
+  t.same(keysOf(await it.nextv(10)), keys.slice(10, 20), 'the second batch')
+  await settled()
+  t.is(nextvs, 3, 'the second batch in a row asked for the third at once')
+  t.same(keysOf(await it.nextv(3)), keys.slice(20, 23), 'a smaller batch is served from the one read ahead')
+  t.same(keysOf(await it.nextv(3)), keys.slice(23, 26), 'and the next from what is left of it')
+  t.is(nextvs, 3, 'with no request')
+  t.same(keysOf(await it.nextv(10)), keys.slice(26, 30), 'what is left of it, then')
+  t.same(keysOf(await it.nextv(10)), keys.slice(30, 33), 'the batch read ahead, sized by the last request (nextv may return fewer)')
+  t.same(keysOf(await it.nextv(10)), keys.slice(33, 43), 'then batches of the size asked')
+  // A batch is on its way now: the seek waits for it (the server's iterator is busy until then).
+  it.seek('k05')
+  t.same(keysOf(await it.nextv(4)), keys.slice(5, 9), 'a seek while a batch was on its way: the entries from its target')
+  t.same(keysOf(await it.nextv(100)), keys.slice(9), 'then the rest')
+  t.same(await it.nextv(10), [], 'then the end')
+  await it.close()
+
+  const it2 = db.iterator({ gte: 'k10' })
+  await it2.nextv(5)
+  await it2.nextv(5)
+  await it2.close()
+  await settled()
+  t.is(server.openIterators, 0, 'a close while a batch was on its way closes the iterator on the server')
+
+  const nexted: string[] = []
+  for await (const [key] of db.iterator()) nexted.push(key)
+  t.same(nexted, keys, 'next() reads every entry once, in order')
+  t.same(keysOf(await db.iterator({ lt: 'k20', reverse: true }).all()), keys.slice(0, 20).reverse(), 'a reverse range reads whole')
+  await db.close()
+})
