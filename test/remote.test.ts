@@ -18,6 +18,7 @@ import { PROTOCOL_VERSION, type Request, type ServerMessage } from '../adapters/
 import type { DatabaseHost, ServedDatabase } from '../adapters/remote/host'
 import { serve } from '../adapters/remote/server'
 import type { MessagePortLike } from '../adapters/remote/channel'
+import { WorkerLines } from '../adapters/remote/worker-lines'
 import { TestServer } from './util/remote-server'
 import { tempDir } from './util/temp'
 
@@ -402,4 +403,38 @@ test('remote iterators read ahead: from the second batch in a row the next one i
   t.same(nexted, keys, 'next() reads every entry once, in order')
   t.same(keysOf(await db.iterator({ lt: 'k20', reverse: true }).all()), keys.slice(0, 20).reverse(), 'a reverse range reads whole')
   await db.close()
+})
+
+test('worker lines: the common requests and replies travel as flat arrays (no property names to clone); every message arrives as it was sent', async (t) => {
+  const wire: unknown[] = []
+  let other: WorkerLines | undefined
+  const page = new WorkerLines((message) => { wire.push(message); other?.deliver(structuredClone(message)) })
+  const worker = new WorkerLines((message) => { wire.push(message); page.deliver(structuredClone(message)) })
+  other = worker
+  const got: unknown[] = []
+  const client = page.open<unknown[], unknown[]>(3)
+  const server = worker.open<unknown[], unknown[]>(3)
+  server.receive((m) => got.push(m))
+  client.receive((m) => got.push(m))
+  const key = Uint8Array.of(1, 2)
+  const value = Uint8Array.of(3)
+  const requests = [
+    { id: 1, op: 'get', key },
+    { id: 2, op: 'put', key, value, sync: true },
+    { id: 3, op: 'del', key, sync: false },
+    { id: 4, op: 'get', key, snapshot: 9 },
+    { id: 5, op: 'nextv', iterator: 4, size: 10 }
+  ]
+  client.send(requests)
+  const replies = [{ id: 1, result: value }, { id: 2, result: undefined }, { id: 3, error: { code: 'LEVEL_X', message: 'x' } }, { push: 'closed' }]
+  server.send(replies)
+  t.same(got, [requests, replies], 'the batches arrive as sent, in order')
+  const flat = (message: unknown): boolean => Array.isArray(message) && message.every((x) => x === undefined || typeof x !== 'object' || x instanceof Uint8Array)
+  client.send([{ id: 6, op: 'get', key }])
+  client.send([{ id: 7, op: 'put', key, value, sync: false }])
+  server.send([{ id: 6, result: value }])
+  server.send([{ id: 7, result: undefined }])
+  t.same(wire.slice(-4).map(flat), [true, true, true, true], `a get, a put and their replies are flat arrays of primitives and byte arrays: ${JSON.stringify(wire.slice(-4))}`)
+  client.close()
+  t.is(worker.size, 0, "a line's close ends it on the other side")
 })
