@@ -407,10 +407,10 @@ test('remote iterators read ahead: from the second batch in a row the next one i
 
 test('worker lines: the common requests and replies travel as flat arrays (no property names to clone); every message arrives as it was sent', async (t) => {
   const wire: unknown[] = []
-  let other: WorkerLines | undefined
-  const page = new WorkerLines((message) => { wire.push(message); other?.deliver(structuredClone(message)) })
+  const ends: { worker?: WorkerLines } = {}
+  const page = new WorkerLines((message) => { wire.push(message); ends.worker?.deliver(structuredClone(message)) })
   const worker = new WorkerLines((message) => { wire.push(message); page.deliver(structuredClone(message)) })
-  other = worker
+  ends.worker = worker
   const got: unknown[] = []
   const client = page.open<unknown[], unknown[]>(3)
   const server = worker.open<unknown[], unknown[]>(3)
