@@ -426,15 +426,29 @@ test('worker lines: the common requests and replies travel as flat arrays (no pr
     { id: 5, op: 'nextv', iterator: 4, size: 10 }
   ]
   client.send(requests)
-  const replies = [{ id: 1, result: value }, { id: 2, result: undefined }, { id: 3, error: { code: 'LEVEL_X', message: 'x' } }, { push: 'closed' }]
+  const entries = [[key, value], [Uint8Array.of(4), undefined], [new Uint8Array(0), new Uint8Array(9000).fill(5)]]
+  const replies = [
+    { id: 1, result: value },
+    { id: 2, result: undefined },
+    { id: 3, error: { code: 'LEVEL_X', message: 'x' } },
+    { push: 'closed' },
+    { id: 5, result: entries.slice(0, 2) },
+    { id: 8, result: [value, undefined, key] },
+    { id: 9, result: entries },
+    { id: 10, result: [] },
+    { id: 11, result: [true, false] }
+  ]
   server.send(replies)
   t.same(got, [requests, replies], 'the batches arrive as sent, in order')
-  const flat = (message: unknown): boolean => Array.isArray(message) && message.every((x) => x === undefined || typeof x !== 'object' || x instanceof Uint8Array)
+  const flat = (message: unknown): boolean => Array.isArray(message) && message.every((x) => x === undefined || typeof x !== 'object' || ArrayBuffer.isView(x))
   client.send([{ id: 6, op: 'get', key }])
   client.send([{ id: 7, op: 'put', key, value, sync: false }])
   server.send([{ id: 6, result: value }])
   server.send([{ id: 7, result: undefined }])
-  t.same(wire.slice(-4).map(flat), [true, true, true, true], `a get, a put and their replies are flat arrays of primitives and byte arrays: ${JSON.stringify(wire.slice(-4))}`)
+  server.send([{ id: 12, result: entries.slice(0, 2) }])
+  const sent = wire.slice(-5)
+  t.same(sent.map(flat), [true, true, true, true, true], `a get, a put, their replies and a reply of entries are flat arrays of primitives and typed arrays: ${JSON.stringify(sent)}`)
+  t.ok((sent[4] as unknown[]).filter((x) => x instanceof Uint8Array).length === 1, "the entries' bytes travel in one buffer")
   client.close()
   t.is(worker.size, 0, "a line's close ends it on the other side")
 })
