@@ -423,7 +423,9 @@ test('worker lines: the common requests and replies travel as flat arrays (no pr
     { id: 2, op: 'put', key, value, sync: true },
     { id: 3, op: 'del', key, sync: false },
     { id: 4, op: 'get', key, snapshot: 9 },
-    { id: 5, op: 'nextv', iterator: 4, size: 10 }
+    { id: 5, op: 'nextv', iterator: 4, size: 10 },
+    { id: 13, op: 'batch', ops: [{ type: 'put', key, value }, { type: 'del', key: value }], sync: true },
+    { id: 14, op: 'batch', ops: [{ type: 'put', key, value: new Uint8Array(9000) }], sync: false }
   ]
   client.send(requests)
   const entries = [[key, value], [Uint8Array.of(4), undefined], [new Uint8Array(0), new Uint8Array(9000).fill(5)]]
@@ -446,8 +448,9 @@ test('worker lines: the common requests and replies travel as flat arrays (no pr
   server.send([{ id: 6, result: value }])
   server.send([{ id: 7, result: undefined }])
   server.send([{ id: 12, result: entries.slice(0, 2) }])
-  const sent = wire.slice(-5)
-  t.same(sent.map(flat), [true, true, true, true, true], `a get, a put, their replies and a reply of entries are flat arrays of primitives and typed arrays: ${JSON.stringify(sent)}`)
+  client.send([{ id: 15, op: 'batch', ops: [{ type: 'put', key, value }, { type: 'del', key: value }], sync: false }])
+  const sent = wire.slice(-6)
+  t.same(sent.map(flat), [true, true, true, true, true, true], `a get, a put, their replies, a reply of entries and a batch are flat arrays of primitives and typed arrays: ${JSON.stringify(sent)}`)
   t.ok((sent[4] as unknown[]).filter((x) => x instanceof Uint8Array).length === 1, "the entries' bytes travel in one buffer")
   client.close()
   t.is(worker.size, 0, "a line's close ends it on the other side")

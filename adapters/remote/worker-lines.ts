@@ -9,6 +9,9 @@
 //                   whose result is a list of entries, width 2, or of values,
 //                   width 1, each a small Uint8Array or undefined: all their
 //                   bytes in one transferred buffer, each one's length or -1) |
+//                   BATCH id sync kinds bytes lengths (a batch of small keys
+//                   and values: each operation's kind, 1 put or 0 del, and
+//                   its key and value packed as above) |
 //                   OTHER message
 //   [n, END]        that side closed the line
 //
@@ -34,6 +37,7 @@ const PUT = 2
 const DEL = 3
 const RESULT = 4
 const PACKED = 5
+const BATCH = 6
 
 /** Parts at least this long are not packed (the session transfers them: protocol.ts). */
 const PACK_MAX_BYTES = 8 * 1024
@@ -96,7 +100,30 @@ function packable (result: unknown): { width: 1 | 2, total: number } | undefined
   return total < 0 ? undefined : { width, total }
 }
 
-interface Message { id?: number, op?: string, key?: Uint8Array, value?: Uint8Array, sync?: boolean, snapshot?: number, result?: unknown, error?: unknown, push?: unknown }
+interface BatchOp { type: 'put' | 'del', key: Uint8Array, value?: Uint8Array }
+interface Message { id?: number, op?: string, key?: Uint8Array, value?: Uint8Array, sync?: boolean, snapshot?: number, ops?: BatchOp[], result?: unknown, error?: unknown, push?: unknown }
+
+/** A batch's operations as pairs of key and value (undefined for a del), if every one is a put or a del. */
+function batchPairs (ops: BatchOp[]): unknown[] | undefined {
+  const pairs = new Array<unknown>(ops.length)
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i]
+    if (op.type === 'put' && op.value !== undefined) pairs[i] = [op.key, op.value]
+    else if (op.type === 'del') pairs[i] = [op.key, undefined]
+    else return undefined
+  }
+  return pairs
+}
+
+/** A batch's operations from its kinds and its packed pairs. */
+function batchOps (kinds: Uint8Array, pairs: unknown[]): BatchOp[] {
+  const ops = new Array<BatchOp>(kinds.length)
+  for (let i = 0; i < kinds.length; i++) {
+    const [key, value] = pairs[i] as [Uint8Array, Uint8Array | undefined]
+    ops[i] = kinds[i] === 1 ? { type: 'put', key, value } : { type: 'del', key }
+  }
+  return ops
+}
 
 /** `batch` as a line's message; the buffers it packed go on `transfer`. */
 function encode (n: number, batch: Message[], transfer: ArrayBuffer[]): unknown[] {
@@ -105,6 +132,7 @@ function encode (n: number, batch: Message[], transfer: ArrayBuffer[]): unknown[
     if (m.op === 'get' && m.snapshot === undefined) out.push(GET, m.id, m.key)
     else if (m.op === 'put') out.push(PUT, m.id, m.key, m.value, m.sync)
     else if (m.op === 'del') out.push(DEL, m.id, m.key, m.sync)
+    else if (m.op === 'batch' && encodeBatch(m, out, transfer)) continue
     else if (m.op === undefined && m.push === undefined && m.error === undefined && typeof m.id === 'number') {
       const list = packable(m.result)
       if (list === undefined) {
@@ -119,6 +147,19 @@ function encode (n: number, batch: Message[], transfer: ArrayBuffer[]): unknown[
   return out
 }
 
+/** Pushes batch request `m` packed (BATCH) and returns true, if its keys and values are small. */
+function encodeBatch (m: Message, out: unknown[], transfer: ArrayBuffer[]): boolean {
+  const pairs = Array.isArray(m.ops) ? batchPairs(m.ops) : undefined
+  if (pairs === undefined || pairs.length === 0) return false
+  const total = packedLength(pairs, 2)
+  if (total < 0) return false
+  const [bytes, lengths] = pack(pairs, 2, total)
+  const kinds = Uint8Array.from(m.ops!, (op) => op.type === 'put' ? 1 : 0)
+  out.push(BATCH, m.id, m.sync, kinds, bytes, lengths)
+  transfer.push(bytes.buffer as ArrayBuffer, lengths.buffer as ArrayBuffer, kinds.buffer as ArrayBuffer)
+  return true
+}
+
 /** The batch a line's message carries. */
 function decode (wire: unknown[]): Message[] {
   const out: Message[] = []
@@ -129,6 +170,12 @@ function decode (wire: unknown[]): Message[] {
       case DEL: out.push({ id: wire[i + 1] as number, op: 'del', key: wire[i + 2] as Uint8Array, sync: wire[i + 3] as boolean }); i += 4; break
       case RESULT: out.push({ id: wire[i + 1] as number, result: wire[i + 2] }); i += 3; break
       case PACKED: out.push({ id: wire[i + 1] as number, result: unpack(wire[i + 2] as 1 | 2, wire[i + 3] as number, wire[i + 4] as Uint8Array, wire[i + 5] as Int32Array) }); i += 6; break
+      case BATCH: {
+        const kinds = wire[i + 3] as Uint8Array
+        out.push({ id: wire[i + 1] as number, op: 'batch', sync: wire[i + 2] as boolean, ops: batchOps(kinds, unpack(2, kinds.length, wire[i + 4] as Uint8Array, wire[i + 5] as Int32Array)) })
+        i += 6
+        break
+      }
       case OTHER: out.push(wire[i + 1] as Message); i += 2; break
       default: throw new Error(`lsm-level worker line: unknown item ${String(wire[i])}`)
     }
