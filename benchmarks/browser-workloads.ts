@@ -79,15 +79,23 @@ export function dataSet (config: BenchConfig): Data {
  * growth of its file pool still opens a sync access handle (closed when it
  * comes: hosts/browser/opfs-fs.ts), and an open handle makes removeEntry() fail with
  * NoModificationAllowedError: so it is retried for a while, then left (the
- * driver deletes the browser's profile at the end).
+ * driver deletes the browser's profile at the end). Where there is no OPFS
+ * (WebKitGTK without its features: BrowserLevel on its IndexedDB fallback) or
+ * no such directory, nothing is removed.
  */
 export async function removeOpfsDirectory (name: string): Promise<void> {
-  const root = await scope.navigator.storage.getDirectory()
+  let root: Awaited<ReturnType<typeof scope.navigator.storage.getDirectory>>
+  try {
+    root = await scope.navigator.storage.getDirectory()
+  } catch {
+    return
+  }
   for (let attempt = 0; attempt < 20; attempt++) {
     try {
       await root.removeEntry(name, { recursive: true })
       return
     } catch (err) {
+      if ((err as Error).name === 'NotFoundError') return
       if ((err as Error).name !== 'NoModificationAllowedError') throw err
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
