@@ -71,9 +71,13 @@ const ENGINES: readonly RunEngine[] = [
   ...BASELINES.map((_, i) => `baseline ${i + 1}` as const)
 ]
 
+/** Durable puts of fillsync (at most). */
+const SYNC_PUTS = 1000
+
 /** The workloads (db_bench names), in the order of a run, and what each counts. */
 const WORKLOADS: Record<Workload, string> = {
   fillrandom: `${int(CONFIG.puts)} awaited puts into an empty database; puts/s`,
+  fillsync: `${int(Math.min(CONFIG.puts, SYNC_PUTS))} awaited puts with \`{ sync: true }\` into an empty database; 1 / the median put's time, /s`,
   fillbatch: `${int(CONFIG.keys)} keys in batches of 1,000 into an empty database; puts/s`,
   readrandom: `${int(CONFIG.gets)} awaited gets of present keys, random order; gets/s`,
   readsync: `readrandom with \`getSync\` (OpfsLevel only; its ratio is to browser-level's readrandom); gets/s`,
@@ -225,6 +229,8 @@ function report (started: Date, startLoad: string, version: string, driver: stri
     const baseRatio = baselines.map((x) => ` ${ratioTo(x, idb)} |`).join('')
     lines.push(`| ${workload} | ${WORKLOADS[workload]} | ${shown(page)} | ${shown(inWorker)} | ${shown(idbShown)} |${baseCells} ${ratioTo(page, idb)} | ${ratioTo(inWorker, idb)} |${baseRatio}`)
   }
+  const durable = micros(cell('fillsync', 'lsm-level'))
+  if (durable !== undefined) lines.push('', `A durable put from the page (fillsync, BrowserLevel): median ${durable.toFixed(0)} µs (the target in Chromium: at most 1 ms).`)
   if (floors.length > 0) lines.push('', ...floorReport(floors, (workload, engine) => cell(workload, engine)))
   if (snapshots.size > 0) {
     lines.push('')
