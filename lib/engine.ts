@@ -232,6 +232,7 @@ export class Engine {
     const keep = this.retention.adopt(logs.filter((n) => n < this.versions.logNumber))
     for (const n of logs) if (n >= this.versions.logNumber) keep.add(n)
     removeOrphans(fs, dir, this.versions, keep, this.recovery)
+    this.rotation.sizeWriteBuffer()
     this.scheduler.schedule()
   }
 

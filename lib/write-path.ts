@@ -4,7 +4,7 @@
 // are waiting, or the file system is still making the file the new log needs
 // (a write stall, lib/commit-pipeline.ts); a new log takes records once the
 // retired one is durable.
-import { createWhenRoom } from './fs/fs'
+import { createWhenRoom, writeBufferFor } from './fs/fs'
 import type { MemTable } from './memtable/memtable'
 import type { LogPosition } from './wal/log-manager'
 import { CommitPipeline } from './commit-pipeline'
@@ -38,7 +38,7 @@ export interface PipelineHooks {
 export function commitPipeline (parts: Pick<EngineParts, 'options' | 'versions' | 'memtables' | 'logs'>, turn: TurnBudget, hooks: PipelineHooks): CommitPipeline<WrittenGroup> {
   const { options, versions, memtables, logs } = parts
   return new CommitPipeline<WrittenGroup>({
-    shouldSlowDown: () => versions.current.levels[0].length >= options.level0SlowdownWritesTrigger,
+    shouldSlowDown: () => versions.current.levels[0].length >= options.level0SlowdownWritesTrigger * memtables.level0Scale,
     makeRoom: hooks.makeRoom,
     writeToLog: (batches) => {
       // An open that owed the manifest its edit writes it before the log's first record.
@@ -74,7 +74,7 @@ export class Rotation {
     }
     if (memtables.isFull(active)) {
       if (memtables.frozen.length >= options.maxImmutableMemtables ||
-        this.source.versions.current.levels[0].length >= options.level0StopWritesTrigger) {
+        this.source.versions.current.levels[0].length >= options.level0StopWritesTrigger * memtables.level0Scale) {
         scheduler.schedule()
         return 'stall'
       }
@@ -94,7 +94,18 @@ export class Rotation {
     const oldLog = logs.number
     logs.rotate(this.source.versions.newFileNumber())
     memtables.freeze(oldLog)
+    this.sizeWriteBuffer()
     this.source.scheduler.schedule()
+  }
+
+  /** Sizes the active memtable's write buffer for the database's size now (writeBufferFor). */
+  sizeWriteBuffer (): void {
+    const { dir, fs, memtables, options, versions } = this.source
+    if (fs.growthGrantBytes?.(dir) === undefined) return
+    let tableBytes = 0
+    for (let level = 0; level < versions.current.levels.length; level++) tableBytes += versions.current.levelBytes(level)
+    memtables.writeBufferSize = writeBufferFor(fs, dir, options.writeBufferSize, tableBytes)
+    memtables.level0Scale = Math.max(1, Math.floor(options.writeBufferSize / memtables.writeBufferSize))
   }
 
   /** Freezes the active memtable if it holds data, once there is room for the new log; a failure stops writes. */

@@ -57,6 +57,13 @@ test('leveled picker: fixtures', (t) => {
   t.same(names(task.overlaps), [5, 6], 'overlaps follow')
   task = pickLeveledCompaction(shape('L1: 1[a..b]900 2[c..d]900 3[e..f]900\nL2: 6[x..z]100'), opts)!
   t.ok(task.trivialMove, 'nothing under it: a trivial move')
+  task = pickLeveledCompaction(shape('L0: 9[g..h]100 8[e..f]100 7[c..d]100 6[a..b]100\nL1: 1[m..n]500'), opts)!
+  t.same(names(task.inputs), [9, 8, 7, 6], 'L0 tables of keys written in order: all of them')
+  t.ok(task.trivialMove, 'overlapping neither one another nor L1: moved down together')
+  task = pickLeveledCompaction(shape('L0: 9[g..h]100 8[e..g]100 7[c..d]100 6[a..b]100\nL1: 1[m..n]500'), opts)!
+  t.notOk(task.trivialMove, 'two L0 tables sharing a user key: merged')
+  task = pickLeveledCompaction(shape('L0: 9[g..h]100 8[e..f]100 7[c..d]100 6[a..b]100\nL1: 1[b..c]500'), opts)!
+  t.notOk(task.trivialMove, 'L0 tables over an L1 table: merged')
   const scores = levelScores(shape('L0: 1[a..b]1 2[a..b]1\nL1: 3[a..b]1000\nL2: 4[a..b]30000'), opts)
   t.same(scores.slice(0, 3), [0.5, 0.5, 1.5], 'scores: L0 count / trigger, level bytes / limit')
   t.end()

@@ -3,13 +3,18 @@
 // groups written to its log are applied (scripted, then against a model in a
 // seeded run), when a memtable is full (bytes times a factor, or range
 // tombstones), memtables replayed at open, a read-only open's follow() and
-// copy(), and the totals.
+// copy(), and the totals; the write buffer sized for a file system that
+// counts the room it grants files being written.
 import test from 'tape'
 import { MemTableSet } from '../lib/memtable/memtable-set'
 import { MemTable } from '../lib/memtable/memtable'
 import { KIND_VALUE } from '../lib/keys'
 import { currentUserKey } from '../lib/iterators/internal-iterator'
 import { Random, seedFromEnv } from './util/random'
+import { MemFileSystem } from './fs/mem-fs'
+import { writeBufferFor } from '../lib/fs/fs'
+import { Engine, encodeBatch } from '../hosts/node/index'
+import { JobThread } from '../hosts/node/job-thread'
 
 const seed = seedFromEnv()
 const k = (s: string): Buffer => Buffer.from(s)
@@ -190,4 +195,29 @@ test('memtable set: approximateBytes sums every memtable', (t) => {
   set.dropOldest()
   t.is(set.approximateBytes(), set.active.approximateBytes(), 'a flushed memtable no longer counts')
   t.end()
+})
+
+test('write buffer: on a file system that counts the room it grants files being written (Chromium\'s OPFS), a sixteenth of the tables\' bytes, at least a grant less 128 KiB, at most writeBufferSize', async (t) => {
+  const plain = new MemFileSystem()
+  t.is(writeBufferFor(plain, '/db', 4 << 20, 0), 4 << 20, 'elsewhere: writeBufferSize')
+  const counting = Object.assign(new MemFileSystem(), { growthGrantBytes: (): number => 1 << 20 })
+  t.is(writeBufferFor(counting, '/db', 4 << 20, 0), (1 << 20) - 131072, 'an empty database: a grant less 128 KiB')
+  t.is(writeBufferFor(counting, '/db', 4 << 20, 32 << 20), 2 << 20, '32 MiB of tables: 2 MiB')
+  t.is(writeBufferFor(counting, '/db', 4 << 20, 1 << 30), 4 << 20, '1 GiB: writeBufferSize')
+  t.is(writeBufferFor(counting, '/db', 256 << 10, 0), 256 << 10, 'never above writeBufferSize')
+  // An engine on each: 6 MiB of writes at random keys with the default 4 MiB write buffer.
+  const rnd = new Random(seed)
+  const stats: Array<{ flushes: number, compactions: number }> = []
+  for (const fs of [plain, counting]) {
+    const engine = await Engine.open('/db', { compression: false }, fs, { compaction: JobThread.inProcess(fs), flush: JobThread.inProcess(fs) })
+    const value = Buffer.alloc(1000, 7)
+    for (let i = 0; i < 6000; i++) await engine.write(encodeBatch([{ kind: KIND_VALUE, key: `k${String(rnd.int(1e6)).padStart(6, '0')}`, value }]), false)
+    await engine.waitForIdle()
+    const s = engine.stats()
+    stats.push({ flushes: s.flushes, compactions: s.compactions.done + s.compactions.trivialMoves })
+    await engine.close()
+  }
+  t.is(stats[0].flushes, 1, `6 MiB into a 4 MiB write buffer: one flush (seed ${seed})`)
+  t.ok(stats[1].flushes >= 5, `the same where grants count: flushed at about 896 KiB (${stats[1].flushes} flushes)`)
+  t.is(stats[1].compactions, 0, 'and level 0 holds them all: its triggers count four times as many tables while the buffer is a quarter of the configured one')
 })

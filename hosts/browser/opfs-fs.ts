@@ -106,7 +106,7 @@ import { createExclusiveAlone, errnoError, type FileSystem, type RandomAccessFil
 import { ioError, isStorageFull } from '../../lib/errors'
 import type { DirectoryHandle } from './opfs-api'
 import { HEADER_BYTES } from './opfs-pool-header'
-import { HANDLE_WAIT_MS, within, type PoolFile } from './opfs-handles'
+import { countsHandleCapacity, HANDLE_WAIT_MS, within, type PoolFile } from './opfs-handles'
 import { writeAll, type Pool } from './opfs-pool'
 import { readWithFileReaderSync, type SnapshotReader } from './opfs-snapshot-reads'
 import { notSupportedIfMissing, openPool, type MountOptions } from './opfs-mount'
@@ -188,6 +188,11 @@ export class OpfsFileSystem implements FileSystem {
   /** Waits for pool growth in progress (tests). */
   async settled (): Promise<void> {
     for (const pool of this.pools.values()) while (pool.growing !== undefined) await pool.growing
+  }
+
+  /** Chromium grants a sync access handle's file room in steps of at least 1 MiB, counted against the quota (countsHandleCapacity). */
+  growthGrantBytes (_dir: string): number | undefined {
+    return countsHandleCapacity() ? 1048576 : undefined
   }
 
   roomToCreate (dir: string, count: number): Promise<void> | undefined {

@@ -175,6 +175,10 @@ export class BrowserFileSystem implements FileSystem {
     return this.on(dir).roomToCreate?.(dir, count)
   }
 
+  growthGrantBytes (dir: string): number | undefined {
+    return this.on(dir).growthGrantBytes?.(dir)
+  }
+
   openRead (path: string): RandomAccessFile { return this.on(path).openRead(path) }
   openWrite (path: string, options?: { preallocate?: boolean }): WritableFile { return this.on(path).openWrite(path, options) }
   readSmallFile (path: string): Buffer { return this.on(path).readSmallFile(path) }

@@ -8,12 +8,14 @@
 //     tables they overlap, merged into level 1;
 //   - level n: one table, chosen round-robin after the level's compact pointer,
 //     plus the level n+1 tables it overlaps, merged into level n+1.
-// A single input table with nothing under it is moved down by a manifest edit
-// alone (a trivial move), unless it would overlap too much of the level below
-// the output (which would make that next compaction expensive).
+// Input tables that overlap nothing under them nor one another (a single table,
+// or level-0 tables of keys written in order) are moved down by a manifest
+// edit alone (a trivial move), unless they would overlap too much of the level
+// below the output (which would make that next compaction expensive).
 import { keyRange, overlapsRange, type FileMeta } from '../manifest/file-meta'
 import type { LeveledTask, LsmShape } from './task-kinds'
 import { compareInternalKeys } from '../keys'
+import { compareBytes } from '../util/coding'
 import { maxBytesForLevel, NUM_LEVELS, type EngineOptions } from '../options'
 
 export type PickerOptions = Pick<EngineOptions, 'level0CompactionTrigger' | 'maxBytesForLevelBase' | 'levelMultiplier' | 'targetFileSize'>
@@ -48,6 +50,15 @@ export function pickLeveledCompaction (shape: LsmShape, opts: PickerOptions): Le
   return taskFor(shape, opts, level, best)
 }
 
+/** True if no two of `files` share a user key (each ends before the next, in key order, begins). */
+function disjoint (files: readonly FileMeta[]): boolean {
+  const sorted = files.slice().sort((a, b) => compareBytes(a.smallest.userKey, b.smallest.userKey))
+  for (let i = 1; i < sorted.length; i++) {
+    if (compareBytes(sorted[i - 1].largest.userKey, sorted[i].smallest.userKey) >= 0) return false
+  }
+  return true
+}
+
 /** The task that compacts `level`. */
 function taskFor (shape: LsmShape, opts: PickerOptions, level: number, score: number): LeveledTask | undefined {
   const files = shape.levels[level]
@@ -68,7 +79,7 @@ function taskFor (shape: LsmShape, opts: PickerOptions, level: number, score: nu
   const range = keyRange(inputs)
   const overlaps = overlapping(shape.levels[outputLevel], range.smallest, range.largest)
   let trivialMove = false
-  if (inputs.length === 1 && overlaps.length === 0) {
+  if (overlaps.length === 0 && disjoint(inputs)) {
     const grand = outputLevel + 1 < NUM_LEVELS ? overlapping(shape.levels[outputLevel + 1], range.smallest, range.largest) : []
     let grandBytes = 0
     for (const f of grand) grandBytes += f.size

@@ -164,8 +164,11 @@ export class CompactionScheduler {
   }
 
   private pick (): CompactionTask | undefined {
-    const { versions, options } = this.env
+    const { versions, memtables } = this.env
     const v = versions.current
+    // A write buffer smaller than configured lets level 0 hold more tables (MemTableSet.level0Scale).
+    const scale = memtables.level0Scale
+    const options = scale === 1 ? this.env.options : { ...this.env.options, level0CompactionTrigger: this.env.options.level0CompactionTrigger * scale }
     return pickCompaction({ levels: v.levels, compactPointers: versions.compactPointers }, options, v.rangeTombstones, this.env.smallestSnapshot())
   }
 

@@ -106,6 +106,27 @@ export interface FileSystem {
    * failed. Without it, files can always be created at once.
    */
   roomToCreate? (dir: string, count: number): Promise<void> | undefined
+  /**
+   * Where the storage counts the room it grants a file being written against
+   * the quota, in steps of at least this many bytes (Chromium's OPFS: 1 MiB,
+   * then the next power of two of the size), for files in `dir`: the engine
+   * then keeps its write buffer small while the database is small
+   * (writeBufferFor below), so that a flush, which holds its log and its new
+   * table at once, leaves most of a small quota to data. Undefined elsewhere.
+   */
+  growthGrantBytes? (dir: string): number | undefined
+}
+
+/**
+ * The write buffer a memtable may fill: `configured` (the writeBufferSize
+ * option), or, on a file system that counts grants (growthGrantBytes), a
+ * sixteenth of the database's table bytes, at least a grant less 128 KiB (room for the last write group and the table's own bytes within one grant), at
+ * most `configured`.
+ */
+export function writeBufferFor (fs: FileSystem, dir: string, configured: number, tableBytes: number): number {
+  const grant = fs.growthGrantBytes?.(dir)
+  if (grant === undefined) return configured
+  return Math.min(configured, Math.max(grant - 131072, Math.floor(tableBytes / 16)))
 }
 
 /**

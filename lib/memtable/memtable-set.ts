@@ -27,11 +27,18 @@ export class MemTableSet {
   active: MemTable
   /** Oldest first. */
   readonly frozen: FrozenMemTable[] = []
+  /**
+   * How many times the level-0 table counts (compaction trigger, slowdown,
+   * stop) are multiplied while the write buffer is smaller than configured
+   * (writeBufferFor): level 0 then holds as many bytes before a compaction as
+   * with the configured buffer, so small flushes do not add compactions.
+   */
+  level0Scale = 1
   /** Write groups written to the active memtable's log and not yet applied. */
   private activeWritesInFlight = 0
 
-  /** `active`: the active memtable to start with (a new one if omitted). */
-  constructor (private readonly writeBufferSize: number, active?: MemTable) {
+  /** `writeBufferSize`: the bytes at which the active memtable is full (the engine may change it between memtables); `active`: the active memtable to start with (a new one if omitted). */
+  constructor (public writeBufferSize: number, active?: MemTable) {
     this.active = active ?? new MemTable()
   }
 

@@ -220,8 +220,11 @@ async function usageLine (): Promise<string> {
   return `usage ${mib(usage)} MiB of a quota of ${mib(quota)} MiB; ${files} files of ${mib(bytes)} MiB`
 }
 
+/** Options for the full-quota runs (the page's `opts` parameter, JSON; for measurements). */
+const FULL_OPTIONS = JSON.parse(params.get('opts') ?? '{}') as Record<string, unknown>
+
 async function fill (location: string): Promise<void> {
-  const db = new OpfsLevel(location)
+  const db = new OpfsLevel(location, FULL_OPTIONS)
   await db.open()
   const trace = params.get('trace') === '1'
   let acked = 0
@@ -255,7 +258,7 @@ async function fill (location: string): Promise<void> {
 }
 
 async function fullReopen (location: string, acked: number): Promise<void> {
-  const db = new OpfsLevel(location)
+  const db = new OpfsLevel(location, FULL_OPTIONS)
   await db.open()
   let wrong = 0
   for (let i = 0; i < acked * FULL_BATCH; i++) if (await db.get(fullKey(i)) !== fullValue(i)) wrong++
