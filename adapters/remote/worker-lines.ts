@@ -29,6 +29,15 @@
 // (BENCHMARKS.md, the message shapes).
 import { transportChannel, type TransportChannel } from './channel'
 
+/**
+ * The format of the lines' messages, which the worker states in its hello
+ * ({ [WORKER_STARTED]: true, lines: LINES_FORMAT }): a page whose worker file
+ * states another (a stale lsm-level-worker.js, cached or left beside a newer
+ * bundle) fails its opens with LEVEL_NOT_SUPPORTED instead of waiting for
+ * answers it cannot read. 2: flat arrays (1, before: { lsmLevelLine: n, m }).
+ */
+export const LINES_FORMAT = 2
+
 /** The item codes of a line's message. */
 const END = -1
 const OTHER = 0
