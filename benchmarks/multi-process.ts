@@ -11,17 +11,23 @@
 //              owner in a child process), the owner itself (multiProcess on,
 //              no client busy), LsmLevel without multiProcess, classic-level
 //   get x64    gets with 64 in flight
-//   failover   the owner (a child process) holding a full log (30,000 puts of
-//              100 bytes, about 4 MB, never flushed) SIGKILLed; the time from
-//              the kill to the first successful put on a client (this
-//              process), which takes over: the lock, the log replay, the
+//   floor      awaited one-byte round trips to a bare echo server in another
+//              process, in rounds alternating with rounds of a client's
+//              awaited puts: each pair's ratio of put time to round-trip time
+//   failover   the owner (a child process) holding a full write buffer (the
+//              default 4 MiB, 99% full, never flushed: puts of 100-byte values,
+//              a 3 MB log, and of 1,000-byte values, a 4 MB log, alternately)
+//              SIGKILLed; the time from the kill to the first successful put
+//              on a client (this process), which takes over: the lock, the
+//              log replay (the part of the logs its reads had not tailed), the
 //              socket (its reads, from its own files, go on meanwhile); p50
-//              and p99 over the rounds
+//              and p99 over the rounds of each fill
 //
 //   npm run bench:multi
 //   MP_OPS=20000 MP_ROUNDS=20 ...      operations per workload, failover rounds
 //   MP_TP_ROUNDS=3 ...                 rounds of the put/get workloads (the best kept)
-//   BENCH_MARKDOWN=BENCHMARKS.md ...   also write the section "multi-process" of that file
+//   MP_PARTS=failover ...              only these parts (codec, throughput, floor, failover)
+//   BENCH_MARKDOWN=BENCHMARKS.md ...   also write the section "multi-process" of that file (all parts)
 import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
@@ -31,6 +37,8 @@ import { fork } from 'node:child_process'
 import { decodeMessage, encodeMessage } from '../hosts/node/frame-codec'
 import { ClassicLevel } from 'classic-level'
 import { LsmLevel } from '../index'
+import { DEFAULT_WRITE_BUFFER_SIZE } from '../lib/options'
+import { ENTRY_OVERHEAD } from '../lib/memtable/memtable'
 import { Peer } from '../test/util/mp-peer'
 import { Random } from '../test/util/random'
 import { commandLine, dateLine, describeMachine, gitCommit, int, loadNote, machine, ratio, writeSection } from './report'
@@ -39,6 +47,7 @@ const OPS = Number(process.env.MP_OPS ?? 20_000)
 const ROUNDS = Number(process.env.MP_ROUNDS ?? 20)
 const TP_ROUNDS = Number(process.env.MP_TP_ROUNDS ?? 4)
 const KEYS = 10_000
+const PARTS = new Set((process.env.MP_PARTS ?? 'codec,throughput,floor,failover').split(','))
 const BUF = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const
 const root = process.argv[2] === 'echo' ? '' : fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-bench-mp-'))
 
@@ -89,12 +98,16 @@ function codec (): Array<[string, number, number, number]> {
   })
 }
 
-interface Figures { put: number, get: number, get64: number }
+/** Operations per second; `first`: ms of the first get after the puts (a client's includes catching up with them). */
+interface Figures { put: number, first: number, get: number, get64: number }
 
 async function workloads (db: any): Promise<Figures> {
   const put = await timed(OPS, async () => {
     for (let i = 0; i < OPS; i++) await db.put(keys[i % KEYS], values[i % KEYS])
   })
+  const t0 = performance.now()
+  await db.get(keys[0])
+  const first = performance.now() - t0
   const get = await timed(OPS, async () => {
     for (let i = 0; i < OPS; i++) await db.get(keys[(i * 7919) % KEYS])
   })
@@ -105,7 +118,7 @@ async function workloads (db: any): Promise<Figures> {
     }
     await Promise.all(Array.from({ length: 64 }, lane))
   })
-  return { put, get, get64 }
+  return { put, first, get, get64 }
 }
 
 async function fill (db: any): Promise<void> {
@@ -119,7 +132,7 @@ function collectGarbage (): void {
 
 function best (a: Figures | undefined, b: Figures): Figures {
   if (a === undefined) return b
-  return { put: Math.max(a.put, b.put), get: Math.max(a.get, b.get), get64: Math.max(a.get64, b.get64) }
+  return { put: Math.max(a.put, b.put), first: Math.min(a.first, b.first), get: Math.max(a.get, b.get), get64: Math.max(a.get64, b.get64) }
 }
 
 const OPENERS: Array<[string, (d: string) => any]> = [
@@ -164,36 +177,86 @@ async function throughput (): Promise<Map<string, Figures>> {
  * The floor: awaited round trips of one byte over a Unix socket to a bare
  * echo server in another Node process (this script run with 'echo').
  */
-async function socketFloor (): Promise<number> {
-  const address = path.join(root, 'echo.sock')
-  const child = fork(__filename, ['echo', address], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-  await new Promise((resolve) => child.once('message', resolve))
-  const socket = net.createConnection(address)
-  await new Promise((resolve) => socket.once('connect', resolve))
-  let best = 0
-  for (let round = 0; round < TP_ROUNDS; round++) {
+class Echo {
+  private constructor (private readonly child: ReturnType<typeof fork>, private readonly socket: net.Socket) {}
+
+  static async start (): Promise<Echo> {
+    const address = path.join(root, 'echo.sock')
+    const child = fork(__filename, ['echo', address], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+    await new Promise((resolve) => child.once('message', resolve))
+    const socket = net.createConnection(address)
+    await new Promise((resolve) => socket.once('connect', resolve))
+    return new Echo(child, socket)
+  }
+
+  /** Round trips per second over OPS round trips. */
+  async round (): Promise<number> {
     const t0 = performance.now()
     for (let i = 0; i < OPS; i++) {
-      const echoed = new Promise((resolve) => socket.once('data', resolve))
-      socket.write('x')
+      const echoed = new Promise((resolve) => this.socket.once('data', resolve))
+      this.socket.write('x')
       await echoed
     }
-    best = Math.max(best, perSecond(OPS, performance.now() - t0))
+    return perSecond(OPS, performance.now() - t0)
   }
-  socket.destroy()
-  child.kill()
-  return best
+
+  stop (): void {
+    this.socket.destroy()
+    this.child.kill()
+  }
 }
 
-/** One failover: ms from the owner's SIGKILL to the first write acknowledged on this process (which takes over), and the log size replayed. */
-async function failover (round: number): Promise<[number, number]> {
+/**
+ * A client's awaited puts against the floor at the same moment: rounds of
+ * OPS round trips and of OPS puts, alternating; each round pair's ratio of
+ * put time to round-trip time (the machine's load changes from minute to
+ * minute: ratios of one moment are steadier than rates of different ones).
+ */
+async function putsAgainstFloor (): Promise<{ floor: number, put: number, ratios: number[] }> {
+  const echo = await Echo.start()
+  const dir = path.join(root, 'floor')
+  const owner = await Peer.open(dir)
+  const client = new LsmLevel<Buffer, Buffer>(dir, { ...BUF, multiProcess: true })
+  await client.open()
+  let floor = 0
+  let put = 0
+  const ratios: number[] = []
+  for (let round = 0; round < TP_ROUNDS + 1; round++) {
+    collectGarbage()
+    const f = await echo.round()
+    const p = await timed(OPS, async () => {
+      for (let i = 0; i < OPS; i++) await client.put(keys[i % KEYS], values[i % KEYS])
+    })
+    if (round === 0) continue // warm-up
+    floor = Math.max(floor, f)
+    put = Math.max(put, p)
+    ratios.push(f / p)
+  }
+  await client.close()
+  await owner.kill()
+  echo.stop()
+  return { floor, put, ratios: ratios.sort((a, b) => a - b) }
+}
+
+/** The puts of `valueBytes`-byte values (keys f<8 digits>) that fill 99% of the default write buffer, in whole batches of 100. */
+function fullBuffer (valueBytes: number): number {
+  return Math.floor(0.99 * DEFAULT_WRITE_BUFFER_SIZE / (9 + valueBytes + ENTRY_OVERHEAD) / 100) * 100
+}
+
+interface Failover { ms: number, logBytes: number, replayed: number, adopted: number }
+
+/** One failover: ms from the owner's SIGKILL to the first write acknowledged on this process (which takes over), the log's size, and the records its open replayed and adopted. */
+async function failover (round: number, valueBytes: number): Promise<Failover> {
   const dir = path.join(root, `failover-${round}`)
   const owner = await Peer.open(dir)
-  await owner.request('fill', { count: 30_000, valueBytes: 100 })
+  const count = fullBuffer(valueBytes)
+  await owner.request('fill', { count, valueBytes })
   const db = new LsmLevel<string, string>(dir, { multiProcess: true })
   await db.open()
   if (db.processRole !== 'client') throw new Error('expected a client')
   const logBytes = fs.readdirSync(dir).filter((f) => f.endsWith('.log')).reduce((n, f) => n + fs.statSync(path.join(dir, f)).size, 0)
+  // Preallocation aside, the log holds every put: none was flushed.
+  if (logBytes < count * valueBytes) throw new Error(`the log holds ${logBytes} bytes: the fill was flushed`)
   await db.get('f00000000')
   const t0 = performance.now()
   owner.signal('SIGKILL')
@@ -209,10 +272,11 @@ async function failover (round: number): Promise<[number, number]> {
   }
   const ms = performance.now() - t0
   if ((db.processRole as string) !== 'owner') throw new Error('expected the client to take over')
+  const { recordsReplayed, recordsAdopted } = db.stats().recovery
   await db.close()
   await owner.kill()
   fs.rmSync(dir, { recursive: true, force: true })
-  return [ms, logBytes]
+  return { ms, logBytes, replayed: recordsReplayed, adopted: recordsAdopted }
 }
 
 function pct (sorted: number[], p: number): number {
@@ -225,36 +289,53 @@ async function main (): Promise<void> {
   const lines: string[] = []
   const say = (s: string): void => { console.log(s); lines.push(s) }
 
-  say('Frame codec, encode + decode per second:')
-  say('')
-  say('| message | frame-codec.ts (tagged) | v8.serialize | JSON + base64 | tagged vs v8 | tagged vs JSON |')
-  say('|---|---:|---:|---:|---:|---:|')
-  for (const [name, a, b, c] of codec()) say(`| ${name} | ${int(a)} | ${int(b)} | ${int(c)} | ${ratio(a / b)} | ${ratio(a / c)} |`)
-  say('')
-
-  const figures = await throughput()
-  const owner = figures.get('owner (multiProcess, direct)')!
-  const classic = figures.get('classic-level')!
-  say(`Awaited single operations, ${int(OPS)} each (16-byte keys, 100-byte values, ${int(KEYS)} keys; the best of ${TP_ROUNDS} rounds, openers interleaved, their order rotated, a full GC before each):`)
-  say('')
-  say('| opener | put /s | get /s | get x64 in flight /s | put vs owner | get vs owner | get x64 vs owner | put vs classic-level | get vs classic-level |')
-  say('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
-  for (const [name, f] of figures) {
-    say(`| ${name} | ${int(f.put)} | ${int(f.get)} | ${int(f.get64)} | ${ratio(f.put / owner.put)} | ${ratio(f.get / owner.get)} | ${ratio(f.get64 / owner.get64)} | ${ratio(f.put / classic.put)} | ${ratio(f.get / classic.get)} |`)
+  if (PARTS.has('codec')) {
+    say('Frame codec, encode + decode per second:')
+    say('')
+    say('| message | frame-codec.ts (tagged) | v8.serialize | JSON + base64 | tagged vs v8 | tagged vs JSON |')
+    say('|---|---:|---:|---:|---:|---:|')
+    for (const [name, a, b, c] of codec()) say(`| ${name} | ${int(a)} | ${int(b)} | ${int(c)} | ${ratio(a / b)} | ${ratio(a / c)} |`)
+    say('')
   }
-  say('')
-  say(`The floor: awaited one-byte round trips over a Unix socket to a bare echo server in another Node process: ${int(await socketFloor())}/s.`)
-  say('')
 
-  const times: number[] = []
-  let logBytes = 0
-  for (let r = 0; r < ROUNDS; r++) {
-    const [ms, bytes] = await failover(r)
-    times.push(ms)
-    logBytes = bytes
+  if (PARTS.has('throughput')) {
+    const figures = await throughput()
+    const owner = figures.get('owner (multiProcess, direct)')!
+    const classic = figures.get('classic-level')!
+    say(`Awaited single operations, ${int(OPS)} each (16-byte keys, 100-byte values, ${int(KEYS)} keys; the best of ${TP_ROUNDS} rounds, openers interleaved, their order rotated, a full GC before each):`)
+    say('')
+    say(`The first get after an opener's ${int(OPS)} puts is timed on its own (a client's catches up with them: its own read-only open replays the owner's log), then the ${int(OPS)} gets.`)
+    say('')
+    say('| opener | put /s | first get after the puts | get /s | get x64 in flight /s | put vs owner | get vs owner | get x64 vs owner | put vs classic-level | get vs classic-level |')
+    say('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+    for (const [name, f] of figures) {
+      say(`| ${name} | ${int(f.put)} | ${f.first.toFixed(1)} ms | ${int(f.get)} | ${int(f.get64)} | ${ratio(f.put / owner.put)} | ${ratio(f.get / owner.get)} | ${ratio(f.get64 / owner.get64)} | ${ratio(f.put / classic.put)} | ${ratio(f.get / classic.get)} |`)
+    }
+    say('')
   }
-  times.sort((a, b) => a - b)
-  say(`Failover, the kill to the first acknowledged write, over ${ROUNDS} rounds (log of ${(logBytes / 1e6).toFixed(1)} MB replayed by the client that takes over): p50 ${pct(times, 0.5).toFixed(0)} ms, p99 ${pct(times, 0.99).toFixed(0)} ms, min ${times[0].toFixed(0)} ms, max ${times[times.length - 1].toFixed(0)} ms`)
+  if (PARTS.has('floor')) {
+    const { floor, put, ratios } = await putsAgainstFloor()
+    say(`The floor: awaited one-byte round trips over a Unix socket to a bare echo server in another Node process: ${int(floor)}/s; a client's awaited puts in the rounds alternating with them: ${int(put)}/s; a put's time over a round trip's, each pair of rounds (${ratios.length}): ${ratios.map((r) => r.toFixed(2) + 'x').join(', ')}.`)
+    say('')
+  }
+
+  if (PARTS.has('failover')) {
+    say(`Failover with a full write buffer (${DEFAULT_WRITE_BUFFER_SIZE / 1024 / 1024} MiB, 99% full), the kill to the first acknowledged write, over ${ROUNDS} rounds of each fill (alternating):`)
+    say('')
+    say('| fill | log | records replayed / adopted by the takeover | p50 | p99 | min | max |')
+    say('|---|---:|---:|---:|---:|---:|---:|')
+    const fills = [100, 1000]
+    const runs = new Map<number, Failover[]>(fills.map((v) => [v, []]))
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const v of fills) runs.get(v)!.push(await failover(r, v))
+    }
+    for (const v of fills) {
+      const all = runs.get(v)!
+      const times = all.map((f) => f.ms).sort((a, b) => a - b)
+      const ms = (x: number): string => `${x.toFixed(0)} ms`
+      say(`| ${int(fullBuffer(v))} puts of ${int(v)} bytes | ${(all[0].logBytes / 1e6).toFixed(1)} MB | ${all[0].replayed} / ${all[0].adopted} | ${ms(pct(times, 0.5))} | ${ms(pct(times, 0.99))} | ${ms(times[0])} | ${ms(times[times.length - 1])} |`)
+    }
+  }
 
   const m = machine()
   const header = [
@@ -267,7 +348,7 @@ async function main (): Promise<void> {
     ''
   ]
   console.log(`load average at the end: ${loadNote()}`)
-  if (process.env.BENCH_MARKDOWN !== undefined) writeSection(process.env.BENCH_MARKDOWN, 'multi-process', [...header, ...lines].join('\n'))
+  if (process.env.BENCH_MARKDOWN !== undefined && PARTS.size === 4) writeSection(process.env.BENCH_MARKDOWN, 'multi-process', [...header, ...lines].join('\n'))
   fs.rmSync(root, { recursive: true, force: true })
 }
 

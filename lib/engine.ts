@@ -31,7 +31,7 @@ import type { DbIterator, RangeOptions } from './iterators/db-iterator'
 import type { CommitPipeline } from './commit-pipeline'
 import { CompactionScheduler } from './compaction/scheduler'
 import type { JobRunners } from './compaction/job'
-import { emptyRecoveryReport, recover, removeOrphans, type RecoveryReport } from './recovery'
+import { emptyRecoveryReport, recover, removeOrphans, type RecoveryReport, type ReplayedPrefix } from './recovery'
 import { ReadOnlyMode, type Follower } from './follower'
 import { PointsInTime, type Snapshot } from './snapshots'
 import { refuseLevelDB } from './leveldb/detect'
@@ -176,11 +176,12 @@ export class Engine {
    * options.compactionWorker is on, e.g. JobThread.inProcess over `fs`
    * (default: the shared worker threads, with the node file system only).
    */
-  static async open (location: string, options: Partial<Record<keyof EngineOptions, unknown>> = {}, fs: FileSystem = platform().fileSystem, workers?: JobRunners): Promise<Engine> {
+  /** `replayedPrefixes`: logs this process has replayed in part already (RecoveryContext.replayedPrefixes). */
+  static async open (location: string, options: Partial<Record<keyof EngineOptions, unknown>> = {}, fs: FileSystem = platform().fileSystem, workers?: JobRunners, replayedPrefixes?: () => ReplayedPrefix[]): Promise<Engine> {
     const resolved = resolveOptions(options)
     const engine = new Engine(platform().resolvePath(location), resolved, fs, workers)
     try {
-      await engine.openFiles()
+      await engine.openFiles(replayedPrefixes)
     } catch (err) {
       engine.abortOpen()
       // A file-system error (errno-coded) is an I/O error to the caller; LEVEL_*
@@ -194,7 +195,7 @@ export class Engine {
     return engine
   }
 
-  private async openFiles (): Promise<void> {
+  private async openFiles (replayedPrefixes?: () => ReplayedPrefix[]): Promise<void> {
     const { fs, location: dir, options } = this
     if (options.readOnly) {
       await this.openReadOnly()
@@ -218,6 +219,7 @@ export class Engine {
       // A log written with a larger write buffer than this open's still replays
       // into one memtable, up to a bound that keeps memory near the writer's.
       isFull: (mem) => this.memtables.isFull(mem, REPLAY_BUFFER_FACTOR),
+      replayedPrefixes,
       writeLevel0: async (mem, lastSeq) => (await this.scheduler.writeLevel0(mem, lastSeq)).outputs
     })
     this.recovery = recovered.report
@@ -248,6 +250,19 @@ export class Engine {
     if (this.readOnly === undefined) return Promise.reject(levelError('LEVEL_NOT_SUPPORTED', 'refresh() is for read-only opens (option readOnly)'))
     if (this.closed) return Promise.reject(levelError('LEVEL_DATABASE_NOT_OPEN', 'Database is closed'))
     return this.readOnly.follower.refresh()
+  }
+
+  /**
+   * A read-only open whose process took the writer's LOCK: its logs' memtables,
+   * read to the logs' end, for that process's open to continue (Follower.handOver).
+   * It stops following; resumeFollowing() undoes that if the open failed.
+   */
+  handOver (): ReplayedPrefix[] {
+    return this.readOnly?.follower.handOver() ?? []
+  }
+
+  resumeFollowing (): void {
+    this.readOnly?.follower.resume()
   }
 
   /** refresh() without waiting (Follower.refreshSync): true once caught up; else the reason it is not (call refresh()). */

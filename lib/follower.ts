@@ -34,9 +34,10 @@ import { MemTable } from './memtable/memtable'
 import type { MemTableSet } from './memtable/memtable-set'
 import type { TableCache } from './sstable/table-cache'
 import type { EngineParts } from './engine-parts'
+import type { ReplayedPrefix } from './recovery'
 import { LogReader, readRecordFrom } from './wal/log-reader'
 import { HEADER_SIZE, readRecordAt, recordLength } from './wal/log-format'
-import { decodeBatch } from './wal/batch'
+import { batchSequence, checkBatch } from './wal/batch'
 import { CURRENT, join, logName, logNumbers } from './filenames'
 import { ioError, isLevelError, levelError, type LevelError } from './errors'
 
@@ -62,8 +63,10 @@ interface LogTail {
   mem: MemTable
   /** Where the next record starts. */
   offset: number
-  /** The sequence number the next record must start at (-1: no record yet). */
+  /** The sequence number the next record must start at (-1: no record yet), that of the first record, and the records read. */
   nextSeq: number
+  firstSeq: number
+  records: number
   /** The log, open while it is tailed. */
   file?: RandomAccessFile
 }
@@ -105,6 +108,8 @@ export class Follower {
   private seen: { dirMs: number, at: number } | undefined
   /** Why the last pass that failed did. */
   lastFailure: unknown
+  /** handOver() gave the logs' memtables away: no pass adds to them any more. */
+  private handedOver = false
 
   private constructor (private readonly env: FollowerEnv) {}
 
@@ -175,9 +180,32 @@ export class Follower {
     throw ioError(`Cannot follow the database: no consistent state after ${MAX_ATTEMPTS} attempts (${String((last as Error).message)})`, last)
   }
 
+  /**
+   * This process took the writer's LOCK (the writer is gone: the logs end
+   * here): reads the logs to their end, then gives their memtables to the
+   * open that replays them (lib/recovery.ts, ReplayedPrefix), which goes on
+   * writing to them. From then on this follower shows that final state and
+   * never changes; resume() starts it over if the open fails. Nothing is
+   * given if no pass reached a consistent state.
+   */
+  handOver (): ReplayedPrefix[] {
+    if (this.handedOver || !this.refreshSync()) return []
+    this.handedOver = true
+    return this.logs.filter((l) => l.records > 0).map((l) => ({ logNumber: l.number, mem: l.mem, offset: l.offset, records: l.records, firstSeq: l.firstSeq, nextSeq: l.nextSeq }))
+  }
+
+  /** After a handOver() whose open failed: follows again, the logs read anew from their start into memtables of its own. */
+  resume (): void {
+    if (!this.handedOver) return
+    for (const log of this.logs) closeLog(log)
+    this.logs = []
+    this.seen = undefined
+    this.handedOver = false
+  }
+
   /** One pass; throws (Moved or an I/O error) if the writer moved under it. */
   private attempt (): boolean {
-    if (this.unchanged()) return false
+    if (this.handedOver || this.unchanged()) return false
     const at = Date.now()
     const dirMs = this.env.fs.modifiedMs?.(this.env.dir)
     this.seen = undefined
@@ -272,7 +300,7 @@ export class Follower {
     for (const l of kept) if (!listed.includes(l.number)) throw new Moved(`${logName(l.number)} was removed`)
     const newest = kept.length > 0 ? kept[kept.length - 1].number : -1
     for (const number of listed) {
-      if (number > newest) kept.push({ number, mem: new MemTable(), offset: 0, nextSeq: -1 })
+      if (number > newest) kept.push({ number, mem: new MemTable(), offset: 0, nextSeq: -1, firstSeq: -1, records: 0 })
     }
     this.logs = kept
     // Records continue the previous log's; the first live log's first record
@@ -309,7 +337,9 @@ export class Follower {
       let pos = 0
       let rec = readRecordAt(bytes, pos)
       for (; typeof rec === 'object'; rec = readRecordAt(bytes, pos)) {
-        if (!this.apply(log, Buffer.from(rec.payload), expected, name)) return false
+        // A view of the window: the memtable copies it into its arena (a view
+        // that does not start its buffer is never adopted: MemTable.addBatch).
+        if (!this.apply(log, rec.payload, expected, name)) return false
         pos = rec.next
         log.offset += rec.payload.length + HEADER_SIZE
       }
@@ -325,11 +355,13 @@ export class Follower {
 
   /** Adds a record to the log's memtable if it continues the sequence; false if it does not. */
   private apply (log: LogTail, rec: Buffer, expected: number, name: string): boolean {
-    const batch = decodeBatch(rec, name)
+    const count = checkBatch(rec, name)
+    const firstSeq = batchSequence(rec)
     const want = log.nextSeq >= 0 ? log.nextSeq : expected
-    if (want >= 0 ? batch.firstSeq !== want : batch.firstSeq > this.lastSequence + 1) return false
-    log.mem.addBatch(rec, batch.firstSeq)
-    log.nextSeq = batch.firstSeq + batch.ops.length
+    if (want >= 0 ? firstSeq !== want : firstSeq > this.lastSequence + 1) return false
+    log.mem.addBatch(rec, firstSeq)
+    if (log.records++ === 0) log.firstSeq = firstSeq
+    log.nextSeq = firstSeq + count
     return true
   }
 

@@ -75,13 +75,18 @@ export interface RecoveryReport {
   walRecovery: WalRecovery
   logsReplayed: number
   recordsReplayed: number
+  /**
+   * Records not read at all: a multiProcess client that took over had
+   * replayed them already, tailing the logs for its own reads (ReplayedPrefix).
+   */
+  recordsAdopted: number
   /** What of the logs was not replayed, in log order (zeros written ahead of a log's records are not counted). */
   dropped: DroppedLogData[]
   orphansRemoved: string[]
 }
 
 export function emptyRecoveryReport (walRecovery: WalRecovery): RecoveryReport {
-  return { walRecovery, logsReplayed: 0, recordsReplayed: 0, dropped: [], orphansRemoved: [] }
+  return { walRecovery, logsReplayed: 0, recordsReplayed: 0, recordsAdopted: 0, dropped: [], orphansRemoved: [] }
 }
 
 export interface RecoveryContext {
@@ -97,6 +102,31 @@ export interface RecoveryContext {
   isFull (mem: MemTable): boolean
   /** Writes a replayed memtable to level-0 tables (not yet in the manifest); `lastSeq` is the newest sequence number replayed. */
   writeLevel0 (mem: MemTable, lastSeq: number): Promise<FileMeta[]>
+  /**
+   * Logs already replayed in part by a read-only open of this database in
+   * this process (lib/follower.ts, Follower.handOver), asked for once the
+   * lock is held: the replay continues each after the records it holds.
+   */
+  replayedPrefixes?: () => ReplayedPrefix[]
+}
+
+/**
+ * The first records of a log, valid and in sequence, already in a memtable
+ * (a read-only open tailed them): the replay of that log starts at `offset`
+ * with that memtable. A log is only ever appended to, so those records are
+ * the ones the replay would read; they are used only where the replay would
+ * start that log with an empty memtable and their first sequence number
+ * continues the logs before.
+ */
+export interface ReplayedPrefix {
+  logNumber: number
+  mem: MemTable
+  /** Where the records after them start. */
+  offset: number
+  /** How many records, the sequence number of the first, and that of the record after them. */
+  records: number
+  firstSeq: number
+  nextSeq: number
 }
 
 /** A memtable replayed from one log, not yet in tables. */
@@ -257,6 +287,7 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
   // record (its later edits lost) is the other explanation of such a refusal.
   const closedIn = ` (the record of the clean close in ${manifestName(versions.manifestNumber)})`
   if (atClose !== undefined) checkLogsAtClose(fs, dir, atClose, logs, closedIn)
+  const prefixes = new Map((ctx.replayedPrefixes?.() ?? []).map((p) => [p.logNumber, p]))
   let mem = new MemTable()
   // Sequence numbers run on without a gap from record to record and from log to
   // log (the first record may repeat numbers the manifest already counts): a gap
@@ -273,10 +304,28 @@ async function replayLogs (ctx: RecoveryContext, report: RecoveryReport, out: Re
       if (bytes > 0) report.dropped.push({ file: name, offset: 0, bytes, reason: 'after-damage' })
       continue
     }
-    const reader = new LogReader(fs, join(dir, name), name)
-    const droppedBefore = report.dropped.length
+    // A prefix this process replayed already (a client taking over): the
+    // replay goes on after it, if it continues the logs before.
+    const prefix = prefixes.get(logs[i])
+    const continues = prefix !== undefined && prefix.records > 0 && mem.isEmpty() &&
+      (mode === 'skip-damaged' || (nextSeq < 0 ? prefix.firstSeq <= versions.lastSequence + 1 : prefix.firstSeq === nextSeq))
     let first = true
     let offset = 0
+    if (continues) {
+      mem = prefix.mem
+      first = false
+      offset = prefix.offset
+      nextSeq = prefix.nextSeq
+      if (nextSeq - 1 > out.lastSequence) out.lastSequence = nextSeq - 1
+      report.recordsAdopted += prefix.records
+      if (ctx.isFull(mem)) {
+        await flushUnflushed()
+        await flush(mem)
+        mem = new MemTable()
+      }
+    }
+    const reader = new LogReader(fs, join(dir, name), name, offset)
+    const droppedBefore = report.dropped.length
     try {
       for (;;) {
         for (let rec = reader.nextView(); rec !== undefined; rec = reader.nextView()) {

@@ -115,7 +115,7 @@ export function formatStats (s: LsmStats): string {
     `memtables ${fmtBytes(s.memtableBytes)}, range tombstones ${s.rangeTombstones}, stalls ${s.stallMs} ms (${s.slowdowns} slowdowns, ${s.pendingWrites} writes waiting), flushes ${s.flushes}, compactions ${s.compactions.done} (${s.compactions.split} split in two, +${s.compactions.trivialMoves} moves, ${s.compactions.running} running)`
   )
   const r = s.recovery
-  lines.push(`recovery (walRecovery '${r.walRecovery}'): ${r.logsReplayed} logs, ${r.recordsReplayed} records replayed` +
+  lines.push(`recovery (walRecovery '${r.walRecovery}'): ${r.logsReplayed} logs, ${r.recordsReplayed} records replayed` + (r.recordsAdopted > 0 ? ` (${r.recordsAdopted} adopted from this process's read-only open)` : '') +
     (r.dropped.length === 0 ? ', nothing dropped' : '; dropped: ' + r.dropped.map((d) => `${d.file} from offset ${d.offset} (${fmtBytes(d.bytes)}, ${d.reason})`).join(', ')))
   return lines.join('\n') + '\n'
 }

@@ -152,6 +152,47 @@ test('multiProcess: failover after SIGKILL of the owner, with the contract', asy
   await db.close()
 })
 
+test('multiProcess: a client that takes over continues the logs its reads tailed, reading no record twice, and keeps every write', async (t) => {
+  const dir = tempDir()
+  const owner = await Peer.open(dir)
+  // 20 log records of 100 puts each, and one more once the client has opened (its reads have not tailed it).
+  await owner.request('fill', { count: 2000, valueBytes: 100 })
+  const db = new LsmLevel<string, string>(dir, { multiProcess: true })
+  await db.open()
+  t.is(db.processRole, 'client')
+  t.is(await db.get('f00000000'), 'x'.repeat(100), 'the client reads the log it tailed')
+  await owner.request('put', { key: 'late', value: 'after the client opened' })
+  const snapshot = db.snapshot()
+  const it = db.iterator({ gte: 'f00001990', lt: 'g' })
+  t.same(await it.next(), ['f00001990', 'x'.repeat(100)], 'an iterator from before the kill')
+  await owner.kill('SIGKILL')
+  for (;;) {
+    // A key within the iterator's range, in the memtable the iterator reads.
+    const code = await codeOf(db.put('f00001995a', 'the takeover'))
+    if (code === undefined) break
+    t.is(code, 'LEVEL_OUTCOME_UNKNOWN', 'a write sent before the client saw the kill: outcome unknown')
+  }
+  t.is(db.processRole, 'owner', 'the client took over')
+  const { recordsReplayed, recordsAdopted } = db.stats().recovery
+  t.same({ recordsReplayed, recordsAdopted }, { recordsReplayed: 0, recordsAdopted: 21 }, 'the takeover read no log record: it continued the 21 its reads had replayed, the last one read at the takeover')
+  const keys = Array.from({ length: 2000 }, (_, i) => 'f' + String(i).padStart(8, '0'))
+  t.ok((await db.getMany(keys)).every((v) => v === 'x'.repeat(100)), 'all 2,000 writes of the dead owner are there')
+  t.is(await db.get('late'), 'after the client opened', 'and the one the client had not tailed before the kill')
+  t.is(await db.get('f00001995a', { snapshot }), undefined, 'a snapshot from before the takeover does not see the new owner\'s write to the memtable it shares')
+  t.is(await db.get('late', { snapshot }), 'after the client opened', 'it was taken after the owner\'s last write')
+  const rest = await it.all()
+  t.is(rest.length, 9, 'the iterator from before reads on: the other 9 keys of its range')
+  t.ok(rest.every(([k, v]) => k.startsWith('f') && v === 'x'.repeat(100)), 'none of them the new owner\'s')
+  await snapshot.close()
+  await db.close()
+  const reopened = new LsmLevel<string, string>(dir)
+  await reopened.open()
+  t.is(await reopened.get('f00001995a'), 'the takeover', 'reopened: the new owner\'s write is durable')
+  t.ok((await reopened.getMany(keys)).every((v) => v === 'x'.repeat(100)), 'and the dead owner\'s 2,000')
+  t.is(await reopened.get('late'), 'after the client opened', 'and its last one')
+  await reopened.close()
+})
+
 test('multiProcess: two clients, the owner SIGKILLed: one takes over, the other reconnects to it', async (t) => {
   const dir = tempDir()
   const owner = await Peer.open(dir)

@@ -214,6 +214,34 @@ test('a reader follows an in-process writer through flushes and compactions, cal
   t.same(mutations, [], 'the reader called no file-system method that changes anything')
 })
 
+test('a read-only open hands its logs\' memtables over (a multiProcess takeover) and stops following; resumed, it follows again from the logs\' start', async (t) => {
+  const dir = tempDir()
+  const writer = await Engine.open(dir, { compactionWorker: false })
+  const put = async (i: number): Promise<void> => {
+    await writer.write(Buffer.from(encodePut('k' + String(i).padStart(5, '0'), 'v' + i)), false)
+  }
+  for (let i = 0; i < 10; i++) await put(i)
+  const reader = await Engine.open(dir, { readOnly: true, refreshIntervalMs: 0 })
+  await put(10)
+  const prefixes = reader.handOver()
+  t.same(prefixes.map((p) => ({ records: p.records, firstSeq: p.firstSeq, nextSeq: p.nextSeq })), [{ records: 11, firstSeq: 1, nextSeq: 12 }], 'one log, read to its end first: its 11 records')
+  t.is(prefixes[0].mem.entryCount(), 11, 'in the memtable handed over')
+  t.same(reader.handOver(), [], 'handed over once only')
+  await put(11)
+  t.is(await reader.refresh(), false, 'handed over, it does not follow')
+  t.is(reader.get(Buffer.from('k00011')), undefined, 'nor read what the writer wrote since')
+  t.is(reader.get(Buffer.from('k00010'))?.toString(), 'v10', 'it reads the state it handed over')
+  reader.resumeFollowing()
+  t.is(await reader.refresh(), true, 'resumed, it follows again')
+  t.is(reader.get(Buffer.from('k00011'))?.toString(), 'v11', 'the new write')
+  t.is(reader.get(Buffer.from('k00000'))?.toString(), 'v0', 'and the first')
+  const again = reader.handOver()
+  t.is(again[0].records, 12, 'the logs were read anew from their start into a memtable of its own')
+  t.not(again[0].mem, prefixes[0].mem, 'not the one it handed over')
+  await reader.close()
+  await writer.close()
+})
+
 // A read without a snapshot that continues on a later turn (getMany, has, a
 // get past the turn budget) reads at a point taken before it waited: read-only,
 // that point must pin its version, or a refresh in between can leave it with

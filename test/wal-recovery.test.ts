@@ -399,3 +399,34 @@ test('a torn log whose records are only a range delete: the delete survives the 
   t.deepEqual(await reopened.keys().all(), [], 'the range delete in the log still hides both keys')
   await reopened.close()
 })
+
+test('a replay continues the prefix of a log a read-only open replayed (a multiProcess takeover); a prefix that does not continue the logs is not used', async (t) => {
+  const half = N / 2
+  // A read-only open of a copy holding the first half of the log: its prefix, handed over.
+  const { dir: halfDir, img } = await damagedCopy((log, i) => log.subarray(0, i.offsets[half]))
+  const reader = await Engine.open(halfDir, { readOnly: true, refreshIntervalMs: 0 })
+  const prefixes = reader.handOver()
+  t.same(prefixes.map((p) => [p.records, p.offset, p.firstSeq, p.nextSeq]), [[half, img.offsets[half], 1, half + 1]], 'the first half, handed over')
+
+  const { dir } = await damagedCopy((log) => log)
+  const db = await Engine.open(dir, {}, undefined, undefined, () => prefixes)
+  const { recordsAdopted, recordsReplayed } = db.recovery
+  t.same({ recordsAdopted, recordsReplayed }, { recordsAdopted: half, recordsReplayed: N - half }, 'the replay read only the second half of the whole log')
+  let same = true
+  for (let i = 0; i < N; i++) if (db.get(Buffer.from(key(i)))?.toString() !== value(i)) same = false
+  t.ok(same, `all ${N} records readable`)
+  t.is(db.lastSequence, N, 'the sequence runs on')
+  await db.close()
+  await reader.close()
+
+  // The same prefix, claiming to start after a record the manifest never counted: read from the log's start instead.
+  const again = await Engine.open(halfDir, { readOnly: true, refreshIntervalMs: 0 })
+  const [p] = again.handOver()
+  const { dir: other } = await damagedCopy((log) => log)
+  const db2 = await Engine.open(other, {}, undefined, undefined, () => [{ ...p, firstSeq: p.firstSeq + 1 }])
+  t.same({ recordsAdopted: db2.recovery.recordsAdopted, recordsReplayed: db2.recovery.recordsReplayed }, { recordsAdopted: 0, recordsReplayed: N }, 'not used: every record read from the log')
+  t.is(db2.get(Buffer.from(key(0)))?.toString(), value(0), 'the first record once')
+  t.is(db2.lastSequence, N)
+  await db2.close()
+  await again.close()
+})

@@ -61,7 +61,10 @@ export class MultiProcessBackend implements Backend {
       onOwner: (engine) => {
         this.local = new EngineBackend(engine, false)
         this.retire()
-      }
+      },
+      // A client taking over: its engine's replay continues the logs its reads tailed.
+      replayedPrefixes: () => this.reads?.engine.handOver() ?? [],
+      ownFailed: () => this.reads?.engine.resumeFollowing()
     })
     this.failover = new FailoverDatabase(this.election)
   }

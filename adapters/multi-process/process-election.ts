@@ -17,6 +17,7 @@
 // reached the OS (write(2) before the memtable), and the OS keeps a dead
 // process's writes, so the next owner's log replay holds them all.
 import { Engine } from '../../lib/engine'
+import type { ReplayedPrefix } from '../../lib/recovery'
 import { levelError } from '../../lib/errors'
 import { connectToOwner, ownerSocketPath } from '../../hosts/node/owner-socket'
 import { socketChannel } from '../../hosts/node/socket-channel'
@@ -51,6 +52,14 @@ export interface ProcessElectionOptions {
   ownerTimeoutMs: number
   /** This process became the owner: the engine is the open's own now. */
   onOwner: (engine: Engine) => void
+  /**
+   * Asked once this process holds the LOCK, while its engine opens: the logs
+   * its client reads replayed already (LocalReads.handOver), which the open's
+   * replay continues instead of reading them again.
+   */
+  replayedPrefixes?: () => ReplayedPrefix[]
+  /** The open that asked for them failed: the client's reads follow the database again. */
+  ownFailed?: () => void
 }
 
 export class ProcessElection implements Election {
@@ -185,9 +194,10 @@ export class ProcessElection implements Election {
   private async own (errorIfExists: boolean): Promise<OwnedTerm | undefined> {
     let engine: Engine
     try {
-      engine = await Engine.open(this.options.location, { ...this.options.engineOptions, createIfMissing: this.createIfMissing, errorIfExists })
+      engine = await Engine.open(this.options.location, { ...this.options.engineOptions, createIfMissing: this.createIfMissing, errorIfExists }, undefined, undefined, this.options.replayedPrefixes)
     } catch (err) {
       if ((err as { code?: unknown }).code === 'LEVEL_LOCKED') return undefined
+      this.options.ownFailed?.()
       throw err
     }
     try {
@@ -195,6 +205,7 @@ export class ProcessElection implements Election {
       return new OwnedTerm(engine, await OwnerServer.start(engine, this.address))
     } catch (err) {
       await engine.close().catch(() => {})
+      this.options.ownFailed?.()
       throw levelError('LEVEL_IO_ERROR', `Cannot listen for the database's other processes: ${(err as Error).message}`, err)
     }
   }

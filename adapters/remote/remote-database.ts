@@ -80,8 +80,8 @@ export class RemoteDatabase implements ServedDatabase {
     await this.connection.request({ op: 'detach' })
   }
 
-  async put (key: Uint8Array, value: Uint8Array, options: { sync: boolean }): Promise<void> {
-    await this.connection.request({ op: 'put', key, value, sync: options.sync })
+  put (key: Uint8Array, value: Uint8Array, options: { sync: boolean }): Promise<void> {
+    return this.connection.request({ op: 'put', key, value, sync: options.sync }) as Promise<void>
   }
 
   async del (key: Uint8Array, options: { sync: boolean }): Promise<void> {

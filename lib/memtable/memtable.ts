@@ -37,7 +37,7 @@ let sortKeys = new Float64Array(0)
 let opInts = new Int32Array(0)
 
 /** Bookkeeping cost charged per entry on top of key and value bytes. */
-const ENTRY_OVERHEAD = 48
+export const ENTRY_OVERHEAD = 48
 
 export interface MemTableEntry {
   kind: number
