@@ -11,7 +11,8 @@
 // It serves every BrowserLevel of the page that started it (engine-worker.ts),
 // each over a line of its own on the worker's postMessage
 // (adapters/remote/worker-lines.ts), and posts a hello
-// ({ lsmLevelWorkerStarted: true }) to the page once its script runs. The page
+// ({ lsmLevelWorkerStarted: true, lines }, the format of its lines' messages)
+// to the page once its script runs. The page
 // opens a database's line with
 // { lsmLevelConnect: { line, relay?, useRelay, ownerTimeoutMs?, storage? } }:
 // the line's number, the port to the relay SharedWorker it started
@@ -20,7 +21,7 @@
 import './hosts/browser/globals'
 import { installBrowserPlatform } from './hosts/browser/platform'
 import { WORKER_CONNECT, WORKER_STARTED, type MessagePortLike, type WorkerScopeLike } from './adapters/remote/channel'
-import { WorkerLines } from './adapters/remote/worker-lines'
+import { LINES_FORMAT, WorkerLines } from './adapters/remote/worker-lines'
 import { serve } from './adapters/remote/server'
 import { SharedDatabaseHost } from './adapters/remote/shared-host'
 import type { ServerChannel } from './adapters/remote/session'
@@ -61,4 +62,4 @@ scope.onmessage = (event) => {
   serveDatabase(connect)
 }
 // The page's open waits for this before it counts on the worker (BrowserLevel's workerStartTimeoutMs).
-scope.postMessage({ [WORKER_STARTED]: true })
+scope.postMessage({ [WORKER_STARTED]: true, lines: LINES_FORMAT })

@@ -13,8 +13,9 @@
 import { WORKER_CONNECT, WORKER_STARTED, type WorkerLike } from './remote/channel'
 import { RemoteConnection, type ClientChannel } from './remote/connection'
 import type { Request, ServerMessage } from './remote/protocol'
-import { WorkerLines } from './remote/worker-lines'
+import { LINES_FORMAT, WorkerLines } from './remote/worker-lines'
 import { backgroundTimer } from '../lib/util/turn'
+import { levelError } from '../lib/errors'
 
 /** Starts the worker that runs the engine. */
 export type WorkerFactory = () => WorkerLike
@@ -43,7 +44,12 @@ class EngineWorker {
     this.lines = new WorkerLines((message, transfer) => worker.postMessage(message, transfer))
     worker.onmessage = (event) => {
       if (this.lines.deliver(event.data)) return
-      if ((event.data as { [WORKER_STARTED]?: boolean } | null)?.[WORKER_STARTED] === true) clearTimeout(this.startTimer)
+      const hello = event.data as { [WORKER_STARTED]?: boolean, lines?: number } | null
+      if (hello?.[WORKER_STARTED] !== true) return
+      clearTimeout(this.startTimer)
+      if (hello.lines !== LINES_FORMAT) {
+        this.fail(levelError('LEVEL_NOT_SUPPORTED', `The worker file speaks format ${String(hello.lines ?? 1)} of the page's messages, not ${LINES_FORMAT}: it is from another version of lsm-level than this page's bundle (a stale lsm-level-worker.js?)`))
+      }
     }
     worker.onerror = (event) => {
       event.preventDefault()

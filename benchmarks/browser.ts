@@ -15,6 +15,9 @@
 //
 //   BENCH_BROWSER=firefox npm run bench:browser    the same in Firefox (section
 //                                                  "browser-firefox" of BENCH_MARKDOWN)
+//   BENCH_BROWSER=webkit BENCH_ENGINES=lsm-level,browser-level npm run bench:browser
+//                                                  in WebKitGTK's MiniBrowser (section
+//                                                  "browser-webkit"; benchmarks/webkit-context.ts)
 //   npm run bench:browser                          the default sizes (a few minutes)
 //   BENCH_KEYS=20000 BENCH_PUTS=2000 ...           smaller: keys of fillbatch (and
 //                                                  of the reads), awaited puts
@@ -37,6 +40,7 @@ import * as path from 'node:path'
 import type { Server } from 'node:http'
 import { findChromium, CHROMIUM_CANDIDATES, type Context, type Page, playwrightChromium, serveDist } from '../test/browser/harness'
 import { launchFirefox } from '../test/browser/firefox'
+import { launchWebKit } from './webkit-context'
 import type { Bench, BenchConfig, EngineName, FloorKind, Workload } from './browser-page'
 import { median, rotated } from './child'
 import { commandLine, dateLine, describeMachine, gitCommit, int, loadNote, machine, ratio, writeSection } from './report'
@@ -52,6 +56,7 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 3)
 const TRIPS = Number(process.env.BENCH_TRIPS ?? 2000)
 const MARKDOWN = process.env.BENCH_MARKDOWN
 const FIREFOX = process.env.BENCH_BROWSER === 'firefox'
+const WEBKIT = process.env.BENCH_BROWSER === 'webkit'
 const ENV_NAMES = ['BENCH_BROWSER', 'BENCH_PUTS', 'BENCH_KEYS', 'BENCH_GETS', 'BENCH_SEEKS', 'BENCH_RUNS', 'BENCH_SEED', 'BENCH_BASELINE', 'BENCH_ONLY', 'BENCH_ENGINES', 'BENCH_TRIPS']
 
 const listed = (variable: string | undefined): string[] | undefined => variable === undefined || variable === '' ? undefined : variable.split(',').map((name) => name.trim())
@@ -66,9 +71,13 @@ const ENGINES: readonly RunEngine[] = [
   ...BASELINES.map((_, i) => `baseline ${i + 1}` as const)
 ]
 
+/** Durable puts of fillsync (at most). */
+const SYNC_PUTS = 1000
+
 /** The workloads (db_bench names), in the order of a run, and what each counts. */
 const WORKLOADS: Record<Workload, string> = {
   fillrandom: `${int(CONFIG.puts)} awaited puts into an empty database; puts/s`,
+  fillsync: `${int(Math.min(CONFIG.puts, SYNC_PUTS))} awaited puts with \`{ sync: true }\` into an empty database; 1 / the median put's time, /s`,
   fillbatch: `${int(CONFIG.keys)} keys in batches of 1,000 into an empty database; puts/s`,
   readrandom: `${int(CONFIG.gets)} awaited gets of present keys, random order; gets/s`,
   readsync: `readrandom with \`getSync\` (OpfsLevel only; its ratio is to browser-level's readrandom); gets/s`,
@@ -127,6 +136,10 @@ async function benchPage (context: Context, dist: string | undefined): Promise<{
 
 /** The browser, with its profile on disk: its version, its context, and how to end it. */
 async function launch (): Promise<{ version: string, driver: string, context: Context, close: () => Promise<void> }> {
+  if (WEBKIT) {
+    const webkit = await launchWebKit()
+    return { version: `WebKitGTK ${webkit.version} (MiniBrowser; BrowserLevel on its IndexedDB fallback)`, driver: 'WebKitWebDriver under xvfb-run', context: webkit.context, close: webkit.close }
+  }
   if (FIREFOX) {
     const firefox = await launchFirefox({}, true)
     return { version: `Mozilla Firefox ${firefox.version.replace(/^firefox\//, '')}`, driver: 'puppeteer-core over WebDriver BiDi', context: firefox.defaultContext, close: firefox.close }
@@ -169,7 +182,7 @@ async function main (): Promise<void> {
     const md = report(started, startLoad, version, driver, results, snapshots, floors)
     console.log(md)
     if (MARKDOWN !== undefined) {
-      const section = FIREFOX ? 'browser-firefox' : 'browser'
+      const section = FIREFOX ? 'browser-firefox' : WEBKIT ? 'browser-webkit' : 'browser'
       writeSection(MARKDOWN, section, md)
       console.error(`# wrote the section "${section}" of ${MARKDOWN}`)
     }
@@ -181,11 +194,11 @@ async function main (): Promise<void> {
 
 function report (started: Date, startLoad: string, version: string, driver: string, results: Map<Workload, Map<RunEngine, number[]>>, snapshots: Map<EngineName, string>, floors: Array<Record<FloorKind, number>>): string {
   const lines: string[] = []
-  lines.push(`### In the browser${FIREFOX ? ' (Firefox)' : ''}: lsm-level on OPFS against browser-level on IndexedDB`)
+  lines.push(WEBKIT ? '### In the browser (WebKit): lsm-level on its IndexedDB fallback against browser-level on IndexedDB' : `### In the browser${FIREFOX ? ' (Firefox)' : ''}: lsm-level on OPFS against browser-level on IndexedDB`)
   lines.push('')
   lines.push(dateLine(started, startLoad))
   lines.push(`- Machine: ${describeMachine(machine())}; the browser's profile (OPFS and IndexedDB) in a directory there`)
-  lines.push(`- Browser: ${version}, headless, driven by ${driver}`)
+  lines.push(`- Browser: ${version}, ${WEBKIT ? 'on a virtual X display' : 'headless'}, driven by ${driver}`)
   lines.push(`- Commit: ${gitCommit()}`)
   lines.push(`- Command: \`${commandLine(ENV_NAMES)}\``)
   lines.push(`- Data: keys of 16 random bytes, values of 100 random bytes (seeded LCG, seed ${CONFIG.seed}), the same for every engine, all with the \`'view'\` encoding (Uint8Array keys and values, which both store as they are). ` +
@@ -216,6 +229,8 @@ function report (started: Date, startLoad: string, version: string, driver: stri
     const baseRatio = baselines.map((x) => ` ${ratioTo(x, idb)} |`).join('')
     lines.push(`| ${workload} | ${WORKLOADS[workload]} | ${shown(page)} | ${shown(inWorker)} | ${shown(idbShown)} |${baseCells} ${ratioTo(page, idb)} | ${ratioTo(inWorker, idb)} |${baseRatio}`)
   }
+  const durable = micros(cell('fillsync', 'lsm-level'))
+  if (durable !== undefined) lines.push('', `A durable put from the page (fillsync, BrowserLevel): median ${durable.toFixed(0)} µs (the target in Chromium: at most 1 ms).`)
   if (floors.length > 0) lines.push('', ...floorReport(floors, (workload, engine) => cell(workload, engine)))
   if (snapshots.size > 0) {
     lines.push('')

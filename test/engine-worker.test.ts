@@ -10,7 +10,7 @@ import * as path from 'node:path'
 import { BrowserLevel } from '../adapters/browser-level'
 import { LsmLevel } from '../index'
 import { WORKER_CONNECT, WORKER_STARTED, type WorkerLike } from '../adapters/remote/channel'
-import { WorkerLines } from '../adapters/remote/worker-lines'
+import { LINES_FORMAT, WorkerLines } from '../adapters/remote/worker-lines'
 import { serve, type ServerChannel } from '../adapters/remote/server'
 import { SharedDatabaseHost, type OwnedDatabase } from '../adapters/remote/shared-host'
 import { tempDir } from './util/temp'
@@ -30,8 +30,9 @@ class FakeWorker implements WorkerLike {
     setImmediate(() => { if (!this.terminated) this.onmessage?.({ data }) })
   })
 
-  constructor () {
-    setImmediate(() => this.onmessage?.({ data: { [WORKER_STARTED]: true } }))
+  /** `hello`: what the worker posts once its script runs (a worker file of another version states another format, or none). */
+  constructor (hello: object = { [WORKER_STARTED]: true, lines: LINES_FORMAT }) {
+    setImmediate(() => this.onmessage?.({ data: hello }))
   }
 
   postMessage (message: unknown, transfer?: ArrayBuffer[]): void {
@@ -127,4 +128,25 @@ test('BrowserLevel: a failed worker fails every database in it; the next open st
   t.is(started.length, 2, 'in a new worker')
   await c.close()
   await Promise.allSettled([a.close(), b.close()])
+})
+
+test('BrowserLevel: a worker file of another version (its hello states another format of the lines, or none) fails the open with LEVEL_NOT_SUPPORTED, not a wait', async (t) => {
+  const dir = tempDir('lsm-engine-worker-')
+  for (const hello of [{ [WORKER_STARTED]: true }, { [WORKER_STARTED]: true, lines: LINES_FORMAT + 1 }]) {
+    const started: FakeWorker[] = []
+    const db = new BrowserLevel<string, string>(path.join(dir, 'old'), { worker: () => { const w = new FakeWorker(hello); started.push(w); return w }, relay: false })
+    const t0 = Date.now()
+    const outcome = await Promise.race([
+      db.open().then(() => 'opened', (e: unknown) => e as { code?: string, cause?: { code?: string, cause?: { code?: string, message?: string } } }),
+      sleep(3000).then(() => 'still waiting after 3 s')
+    ])
+    const err = typeof outcome === 'string' ? undefined : outcome
+    t.is(err?.code, 'LEVEL_DATABASE_NOT_OPEN', `hello ${JSON.stringify(hello)}: the open fails (${typeof outcome === 'string' ? outcome : 'failed'}, ${Date.now() - t0} ms)`)
+    const causes: Array<{ code?: string, message?: string, cause?: unknown }> = []
+    for (let c = err?.cause as { code?: string, message?: string, cause?: unknown } | undefined; c !== undefined; c = c.cause as typeof c) causes.push(c)
+    const cause = causes.find((c) => c.code === 'LEVEL_NOT_SUPPORTED')
+    t.ok(cause !== undefined && /stale lsm-level-worker\.js/.test(cause.message ?? ''), `its cause is LEVEL_NOT_SUPPORTED naming a stale worker file: ${causes.map((c) => `${String(c.code)}: ${String(c.message)}`).join(' <- ')}`)
+    t.is(started[0]?.terminated, true, 'the worker is ended')
+    await db.close().catch(() => {})
+  }
 })

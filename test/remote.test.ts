@@ -18,6 +18,7 @@ import { PROTOCOL_VERSION, type Request, type ServerMessage } from '../adapters/
 import type { DatabaseHost, ServedDatabase } from '../adapters/remote/host'
 import { serve } from '../adapters/remote/server'
 import type { MessagePortLike } from '../adapters/remote/channel'
+import { WorkerLines } from '../adapters/remote/worker-lines'
 import { TestServer } from './util/remote-server'
 import { tempDir } from './util/temp'
 
@@ -350,4 +351,107 @@ test('remote session: the reply that leaves no request running goes without wait
   deliver([{ id: 3, op: 'get', key: Uint8Array.of(2) }, { id: 4, op: 'get', key: Uint8Array.of(1) }])
   for (let i = 0; i < 10 && sent.length === 2; i++) await turn()
   t.same(sent.slice(2).map((batch) => batch.map((m) => (m as { id: number }).id)), [[4, 3]], 'two gets of one message: both replies in one message')
+})
+
+test('remote iterators read ahead: from the second batch in a row the next one is asked for at once; a seek or a close while it is on its way waits for it', async (t) => {
+  const server = new TestServer()
+  const location = path.join(tempDir('lsm-remote-'), 'db')
+  const ports: { server?: MessagePortLike } = {}
+  const db = new RemoteLevel<string, string>(location, { connect: () => server.connect(ports) })
+  await db.open()
+  // Counts the nextv requests that reach the server.
+  let nextvs = 0
+  const port = ports.server!
+  const onmessage = port.onmessage!
+  port.onmessage = (event) => {
+    for (const req of event.data as Request[]) if (req.op === 'nextv') nextvs++
+    onmessage(event)
+  }
+  const keys = Array.from({ length: 50 }, (_, i) => `k${String(i).padStart(2, '0')}`)
+  await db.batch(keys.map((key) => ({ type: 'put', key, value: key.toUpperCase() })))
+  const keysOf = (entries: Array<[string, string]>): string[] => entries.map(([k]) => k)
+
+  const it = db.iterator()
+  t.same(keysOf(await it.nextv(10)), keys.slice(0, 10), 'the first batch')
+  await settled()
+  t.is(nextvs, 1, 'a first batch reads nothing ahead (a seek and one batch costs one read)')
+  t.same(keysOf(await it.nextv(10)), keys.slice(10, 20), 'the second batch')
+  await settled()
+  t.is(nextvs, 3, 'the second batch in a row asked for the third at once')
+  t.same(keysOf(await it.nextv(3)), keys.slice(20, 23), 'a smaller batch is served from the one read ahead')
+  t.same(keysOf(await it.nextv(3)), keys.slice(23, 26), 'and the next from what is left of it')
+  t.is(nextvs, 3, 'with no request')
+  t.same(keysOf(await it.nextv(10)), keys.slice(26, 30), 'what is left of it, then')
+  t.same(keysOf(await it.nextv(10)), keys.slice(30, 33), 'the batch read ahead, sized by the last request (nextv may return fewer)')
+  t.same(keysOf(await it.nextv(10)), keys.slice(33, 43), 'then batches of the size asked')
+  // A batch is on its way now: the seek waits for it (the server's iterator is busy until then).
+  it.seek('k05')
+  t.same(keysOf(await it.nextv(4)), keys.slice(5, 9), 'a seek while a batch was on its way: the entries from its target')
+  t.same(keysOf(await it.nextv(100)), keys.slice(9), 'then the rest')
+  t.same(await it.nextv(10), [], 'then the end')
+  await it.close()
+
+  const it2 = db.iterator({ gte: 'k10' })
+  await it2.nextv(5)
+  await it2.nextv(5)
+  await it2.close()
+  await settled()
+  t.is(server.openIterators, 0, 'a close while a batch was on its way closes the iterator on the server')
+
+  const nexted: string[] = []
+  for await (const [key] of db.iterator()) nexted.push(key)
+  t.same(nexted, keys, 'next() reads every entry once, in order')
+  t.same(keysOf(await db.iterator({ lt: 'k20', reverse: true }).all()), keys.slice(0, 20).reverse(), 'a reverse range reads whole')
+  await db.close()
+})
+
+test('worker lines: the common requests and replies travel as flat arrays (no property names to clone); every message arrives as it was sent', async (t) => {
+  const wire: unknown[] = []
+  const ends: { worker?: WorkerLines } = {}
+  const page = new WorkerLines((message) => { wire.push(message); ends.worker?.deliver(structuredClone(message)) })
+  const worker = new WorkerLines((message) => { wire.push(message); page.deliver(structuredClone(message)) })
+  ends.worker = worker
+  const got: unknown[] = []
+  const client = page.open<unknown[], unknown[]>(3)
+  const server = worker.open<unknown[], unknown[]>(3)
+  server.receive((m) => got.push(m))
+  client.receive((m) => got.push(m))
+  const key = Uint8Array.of(1, 2)
+  const value = Uint8Array.of(3)
+  const requests = [
+    { id: 1, op: 'get', key },
+    { id: 2, op: 'put', key, value, sync: true },
+    { id: 3, op: 'del', key, sync: false },
+    { id: 4, op: 'get', key, snapshot: 9 },
+    { id: 5, op: 'nextv', iterator: 4, size: 10 },
+    { id: 13, op: 'batch', ops: [{ type: 'put', key, value }, { type: 'del', key: value }], sync: true },
+    { id: 14, op: 'batch', ops: [{ type: 'put', key, value: new Uint8Array(9000) }], sync: false }
+  ]
+  client.send(requests)
+  const entries = [[key, value], [Uint8Array.of(4), undefined], [new Uint8Array(0), new Uint8Array(9000).fill(5)]]
+  const replies = [
+    { id: 1, result: value },
+    { id: 2, result: undefined },
+    { id: 3, error: { code: 'LEVEL_X', message: 'x' } },
+    { push: 'closed' },
+    { id: 5, result: entries.slice(0, 2) },
+    { id: 8, result: [value, undefined, key] },
+    { id: 9, result: entries },
+    { id: 10, result: [] },
+    { id: 11, result: [true, false] }
+  ]
+  server.send(replies)
+  t.same(got, [requests, replies], 'the batches arrive as sent, in order')
+  const flat = (message: unknown): boolean => Array.isArray(message) && message.every((x) => x === undefined || typeof x !== 'object' || ArrayBuffer.isView(x))
+  client.send([{ id: 6, op: 'get', key }])
+  client.send([{ id: 7, op: 'put', key, value, sync: false }])
+  server.send([{ id: 6, result: value }])
+  server.send([{ id: 7, result: undefined }])
+  server.send([{ id: 12, result: entries.slice(0, 2) }])
+  client.send([{ id: 15, op: 'batch', ops: [{ type: 'put', key, value }, { type: 'del', key: value }], sync: false }])
+  const sent = wire.slice(-6)
+  t.same(sent.map(flat), [true, true, true, true, true, true], `a get, a put, their replies, a reply of entries and a batch are flat arrays of primitives and typed arrays: ${JSON.stringify(sent)}`)
+  t.ok((sent[4] as unknown[]).filter((x) => x instanceof Uint8Array).length === 1, "the entries' bytes travel in one buffer")
+  client.close()
+  t.is(worker.size, 0, "a line's close ends it on the other side")
 })

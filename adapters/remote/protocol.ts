@@ -124,7 +124,8 @@ const TRANSFER_MIN_BYTES = 8 * 1024
 /** The buffers of `value` (a reply's result) worth transferring: views of a whole ArrayBuffer of TRANSFER_MIN_BYTES or more. */
 export function transferables (value: unknown, out = new Set<ArrayBuffer>()): Set<ArrayBuffer> {
   if (value instanceof Uint8Array) {
-    if (value.byteOffset === 0 && value.byteLength === value.buffer.byteLength && value.byteLength >= TRANSFER_MIN_BYTES && value.buffer instanceof ArrayBuffer) out.add(value.buffer)
+    // byteLength first: reading a small Uint8Array's buffer makes V8 move its bytes off its heap (a scan's 2,000 a reply cost Chromium's worker 183 ms in 150 replies).
+    if (value.byteLength >= TRANSFER_MIN_BYTES && value.byteOffset === 0 && value.byteLength === value.buffer.byteLength && value.buffer instanceof ArrayBuffer) out.add(value.buffer)
   } else if (Array.isArray(value)) {
     for (const v of value) transferables(v, out)
   }

@@ -3,6 +3,7 @@
 // setImmediate (a MessageChannel turn: setTimeout(0) is clamped to 4 ms once
 // nested). Imported first by the worker's entry, before any engine module.
 import { Buffer } from 'buffer'
+import { useTaskEnd } from '../../lib/util/turn'
 
 const scope = globalThis as unknown as Record<string, unknown>
 
@@ -22,3 +23,6 @@ if (scope.setImmediate === undefined) {
     queue.push(() => callback(...args))
   }
 }
+
+// A timer's end of a task, not a MessageChannel message's (lib/util/turn.ts).
+useTaskEnd((callback) => { setTimeout(callback, 0) })

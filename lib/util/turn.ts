@@ -9,6 +9,21 @@
 // up again on every use; this is called once per operation.
 const clock = globalThis.performance
 
+/** Runs `callback` once the current task has ended (see useTaskEnd). */
+type TaskEnd = (callback: () => void) => void
+
+let taskEnd: TaskEnd = (callback) => setImmediate(callback)
+
+/**
+ * How a TurnBudget learns that a task ended: setImmediate, unless the host
+ * gives a cheaper way. In a browser's worker setImmediate is a MessageChannel
+ * message (hosts/browser/globals.ts), which an awaited operation from the page
+ * paid for each time, being a task of its own; a timer of 0 ms is cheaper there.
+ */
+export function useTaskEnd (end: TaskEnd): void {
+  taskEnd = end
+}
+
 export class TurnBudget {
   private turnStart = 0
   private markerPending = false
@@ -23,7 +38,7 @@ export class TurnBudget {
       // First operation of this turn: remember when it started, and learn when it ends.
       this.markerPending = true
       this.turnStart = now
-      setImmediate(this.clearMarker)
+      taskEnd(this.clearMarker)
       return false
     }
     return now - this.turnStart > this.budgetMs
