@@ -120,8 +120,9 @@ export interface FileSystem {
 /**
  * The write buffer a memtable may fill: `configured` (the writeBufferSize
  * option), or, on a file system that counts grants (growthGrantBytes), a
- * sixteenth of the database's table bytes, at least a grant less 128 KiB (room for the last write group and the table's own bytes within one grant), at
- * most `configured`.
+ * sixteenth of the database's table bytes, at least a grant less 128 KiB
+ * (room for the last write group and the table's own bytes within one
+ * grant), at most `configured`.
  */
 export function writeBufferFor (fs: FileSystem, dir: string, configured: number, tableBytes: number): number {
   const grant = fs.growthGrantBytes?.(dir)
