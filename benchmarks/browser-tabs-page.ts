@@ -10,8 +10,14 @@ import { BrowserLevel as IdbBrowserLevel } from 'browser-level'
 const page = globalThis as unknown as {
   Worker: new (url: string, options: object) => never
   SharedWorker: new (url: string, options: object) => { port: { postMessage (m: unknown): void } }
+  MessageChannel: new () => { port1: FloorPort, port2: FloorPort }
   lsmTabsBench: unknown
 }
+interface FloorPort {
+  onmessage: ((event: { data: unknown }) => void) | null
+  postMessage (message: unknown, transfer?: unknown[]): void
+}
+type FloorWorker = FloorPort & { terminate (): void }
 const lsmWorker = (): never => new page.Worker('/browser/lsm-level-worker.js', { type: 'module' })
 const relay = (): { port: { postMessage (m: unknown): void } } => new page.SharedWorker('/browser/lsm-level-relay.js', { type: 'module', name: 'lsm-level-relay' })
 
@@ -28,6 +34,27 @@ function key (prefix: number, i: number): Uint8Array {
 const VALUE = new Uint8Array(100).fill(7)
 
 let db: any
+
+/** The next message on `on`, after sending `message` (if any). */
+const next = async (on: FloorPort, message: unknown, transfer: unknown[] = []): Promise<unknown> => await new Promise((resolve) => {
+  on.onmessage = (event) => resolve(event.data)
+  if (message !== undefined) on.postMessage(message, transfer)
+})
+
+/** A started echo worker of the floor (browser-floor-worker.ts). */
+async function floorWorker (): Promise<FloorWorker> {
+  const worker = new page.Worker('/browser-bench/floor.js', { type: 'module' }) as unknown as FloorWorker
+  await next(worker, undefined)
+  return worker
+}
+
+/** µs per awaited round trip of `message` on `on` (after 100 untimed). */
+async function roundTrips (on: FloorPort, trips: number, message: unknown): Promise<number> {
+  for (let i = 0; i < Math.min(100, trips); i++) await next(on, message)
+  const t0 = performance.now()
+  for (let i = 0; i < trips; i++) await next(on, message)
+  return (performance.now() - t0) * 1000 / trips
+}
 
 page.lsmTabsBench = {
   async open (engine: 'lsm' | 'lsm-broadcast' | 'idb', location: string) {
@@ -51,6 +78,26 @@ page.lsmTabsBench = {
       if (v === undefined) throw new Error('a key is missing')
     }
     return n / ((performance.now() - t0) / 1000)
+  },
+  /**
+   * The floor under a client tab's awaited operation, µs per round trip with
+   * 100 bytes each way: page -> dedicated worker -> page (the owner tab's
+   * path), and page -> worker -> a second worker over a MessagePort -> back
+   * (a client tab's: its own worker, then the owner's; here both workers
+   * belong to this page, where the owner's is another tab's).
+   */
+  async floor (trips: number) {
+    const message = { value: new Uint8Array(100).fill(7) }
+    const one = await floorWorker()
+    const worker = await roundTrips(one, trips, message)
+    const owner = await floorWorker()
+    const { port1, port2 } = new page.MessageChannel()
+    await next(owner, { port: port2 }, [port2])
+    await next(one, { forward: port1 }, [port1])
+    const twoHops = await roundTrips(one, trips, message)
+    one.terminate()
+    owner.terminate()
+    return { worker, 'worker, then a port to a second worker': twoHops }
   },
   /** One put; its error's code, if any. */
   async put1 (i: number) {
