@@ -9,7 +9,7 @@ import { BrowserLevel as IdbBrowserLevel } from 'browser-level'
 // The DOM's globals, which the build's typings (Node's) do not describe.
 const page = globalThis as unknown as {
   Worker: new (url: string, options: object) => never
-  SharedWorker: new (url: string, options: object) => { port: { postMessage (m: unknown): void } }
+  SharedWorker: new (url: string, options: object) => { port: FloorPort }
   MessageChannel: new () => { port1: FloorPort, port2: FloorPort }
   lsmTabsBench: unknown
 }
@@ -19,7 +19,7 @@ interface FloorPort {
 }
 type FloorWorker = FloorPort & { terminate (): void }
 const lsmWorker = (): never => new page.Worker('/browser/lsm-level-worker.js', { type: 'module' })
-const relay = (): { port: { postMessage (m: unknown): void } } => new page.SharedWorker('/browser/lsm-level-relay.js', { type: 'module', name: 'lsm-level-relay' })
+const relay = (): { port: FloorPort } => new page.SharedWorker('/browser/lsm-level-relay.js', { type: 'module', name: 'lsm-level-relay' })
 
 // Awaited operations on 'view' keys and values: what both engines store as they are.
 const VIEW = { keyEncoding: 'view', valueEncoding: 'view' } as const
@@ -98,6 +98,36 @@ page.lsmTabsBench = {
     one.terminate()
     owner.terminate()
     return { worker, 'worker, then a port to a second worker': twoHops }
+  },
+  /**
+   * The owner's end of the floor across tabs: an echo worker that the relay
+   * (the SharedWorker BrowserLevel uses) hands the ports of `floorAcross` in
+   * other tabs to, under the directory name `dir`.
+   */
+  async floorServe (dir: string) {
+    const echo = await floorWorker()
+    const { port } = relay()
+    port.onmessage = (event) => {
+      const m = event.data as { op: string, port?: FloorPort }
+      if (m.op === 'connect') echo.postMessage({ port: m.port }, [m.port])
+    }
+    port.postMessage({ op: 'own', dir, ownerId: 'floor' })
+    return 'serving'
+  },
+  /**
+   * µs per round trip with 100 bytes each way from this page to its worker,
+   * and from there over a MessagePort to the echo worker of another tab
+   * (its `floorServe(dir)`), handed on by the relay: a client tab's path to
+   * its owner, with nothing else on it.
+   */
+  async floorAcross (dir: string, trips: number) {
+    const one = await floorWorker()
+    const { port1, port2 } = new page.MessageChannel()
+    relay().port.postMessage({ op: 'connect', dir, ownerId: 'floor', clientId: 'floor', port: port2 }, [port2])
+    await next(one, { forward: port1 }, [port1])
+    const across = await roundTrips(one, trips, { value: new Uint8Array(100).fill(7) })
+    one.terminate()
+    return across
   },
   /** One put; its error's code, if any. */
   async put1 (i: number) {

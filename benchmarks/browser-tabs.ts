@@ -54,7 +54,7 @@ async function call<R> (page: Page, method: string, ...args: unknown[]): Promise
 }
 
 /** The floor's kinds of round trip (the tabs page's floor()). */
-type FloorKind = 'worker' | 'worker, then a port to a second worker'
+type FloorKind = 'worker' | 'worker, then a port to a second worker' | 'worker, then a port to another tab\'s worker'
 
 /** Each role's puts/s and gets/s, per run; the floor of each run goes to `floors`. */
 async function throughput (context: Context, base: string, floors: Array<Record<FloorKind, number>>): Promise<Map<string, number[]>> {
@@ -71,6 +71,11 @@ async function throughput (context: Context, base: string, floors: Array<Record<
     }
     if (TRIPS > 0) {
       const floor = await call<Record<FloorKind, number>>(pages.get('owner tab')!, 'floor', TRIPS)
+      const client = pages.get('client tab (relay)')
+      if (client !== undefined) {
+        await call(pages.get('owner tab')!, 'floorServe', `${location}-floor`)
+        floor['worker, then a port to another tab\'s worker'] = await call<number>(client, 'floorAcross', `${location}-floor`, TRIPS)
+      }
       floors.push(floor)
       console.error(`  run ${run + 1} floor (µs per round trip, 100 bytes each way): ${Object.entries(floor).map(([k, v]) => `${k} ${v.toFixed(1)}`).join('; ')}`)
     }
