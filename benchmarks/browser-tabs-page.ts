@@ -16,6 +16,7 @@ const page = globalThis as unknown as {
 interface FloorPort {
   onmessage: ((event: { data: unknown }) => void) | null
   postMessage (message: unknown, transfer?: unknown[]): void
+  close?: () => void
 }
 type FloorWorker = FloorPort & { terminate (): void }
 const lsmWorker = (): never => new page.Worker('/browser/lsm-level-worker.js', { type: 'module' })
@@ -118,16 +119,24 @@ page.lsmTabsBench = {
    * µs per round trip with 100 bytes each way from this page to its worker,
    * and from there over a MessagePort to the echo worker of another tab
    * (its `floorServe(dir)`), handed on by the relay: a client tab's path to
-   * its owner, with nothing else on it.
+   * its owner, with nothing else on it; and straight from this page over
+   * such a port (what a client tab would pay if its page talked to the
+   * owner's worker itself).
    */
   async floorAcross (dir: string, trips: number) {
+    const message = { value: new Uint8Array(100).fill(7) }
     const one = await floorWorker()
     const { port1, port2 } = new page.MessageChannel()
     relay().port.postMessage({ op: 'connect', dir, ownerId: 'floor', clientId: 'floor', port: port2 }, [port2])
     await next(one, { forward: port1 }, [port1])
-    const across = await roundTrips(one, trips, { value: new Uint8Array(100).fill(7) })
+    const across = await roundTrips(one, trips, message)
     one.terminate()
-    return across
+    // The same without this page's worker: the page's own port to the other tab's.
+    const direct = new page.MessageChannel()
+    relay().port.postMessage({ op: 'connect', dir, ownerId: 'floor', clientId: 'floor-direct', port: direct.port2 }, [direct.port2])
+    const straight = await roundTrips(direct.port1, trips, message)
+    direct.port1.close?.()
+    return { across, straight }
   },
   /** One put; its error's code, if any. */
   async put1 (i: number) {

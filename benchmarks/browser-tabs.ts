@@ -54,7 +54,7 @@ async function call<R> (page: Page, method: string, ...args: unknown[]): Promise
 }
 
 /** The floor's kinds of round trip (the tabs page's floor()). */
-type FloorKind = 'worker' | 'worker, then a port to a second worker' | 'worker, then a port to another tab\'s worker'
+type FloorKind = 'worker' | 'worker, then a port to a second worker' | 'worker, then a port to another tab\'s worker' | 'a port to another tab\'s worker'
 
 /** Each role's puts/s and gets/s, per run; the floor of each run goes to `floors`. */
 async function throughput (context: Context, base: string, floors: Array<Record<FloorKind, number>>): Promise<Map<string, number[]>> {
@@ -74,7 +74,9 @@ async function throughput (context: Context, base: string, floors: Array<Record<
       const client = pages.get('client tab (relay)')
       if (client !== undefined) {
         await call(pages.get('owner tab')!, 'floorServe', `${location}-floor`)
-        floor['worker, then a port to another tab\'s worker'] = await call<number>(client, 'floorAcross', `${location}-floor`, TRIPS)
+        const { across, straight } = await call<{ across: number, straight: number }>(client, 'floorAcross', `${location}-floor`, TRIPS)
+        floor['worker, then a port to another tab\'s worker'] = across
+        floor['a port to another tab\'s worker'] = straight
       }
       floors.push(floor)
       console.error(`  run ${run + 1} floor (µs per round trip, 100 bytes each way): ${Object.entries(floor).map(([k, v]) => `${k} ${v.toFixed(1)}`).join('; ')}`)
