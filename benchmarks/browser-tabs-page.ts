@@ -36,6 +36,15 @@ const VALUE = new Uint8Array(100).fill(7)
 
 let db: any
 
+/** Milliseconds since `t0`; also a User Timing measure `name` over them (for a profiler: benchmarks/gecko-profile-top.ts). */
+function since (name: string, t0: number): number {
+  const end = performance.now()
+  try {
+    performance.measure(name, { start: t0, end })
+  } catch {}
+  return end - t0
+}
+
 /** The next message on `on`, after sending `message` (if any). */
 const next = async (on: FloorPort, message: unknown, transfer: unknown[] = []): Promise<unknown> => await new Promise((resolve) => {
   on.onmessage = (event) => resolve(event.data)
@@ -69,7 +78,7 @@ page.lsmTabsBench = {
   async puts (prefix: number, n: number) {
     const t0 = performance.now()
     for (let i = 0; i < n; i++) await db.put(key(prefix, i), VALUE)
-    return n / ((performance.now() - t0) / 1000)
+    return n / (since('lsm-tabs puts', t0) / 1000)
   },
   /** `n` awaited gets of those keys, in a scrambled order; gets/s. */
   async gets (prefix: number, n: number) {
@@ -78,7 +87,7 @@ page.lsmTabsBench = {
       const v = await db.get(key(prefix, (i * 7919) % n))
       if (v === undefined) throw new Error('a key is missing')
     }
-    return n / ((performance.now() - t0) / 1000)
+    return n / (since('lsm-tabs gets', t0) / 1000)
   },
   /**
    * The floor under a client tab's awaited operation, µs per round trip with

@@ -4,8 +4,8 @@
 // launches Firefox, such as `BENCH_BROWSER=firefox node dist/benchmarks/browser.js`),
 // within the User Timing measures whose names contain MATCH (the browser
 // benchmark's workloads record one each: benchmarks/browser-workloads.ts):
-// for each thread of the measures' process that ran in them (the page's main
-// thread and its workers), its CPU time and, by its leaf frame (a JavaScript
+// for each thread that ran in them, in any process (the page's main thread,
+// its workers, another tab's), its CPU time and, by its leaf frame (a JavaScript
 // function or the label of the browser's code that it was in), where it went.
 //
 //   node dist/benchmarks/gecko-profile-top.js FILE.json MATCH [--top 15]
@@ -16,6 +16,7 @@ interface Table { schema: Record<string, number>, data: unknown[][] }
 interface GeckoThread {
   name: string
   tid?: number
+  pid?: number | string
   markers: Table
   samples: Table
   stackTable: Table
@@ -76,20 +77,21 @@ function main (): void {
   if (found === undefined) throw new Error(`no User Timing measure whose name contains "${match}"`)
   const { process: where, spans } = found
   const wall = spans.reduce((sum, w) => sum + w.to - w.from, 0)
-  const scale = cpuScale(where.meta.sampleUnits?.threadCPUDelta)
   console.log(`# ${spans.length} measure(s) "${[...new Set(spans.map((w) => w.name))].join('", "')}": ${wall.toFixed(0)} ms of wall time`)
-  for (const thread of where.threads) {
+  // Every thread that ran in the measures' time, in any process (a client tab's owner is another tab's).
+  for (const { thread, process: of } of all) {
     const s = thread.samples.schema
     const cpuColumn = s.threadCPUDelta
+    const scale = cpuScale(of.meta.sampleUnits?.threadCPUDelta)
     const self = new Map<string, number>()
     let cpu = 0
     let samples = 0
     for (const sample of thread.samples.data) {
-      const at = where.meta.startTime + (sample[s.time] as number)
+      const at = of.meta.startTime + (sample[s.time] as number)
       if (!spans.some((w) => at >= w.from && at <= w.to)) continue
       const stack = sample[s.stack] as number | null
       // CPU time (µs) since the previous sample where the profile has it; else the interval.
-      const used = cpuColumn === undefined || Number.isNaN(scale) ? where.meta.interval * 1000 : Number(sample[cpuColumn] ?? 0) * scale
+      const used = cpuColumn === undefined || Number.isNaN(scale) ? of.meta.interval * 1000 : Number(sample[cpuColumn] ?? 0) * scale
       samples++
       if (stack === null || used === 0) continue
       const name = frameName(thread, stack)
@@ -97,7 +99,7 @@ function main (): void {
       self.set(name, (self.get(name) ?? 0) + used)
     }
     if (samples === 0 || cpu === 0) continue
-    console.log(`\n## ${thread.name}: ${samples} samples, CPU ${(cpu / 1000).toFixed(0)} ms (${(100 * cpu / 1000 / wall).toFixed(0)}% of the wall time)`)
+    console.log(`\n## ${thread.name} (process ${thread.pid ?? '?'}${of === where ? ', the measures\' own' : ''}): ${samples} samples, CPU ${(cpu / 1000).toFixed(0)} ms (${(100 * cpu / 1000 / wall).toFixed(0)}% of the wall time)`)
     for (const [name, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top)) {
       console.log(`${(us / 1000).toFixed(1).padStart(8)} ms ${(100 * us / cpu).toFixed(1).padStart(5)}%  ${name}`)
     }
