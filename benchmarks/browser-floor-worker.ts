@@ -4,7 +4,8 @@
 // on each port the page hands it ({ port }); a message marked { turn: true }
 // is answered after one more MessageChannel turn here (setImmediate in a
 // browser's worker), as a server that gathers a turn's replies into one
-// message would answer. Handed { forward: port } instead, it passes each
+// message would answer; one marked { timer: true } after a timer of 0 ms (a
+// worker's other way to reach the next task). Handed { forward: port } instead, it passes each
 // later message on its scope to that port and each one from the port back to
 // its scope: the hop a client tab's worker adds on the way to the owner's.
 
@@ -23,7 +24,7 @@ turn.port1.onmessage = () => { for (const run of due.splice(0)) run() }
 
 function echo (to: PortLike): (event: { data: unknown }) => void {
   return (event) => {
-    const data = event.data as { turn?: boolean, port?: PortLike, forward?: PortLike } | null
+    const data = event.data as { turn?: boolean, timer?: boolean, port?: PortLike, forward?: PortLike } | null
     if (data?.forward !== undefined) {
       const port = data.forward
       port.onmessage = (reply) => to.postMessage(reply.data)
@@ -32,6 +33,8 @@ function echo (to: PortLike): (event: { data: unknown }) => void {
     } else if (data?.port !== undefined) {
       data.port.onmessage = echo(data.port)
       to.postMessage('ready')
+    } else if (data?.timer === true) {
+      setTimeout(() => to.postMessage(data), 0)
     } else if (data?.turn === true) {
       if (due.length === 0) turn.port2.postMessage(null)
       due.push(() => to.postMessage(data))
