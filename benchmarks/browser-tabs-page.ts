@@ -147,6 +147,31 @@ page.lsmTabsBench = {
     direct.port1.close?.()
     return { across, straight }
   },
+  /**
+   * `n` keys of `prefix` with values of 100 random bytes put in batches of
+   * 1,000 and compacted (untimed), then one scan with `nextv(1000)`: the
+   * milliseconds of each `nextv` call, in order.
+   */
+  async scan (prefix: number, n: number) {
+    let seed = prefix
+    const random = (): Uint8Array => Uint8Array.from({ length: 100 }, () => (seed = (seed * 1103515245 + 12345) >>> 0) >>> 24)
+    for (let i = 0; i < n; i += 1000) {
+      const ops = []
+      for (let j = i; j < Math.min(n, i + 1000); j++) ops.push({ type: 'put', key: key(prefix, j), value: random() })
+      await db.batch(ops)
+    }
+    await db.compactRange()
+    const it = db.iterator({ gte: key(prefix, 0), lt: key(prefix + 1, 0) })
+    const times: number[] = []
+    for (;;) {
+      const t0 = performance.now()
+      const batch = await it.nextv(1000)
+      times.push(performance.now() - t0)
+      if (batch.length === 0) break
+    }
+    await it.close()
+    return times
+  },
   /** One put; its error's code, if any. */
   async put1 (i: number) {
     try {
