@@ -221,7 +221,7 @@ type ForAwaitIterator = CursorIterator & { nextv: (size: number) => Promise<unkn
  * ends, breaks or throws. An abort takes effect at the next item, and a seek
  * made in the loop's body drops the rest of the batch read before it.
  */
-async function * forAwait (this: ForAwaitIterator): AsyncGenerator<unknown> {
+async function* forAwait (this: ForAwaitIterator): AsyncGenerator<unknown> {
   try {
     let size = FOR_AWAIT_FIRST
     for (;;) {
