@@ -35,6 +35,8 @@ function key (prefix: number, i: number): Uint8Array {
 const VALUE = new Uint8Array(100).fill(7)
 
 let db: any
+/** What this tab's database is: 'owner', 'client' (lsm-level) or 'idb' (browser-level); it names the User Timing measures. */
+let role = ''
 
 /** Milliseconds since `t0`; also a User Timing measure `name` over them (for a profiler: benchmarks/gecko-profile-top.ts). */
 function since (name: string, t0: number): number {
@@ -72,13 +74,14 @@ page.lsmTabsBench = {
       ? new IdbBrowserLevel(location, VIEW)
       : new LsmBrowserLevel(location, { ...VIEW, worker: lsmWorker, relay: engine === 'lsm' ? relay : false })
     await db.open()
-    return engine === 'idb' ? 'idb' : (await db.tabs()).role
+    role = engine === 'idb' ? 'idb' : (await db.tabs()).role
+    return role
   },
   /** `n` awaited puts of keys `prefix`/0..n-1; puts/s. */
   async puts (prefix: number, n: number) {
     const t0 = performance.now()
     for (let i = 0; i < n; i++) await db.put(key(prefix, i), VALUE)
-    return n / (since('lsm-tabs puts', t0) / 1000)
+    return n / (since(`lsm-tabs ${role} puts`, t0) / 1000)
   },
   /** `n` awaited gets of those keys, in a scrambled order; gets/s. */
   async gets (prefix: number, n: number) {
@@ -87,7 +90,7 @@ page.lsmTabsBench = {
       const v = await db.get(key(prefix, (i * 7919) % n))
       if (v === undefined) throw new Error('a key is missing')
     }
-    return n / (since('lsm-tabs gets', t0) / 1000)
+    return n / (since(`lsm-tabs ${role} gets`, t0) / 1000)
   },
   /**
    * The floor under a client tab's awaited operation, µs per round trip with
