@@ -522,6 +522,50 @@ test('opfs fs: a database of many tables keeps at most maxOpenHandles sync acces
   fs.unmount(DIR)
 })
 
+// Firefox under load, CI: a handle reopened for reads came after the pool had
+// stopped waiting for it (HANDLE_WAIT_MS); left open, it held its file, and
+// the next open of the database in that worker failed with LEVEL_LOCKED.
+test('opfs fs: a handle that comes after the pool stopped waiting for it is closed: the next mount finds every file free', async (t) => {
+  const rnd = new Random(seed + 12)
+  const root = new FakeDirectory()
+  const BOUND = 16
+  const fs = new OpfsFileSystem(root, readFakeSnapshot)
+  await fs.mount(DIR, { maxOpenHandles: BOUND })
+  const options = { writeBufferSize: 4096, targetFileSize: 2048, maxBytesForLevelBase: 8192, level0CompactionTrigger: 4, compactionWorker: false }
+  const db = await Engine.open(DIR, options, fs)
+  const model = new Map<string, string>()
+  for (let i = 0; i < 3000; i++) {
+    const key = `k${String(rnd.int(1500)).padStart(5, '0')}`
+    model.set(key, `v${i} ${rnd.bytes(20).toString('hex')}`)
+    await put(db, key, model.get(key)!)
+  }
+  await db.flushMemTable()
+  await db.waitForIdle()
+  // Handles now take longer than the pool waits; the reads below ask for the
+  // closed tables' handles again in the background.
+  root.handleCreation.delayMs = 1500
+  let wrong = 0
+  for (const [key, value] of model) if (get(db, key) !== value) wrong++
+  t.is(wrong, 0, `${model.size} keys read back`)
+  // Every handle asked for has come (the pool stopped waiting for each after 1 s).
+  const until = Date.now() + 10_000
+  do await new Promise((resolve) => setTimeout(resolve, 100))
+  while ((root.handleCreation.inFlight > 0 || Date.now() < until - 8000) && Date.now() < until)
+  await new Promise((resolve) => setTimeout(resolve, 10))
+  t.ok(root.handleCreation.maxInFlight > 0, `handles were asked for while slow (up to ${root.handleCreation.maxInFlight} at once)`)
+  const counts = fs.handleCounts(DIR)
+  t.is(root.dirs.get('db')!.openFiles(), counts.open, `the fake has as many handles open as the pool counts (${counts.open}; in flight ${root.handleCreation.inFlight})`)
+  await db.close()
+  fs.unmount(DIR)
+  root.handleCreation.delayMs = 0
+  await new Promise((resolve) => setTimeout(resolve, 10))
+  t.is(root.dirs.get('db')!.openFiles(), 0, 'after the unmount no file has a handle open')
+  const again = new OpfsFileSystem(root, readFakeSnapshot)
+  const failure = await again.mount(DIR, { maxOpenHandles: BOUND, busyWaitMs: 200 }).then(() => undefined, (err: Error & { code?: string }) => err)
+  t.is(failure, undefined, `a new mount succeeds${failure === undefined ? '' : `: ${String(failure.code)} ${failure.message}`}`)
+  if (failure === undefined) again.unmount(DIR)
+})
+
 test('opfs fs: a browser whose OPFS gives no sync access handles (WebKitGTK: NotSupportedError) fails the mount with LEVEL_NOT_SUPPORTED naming what is missing', async (t) => {
   for (const existing of [false, true]) {
     const root = new FakeDirectory()

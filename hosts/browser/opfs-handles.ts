@@ -198,9 +198,13 @@ export class HandleBudget {
   private async openInSlot (file: PoolFile): Promise<boolean> {
     file.reopening = true
     try {
-      const handle = await within(file.entry.createSyncAccessHandle(), HANDLE_WAIT_MS)
+      const opening = file.entry.createSyncAccessHandle()
+      const handle = await within(opening, HANDLE_WAIT_MS)
       if (handle === undefined) {
         this.openHandles--
+        // One that comes later is closed: left open, it would hold the file
+        // against this database's next open (LEVEL_LOCKED).
+        opening.then((late) => late.close(), () => {})
         return false
       }
       if (this.closed) {
