@@ -36,6 +36,51 @@ test('frame codec: the protocol\'s values round trip', (t) => {
   t.end()
 })
 
+test('frame codec: puts, dels, gets and their replies cross as compact messages, read back as they were sent', (t) => {
+  const key = Buffer.from('key')
+  const value = Buffer.alloc(100, 5)
+  const compact: unknown[][] = [
+    [{ id: 1, op: 'put', key, value, sync: false }],
+    [{ id: 2 ** 32 - 1, op: 'put', key: new Uint8Array(0), value: new Uint8Array(new ArrayBuffer(16), 4, 8).fill(7), sync: true }],
+    [{ id: 3, op: 'del', key, sync: true }, { id: 4, op: 'get', key, snapshot: undefined }, { id: 5, op: 'put', key, value, sync: false }],
+    [{ id: 6, result: undefined }, { id: 7, result: value }, { id: 8, result: new Uint8Array(0) }]
+  ]
+  for (const m of compact) {
+    const bytes = encodeMessage(m, 0)
+    t.is(bytes[0], 11, `compact: ${m.map((x) => JSON.stringify(x).slice(0, 24)).join(', ')}`)
+    const back = decodeMessage(bytes) as Array<Record<string, unknown>>
+    t.same(back.map(plain), m.map(plain), 'read back as sent')
+  }
+  // What the compact form cannot carry keeps the tagged form (the whole message).
+  const tagged: unknown[][] = [
+    [{ id: 1, op: 'get', key, snapshot: 4 }],
+    [{ id: 1, op: 'put', key, value, sync: false }, { id: 2, op: 'batch', ops: [], sync: false }],
+    [{ id: 1, result: 5 }],
+    [{ id: 1, error: { code: 'LEVEL_NOT_FOUND', message: 'm' } }],
+    [{ id: -1, result: undefined }],
+    [{ id: 1.5, op: 'del', key, sync: false }],
+    [{ push: 'closed' }],
+    []
+  ]
+  for (const m of tagged) {
+    const bytes = encodeMessage(m, 0)
+    t.is(bytes[0], 8, `tagged: ${JSON.stringify(m).slice(0, 50)}`)
+    t.same((decodeMessage(bytes) as unknown[]).map(plain), m.map(plain), 'read back as sent')
+  }
+  const bad = encodeMessage([{ id: 1, result: undefined }], 0)
+  bad[5] = 9
+  t.throws(() => decodeMessage(bad), /unknown compact message kind 9/, 'an unknown kind is refused')
+  t.end()
+})
+
+/** `m` with its byte arrays as plain arrays of numbers (a Buffer and a Uint8Array of the same bytes compare equal). */
+function plain (m: unknown): unknown {
+  if (m instanceof Uint8Array) return [...m]
+  if (Array.isArray(m)) return m.map(plain)
+  if (m !== null && typeof m === 'object') return Object.fromEntries(Object.entries(m).map(([k, v]) => [k, plain(v)]))
+  return m
+}
+
 test('frame codec: bytes that are not a message are refused', (t) => {
   t.throws(() => decodeMessage(Buffer.from([99])), /unknown tag 99/, 'an unknown tag')
   t.throws(() => decodeMessage(Buffer.concat([encodeMessage(1, 0), Buffer.from([0])])), /after the message/, 'trailing bytes')

@@ -167,7 +167,8 @@ export class ProcessElection implements Election {
 
   /**
    * Tries to own the database, else to reach its owner, until one works or
-   * ownerTimeoutMs has passed (LEVEL_OWNER_UNREACHABLE).
+   * ownerTimeoutMs has passed (LEVEL_OWNER_UNREACHABLE); an owner that speaks
+   * another version of the protocol fails it at once (LEVEL_NOT_SUPPORTED).
    */
   private async campaign (errorIfExists: boolean): Promise<State> {
     const timeoutMs = this.options.ownerTimeoutMs
@@ -182,6 +183,8 @@ export class ProcessElection implements Election {
       try {
         return await this.reach(deadline)
       } catch (err) {
+        // An owner of another version of the protocol will not change its mind: no retries.
+        if ((err as { code?: unknown }).code === 'LEVEL_NOT_SUPPORTED') throw err
         failure = err
       }
       if (Date.now() + delay >= deadline) throw ownerUnreachable(this.options.location, timeoutMs, failure)
