@@ -20,7 +20,7 @@ import { Engine } from '../../lib/engine'
 import type { ReplayedPrefix } from '../../lib/recovery'
 import { levelError } from '../../lib/errors'
 import { connectToOwner, ownerSocketPath } from '../../hosts/node/owner-socket'
-import { socketChannel } from '../../hosts/node/socket-channel'
+import { ReadFeed, socketChannel } from '../../hosts/node/socket-channel'
 import type { ClientChannel } from '../remote/connection'
 import { RemoteDatabase } from '../remote/remote-database'
 import { EngineDatabase } from '../remote/engine-database'
@@ -216,9 +216,10 @@ export class ProcessElection implements Election {
   /** Connects to the owner's socket and attaches, by `deadline`. */
   private async reach (deadline: number): Promise<OwnerLine> {
     this.address ??= ownerSocketPath(this.options.location)
-    const socket = await connectToOwner(this.address, Math.max(1, deadline - Date.now()))
+    const feed = new ReadFeed()
+    const socket = await connectToOwner(this.address, Math.max(1, deadline - Date.now()), feed)
     // Idle, a client's socket does not keep its process alive; a request waiting for its reply does.
-    const line = new OwnerLine(socketChannel(socket) as ClientChannel, {
+    const line = new OwnerLine(socketChannel(socket, feed) as ClientChannel, {
       location: this.options.location,
       timeoutMs: this.options.ownerTimeoutMs,
       hold: () => socket.ref(),
