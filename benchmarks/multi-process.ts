@@ -4,8 +4,9 @@
 //
 //   codec      the socket channel's frame codec (hosts/node/frame-codec.ts)
 //              against v8.serialize (the structured clone) and JSON with
-//              base64 bytes, for a get request and its reply, and a nextv(64)
-//              reply: encode + decode per second
+//              base64 bytes, for a put and a get request and their replies
+//              (compact messages), and a nextv(64) reply (tagged): encode +
+//              decode per second
 //   put / get  awaited single operations, one at a time (16-byte keys, 100-byte
 //              values, 10,000 keys stored): a client over the socket (the
 //              owner in a child process), the owner itself (multiProcess on,
@@ -80,6 +81,8 @@ function codec (): Array<[string, number, number, number]> {
   const key = keys[0]
   const value = values[0]
   const messages: Array<[string, unknown]> = [
+    ['put request', [{ id: 1, op: 'put', key, value, sync: false }]],
+    ['put reply', [{ id: 1, result: undefined }]],
     ['get request', [{ id: 1, op: 'get', key }]],
     ['get reply', [{ id: 1, result: value }]],
     ['nextv(64) reply', [{ id: 1, result: Array.from({ length: 64 }, (_, i) => [keys[i], values[i]]) }]]
@@ -383,9 +386,9 @@ async function main (): Promise<void> {
   const say = (s: string): void => { console.log(s); lines.push(s) }
 
   if (PARTS.has('codec')) {
-    say('Frame codec, encode + decode per second:')
+    say('Frame codec, encode + decode per second (frame-codec.ts: puts, gets and their replies as compact messages, the nextv reply tagged):')
     say('')
-    say('| message | frame-codec.ts (tagged) | v8.serialize | JSON + base64 | tagged vs v8 | tagged vs JSON |')
+    say('| message | frame-codec.ts | v8.serialize | JSON + base64 | frame-codec vs v8 | frame-codec vs JSON |')
     say('|---|---:|---:|---:|---:|---:|')
     for (const [name, a, b, c] of codec()) say(`| ${name} | ${int(a)} | ${int(b)} | ${int(c)} | ${ratio(a / b)} | ${ratio(a / c)} |`)
     say('')
