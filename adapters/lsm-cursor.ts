@@ -180,8 +180,17 @@ export class Cursor {
     if (this.signal?.aborted) throw abortError(this.signal.reason)
   }
 
+  /** Seeks made so far: a batch read before one is stale (forAwait). */
+  seeks = 0
+
   seek (target: Format): void {
+    this.seeks++
     this.it.seek(toView(target))
+  }
+
+  /** Throws LEVEL_ABORTED if the iterator's signal was aborted. */
+  throwIfAborted (): void {
+    if (this.signal?.aborted === true) throw abortError(this.signal.reason)
   }
 
   close (): void {
@@ -198,9 +207,43 @@ interface CursorIterator {
   readonly cursor: Cursor
 }
 
+/** Items `for await` asks nextv() for at first (a loop that stops early reads little ahead), and at most. */
+const FOR_AWAIT_FIRST = 16
+const FOR_AWAIT_MAX = 1024
+
+type ForAwaitIterator = CursorIterator & { nextv: (size: number) => Promise<unknown[]>, close: () => Promise<void> }
+
+/**
+ * `for await` over an iterator: items from nextv() in batches that grow from
+ * FOR_AWAIT_FIRST to FOR_AWAIT_MAX, where abstract-level's own asks next() for
+ * each (a promise, a decode call and its checks per item). As there: the
+ * limit, encodings and errors of nextv(); the iterator closed when the loop
+ * ends, breaks or throws. An abort takes effect at the next item, and a seek
+ * made in the loop's body drops the rest of the batch read before it.
+ */
+async function* forAwait (this: ForAwaitIterator): AsyncGenerator<unknown> {
+  try {
+    let size = FOR_AWAIT_FIRST
+    for (;;) {
+      const seeks = this.cursor.seeks
+      const items = await this.nextv(size)
+      if (items.length === 0) return
+      for (let i = 0; i < items.length; i++) {
+        this.cursor.throwIfAborted()
+        yield items[i]
+        if (this.cursor.seeks !== seeks) break
+      }
+      size = Math.min(size * 4, FOR_AWAIT_MAX)
+    }
+  } finally {
+    await this.close()
+  }
+}
+
 /** The methods abstract-level calls on an iterator, handed to its Cursor: one definition for the three kinds. */
 function forwardToCursor (proto: object): void {
   Object.assign(proto, {
+    [Symbol.asyncIterator]: forAwait,
     _next (this: CursorIterator): unknown { return this.cursor.next() },
     async _nextv (this: CursorIterator, size: number): Promise<unknown[]> { return await this.cursor.nextv(size) },
     async _all (this: CursorIterator): Promise<unknown[]> { return await this.cursor.all() },

@@ -16,6 +16,9 @@
 //   change nothing;
 // - open({}) means the default options (create if missing, keep what exists);
 // - `passive: true` in the constructor's options is ignored;
+// - `for await` over iterators, keys() and values() yields what next() would,
+//   within the limit, follows a seek or an abort made in the loop's body at
+//   the next item, and closes the iterator when the loop ends, breaks or throws;
 // - Symbol.asyncDispose closes a database (releasing its lock), an iterator,
 //   a chained batch (discarding its operations) and a snapshot.
 import test from 'tape'
@@ -44,7 +47,8 @@ interface Db {
   once (event: string, listener: (...args: unknown[]) => void): void
 }
 
-interface Iterator {
+interface Iterator extends AsyncIterable<unknown> {
+  seek (target: string): void
   next (): Promise<unknown>
   nextv (size: number): Promise<unknown[]>
   all (): Promise<unknown[]>
@@ -460,6 +464,96 @@ agree('passive: true in the constructor options is ignored: the database opens i
   await db.close()
   return log
 })
+
+// ------------------------------------------------------------ for await
+
+const TEN = 'abcdefghij'.split('')
+
+async function openedTen (engine: Engine): Promise<Db> {
+  const db = engine.make()
+  await db.open()
+  await db.batch(TEN.map((k, i) => ({ type: 'put', key: k, value: String(i) })))
+  return db
+}
+
+for (const mode of MODES) {
+  const show = (item: unknown): string => JSON.stringify(item)
+  const items = (keys: string[]): string[] => keys.map((k) => show(mode === 'iterator' ? [k, String(TEN.indexOf(k))] : mode === 'keys' ? k : String(TEN.indexOf(k))))
+
+  agree(`for await over ${mode}(): every item, a put made meanwhile unseen, closed at the end`, [
+    ...items(TEN),
+    'next() after the loop: LEVEL_ITERATOR_NOT_OPEN'
+  ], async (engine) => {
+    const db = await openedTen(engine)
+    const it = db[mode]()
+    const log: string[] = []
+    for await (const item of it) {
+      log.push(show(item))
+      if (log.length === 1) await db.put('bb', 'new')
+    }
+    log.push(`next() after the loop: ${await outcome(it.next())}`)
+    await db.close()
+    return log
+  }, true)
+
+  agree(`for await over ${mode}() with a limit, and broken out of`, [
+    ...items(['a', 'b', 'c']),
+    'limit 3: next() after the loop: LEVEL_ITERATOR_NOT_OPEN',
+    ...items(['a', 'b']),
+    'break: next() after the loop: LEVEL_ITERATOR_NOT_OPEN'
+  ], async (engine) => {
+    const db = await openedTen(engine)
+    const log: string[] = []
+    const limited = db[mode]({ limit: 3 })
+    for await (const item of limited) log.push(show(item))
+    log.push(`limit 3: next() after the loop: ${await outcome(limited.next())}`)
+    const broken = db[mode]()
+    let seen = 0
+    for await (const item of broken) {
+      log.push(show(item))
+      if (++seen === 2) break
+    }
+    log.push(`break: next() after the loop: ${await outcome(broken.next())}`)
+    await db.close()
+    return log
+  }, true)
+
+  agree(`for await over ${mode}(): a seek in the loop's body moves the next item`, [
+    ...items(['a', 'b', 'h', 'i', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'])
+  ], async (engine) => {
+    const db = await openedTen(engine)
+    const it = db[mode]()
+    const log: string[] = []
+    let seeks = 0
+    for await (const item of it) {
+      log.push(show(item))
+      if (log.length === 2 && seeks++ === 0) it.seek('h')
+      if (log.length === 4 && seeks++ === 1) it.seek('c')
+    }
+    await db.close()
+    return log
+  }, true)
+
+  agree(`for await over ${mode}(): an abort in the loop's body fails the next item, and the iterator is closed`, [
+    ...items(['a', 'b']),
+    'the loop: LEVEL_ABORTED (AbortError)',
+    'next() after the loop: LEVEL_ITERATOR_NOT_OPEN'
+  ], async (engine) => {
+    const db = await openedTen(engine)
+    const ac = new AbortController()
+    const it = db[mode]({ signal: ac.signal })
+    const log: string[] = []
+    log.push(`the loop: ${await outcome(async () => {
+      for await (const item of it) {
+        log.push(show(item))
+        if (log.length === 2) ac.abort()
+      }
+    })}`)
+    log.push(`next() after the loop: ${await outcome(it.next())}`)
+    await db.close()
+    return log
+  }, true)
+}
 
 // ------------------------------------------------------------ Symbol.asyncDispose
 
