@@ -4,7 +4,10 @@
 // on each port the page hands it ({ port }); a message marked { turn: true }
 // is answered after one more MessageChannel turn here (setImmediate in a
 // browser's worker), as a server that gathers a turn's replies into one
-// message would answer.
+// message would answer; one marked { timer: true } after a timer of 0 ms (a
+// worker's other way to reach the next task). Handed { forward: port } instead, it passes each
+// later message on its scope to that port and each one from the port back to
+// its scope: the hop a client tab's worker adds on the way to the owner's.
 
 interface PortLike {
   onmessage: ((event: { data: unknown }) => void) | null
@@ -21,10 +24,17 @@ turn.port1.onmessage = () => { for (const run of due.splice(0)) run() }
 
 function echo (to: PortLike): (event: { data: unknown }) => void {
   return (event) => {
-    const data = event.data as { turn?: boolean, port?: PortLike } | null
-    if (data?.port !== undefined) {
+    const data = event.data as { turn?: boolean, timer?: boolean, port?: PortLike, forward?: PortLike } | null
+    if (data?.forward !== undefined) {
+      const port = data.forward
+      port.onmessage = (reply) => to.postMessage(reply.data)
+      scope.onmessage = (message) => port.postMessage(message.data)
+      to.postMessage('ready')
+    } else if (data?.port !== undefined) {
       data.port.onmessage = echo(data.port)
       to.postMessage('ready')
+    } else if (data?.timer === true) {
+      setTimeout(() => to.postMessage(data), 0)
     } else if (data?.turn === true) {
       if (due.length === 0) turn.port2.postMessage(null)
       due.push(() => to.postMessage(data))

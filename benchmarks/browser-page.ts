@@ -82,7 +82,7 @@ interface FloorPort {
 }
 
 /** The ways floor() measures a round trip. */
-export type FloorKind = 'worker' | 'worker, 100 bytes' | 'worker, 100 bytes, a turn in the worker' | 'port' | 'port, 100 bytes'
+export type FloorKind = 'worker' | 'worker, 100 bytes' | 'worker, 100 bytes, a turn in the worker' | 'worker, 100 bytes, a 0 ms timer in the worker' | 'port' | 'port, 100 bytes'
 
 /**
  * The floor under an awaited operation of BrowserLevel: microseconds per round
@@ -91,7 +91,8 @@ export type FloorKind = 'worker' | 'worker, 100 bytes' | 'worker, 100 bytes, a t
  * MessagePort handed to it, with no payload or a Uint8Array of 100 bytes
  * (cloned, as a small value is) each way, and on the worker's postMessage with
  * the worker answering after one more MessageChannel turn (setImmediate in a
- * worker, with which a server may gather a turn's replies).
+ * worker, with which a server may gather a turn's replies), or after a timer
+ * of 0 ms there.
  */
 async function floor (trips: number): Promise<Record<FloorKind, number>> {
   const worker = new page.Worker('/browser-bench/floor.js', { type: 'module' }) as unknown as FloorPort & { terminate (): void }
@@ -109,6 +110,7 @@ async function floor (trips: number): Promise<Record<FloorKind, number>> {
     ['worker', worker, () => 1],
     ['worker, 100 bytes', worker, () => ({ value: bytes })],
     ['worker, 100 bytes, a turn in the worker', worker, () => ({ value: bytes, turn: true })],
+    ['worker, 100 bytes, a 0 ms timer in the worker', worker, () => ({ value: bytes, timer: true })],
     ['port', port1, () => 1],
     ['port, 100 bytes', port1, () => ({ value: bytes })]
   ]

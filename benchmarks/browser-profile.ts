@@ -7,6 +7,7 @@
 //   node dist/benchmarks/browser-profile.js     BENCH_GETS / BENCH_PUTS (3000 each)
 //   BENCH_PROFILE_DIR=<dir> ...                 also write page.cpuprofile and worker.cpuprofile there
 //   BENCH_PROFILE_SCANS=3 BENCH_KEYS=50000 ...  full scans (nextv(1000)) of BENCH_KEYS keys instead
+//   BENCH_PROFILE_SYNC=1 BENCH_PUTS=1000 ...    awaited durable puts ({ sync: true }; at most 1,000) instead
 import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
@@ -25,6 +26,7 @@ const GETS = Number(process.env.BENCH_GETS ?? 3000)
 const PUTS = Number(process.env.BENCH_PUTS ?? 3000)
 const SCANS = Number(process.env.BENCH_PROFILE_SCANS ?? 0)
 const KEYS = Number(process.env.BENCH_KEYS ?? 0)
+const SYNC = process.env.BENCH_PROFILE_SYNC === '1'
 
 /** Self time by function, the `top` largest, as lines. */
 function selfTimes (profile: Profile, top = 20): string[] {
@@ -52,7 +54,7 @@ async function main (): Promise<void> {
     const page: Page = await context.newPage()
     await page.goto(`${base}/bench.html`)
     await page.waitForFunction('globalThis.lsmBench !== undefined')
-    const run = async (workload: 'fillbatch' | 'readrandom' | 'fillrandom' | 'readseq', n: number): Promise<number> =>
+    const run = async (workload: 'fillbatch' | 'readrandom' | 'fillrandom' | 'fillsync' | 'readseq', n: number): Promise<number> =>
       await page.evaluate(async ([w, r]) => await (globalThis as unknown as PageGlobal).lsmBench.run('lsm-level', w, r), [workload, n] as ['fillrandom', number])
     await page.evaluate(async (c) => await (globalThis as unknown as PageGlobal).lsmBench.setup(c), { puts: PUTS, keys: Math.max(GETS, KEYS, 1000), gets: GETS, seeks: 1, seed: 1 })
     // Untimed: starts the engine's worker and fills the database the gets read.
@@ -86,11 +88,13 @@ async function main (): Promise<void> {
       for (let i = 0; i < SCANS; i++) rates.push(await run('readseq', 0))
       console.log(`# ${SCANS} full scans of ${Math.max(GETS, KEYS, 1000)} keys: ${rates.map((r) => r.toFixed(0)).join(', ')} entries/s`)
     }
-    const gets = SCANS > 0 ? 0 : await run('readrandom', 0)
-    const puts = SCANS > 0 ? 0 : await run('fillrandom', 1)
+    if (SYNC) console.log(`# ${Math.min(PUTS, 1000)} awaited durable puts: the median put ${(1e6 / await run('fillsync', 1)).toFixed(0)} µs`)
+    const gets = SCANS > 0 || SYNC ? 0 : await run('readrandom', 0)
+    const puts = SCANS > 0 || SYNC ? 0 : await run('fillrandom', 1)
     const pageProfile = (await cdp.send('Profiler.stop')).profile as Profile
     const workerProfile = (await inWorker('Profiler.stop')).result.profile as Profile
-    console.log(`# ${GETS} awaited gets: ${gets.toFixed(0)}/s; ${PUTS} awaited puts: ${puts.toFixed(0)}/s; ${new Date().toISOString()}, load ${os.loadavg()[0].toFixed(1)}`)
+    if (!SYNC) console.log(`# ${GETS} awaited gets: ${gets.toFixed(0)}/s; ${PUTS} awaited puts: ${puts.toFixed(0)}/s`)
+    console.log(`# ${new Date().toISOString()}, load ${os.loadavg()[0].toFixed(1)}`)
     console.log('# the page', ...selfTimes(pageProfile).map((l) => '\n' + l))
     console.log('# the engine worker', ...selfTimes(workerProfile).map((l) => '\n' + l))
     const out = process.env.BENCH_PROFILE_DIR

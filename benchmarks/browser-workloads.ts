@@ -26,7 +26,7 @@ const SCAN_ENTRIES = 1000
 
 // The globals this file uses, on a page and in a worker (the build has no DOM typings).
 interface Globals {
-  performance: { now (): number }
+  performance: { now (): number, measure?: (name: string, options: { start: number, end: number }) => unknown }
   navigator: { storage: { getDirectory (): Promise<{ removeEntry (name: string, options: object): Promise<void> }> } }
 }
 const scope = globalThis as unknown as Globals
@@ -104,6 +104,19 @@ export async function removeOpfsDirectory (name: string): Promise<void> {
 
 const timed = (ops: number, ms: number): number => ops / (ms / 1000)
 
+/**
+ * Milliseconds since `t0`; also a User Timing measure named `name` over that
+ * time, which a browser's profiler records (the Firefox profile of
+ * benchmarks/gecko-profile-top.ts finds a workload's samples by it).
+ */
+function since (name: string, t0: number): number {
+  const end = scope.performance.now()
+  try {
+    scope.performance.measure?.(name, { start: t0, end })
+  } catch {}
+  return end - t0
+}
+
 /** The workloads on one engine; the reads use the database that fillbatch filled in the same run. */
 export class Workloads {
   private filled: Db | undefined
@@ -151,7 +164,7 @@ export class Workloads {
     await db.open()
     const t0 = scope.performance.now()
     for (let i = 0; i < this.config.puts; i++) await db.put(keys[i], values[i])
-    const ms = scope.performance.now() - t0
+    const ms = since(`lsm-bench ${this.prefix} fillrandom`, t0)
     await this.engine.destroy(db)
     return timed(this.config.puts, ms)
   }
@@ -168,7 +181,7 @@ export class Workloads {
       for (let j = i; j < Math.min(n, i + BATCH_SIZE); j++) ops.push({ type: 'put', key: keys[j], value: values[j] })
       await db.batch(ops)
     }
-    const ms = scope.performance.now() - t0
+    const ms = since(`lsm-bench ${this.prefix} fillbatch`, t0)
     // Untimed: the reads start from a settled database (IndexedDB's own
     // store compacts on its schedule; lsm-level is compacted here).
     if (this.engine.compacts) await db.compactRange()
@@ -181,7 +194,7 @@ export class Workloads {
     let missing = 0
     const t0 = scope.performance.now()
     for (let i = 0; i < this.config.gets; i++) if (await this.filled.get(keys[order[i]]) === undefined) missing++
-    const ms = scope.performance.now() - t0
+    const ms = since(`lsm-bench ${this.prefix} readrandom`, t0)
     this.checkFound(missing)
     return timed(this.config.gets, ms)
   }
@@ -207,7 +220,7 @@ export class Workloads {
     const it = this.filled.iterator()
     for (let batch = await it.nextv(SCAN_ENTRIES); batch.length > 0; batch = await it.nextv(SCAN_ENTRIES)) n += batch.length
     await it.close()
-    const ms = scope.performance.now() - t0
+    const ms = since(`lsm-bench ${this.prefix} readseq`, t0)
     if (n !== this.config.keys) throw new Error(`${this.prefix}: the scan saw ${n} entries, expected ${this.config.keys}`)
     return timed(n, ms)
   }
@@ -220,6 +233,6 @@ export class Workloads {
       await it.nextv(SEEK_ENTRIES)
       await it.close()
     }
-    return timed(this.config.seeks, scope.performance.now() - t0)
+    return timed(this.config.seeks, since(`lsm-bench ${this.prefix} seekrandom`, t0))
   }
 }

@@ -3,7 +3,8 @@
 // W3C WebDriver (test/browser/webdriver.ts: WebKitWebDriver under xvfb-run),
 // each page a MiniBrowser session of its own. WebKitGTK gives OPFS no sync
 // access handles, so BrowserLevel runs on its fallback storage, IndexedDB
-// (README, "Fallback storage"), and OpfsLevel in a worker cannot run.
+// (README, "Fallback storage"), and so does OpfsLevel in a worker (its
+// `storage: 'auto'`).
 import type { Context, Page } from '../test/browser/harness'
 import { WebDriver, webkitMissing, type Session } from '../test/browser/webdriver'
 

@@ -33,7 +33,8 @@ interface PuppeteerBrowser {
   defaultBrowserContext (): PuppeteerContext
   version (): Promise<string>
   close (): Promise<void>
-  process (): { stderr: NodeJS.ReadableStream | null, stdout: NodeJS.ReadableStream | null } | null
+  process (): { stderr: NodeJS.ReadableStream | null, stdout: NodeJS.ReadableStream | null, exitCode: number | null, once (event: 'exit', listener: () => void): void } | null
+  readonly connection: { send (method: string, params: object): Promise<unknown> }
 }
 interface Puppeteer { launch (options: { browser: 'firefox', executablePath: string, headless: boolean, userDataDir: string, protocolTimeout?: number, extraPrefsFirefox?: Record<string, unknown> }): Promise<PuppeteerBrowser> }
 
@@ -75,6 +76,22 @@ function profileParent (onDisk: boolean): string {
 }
 
 /**
+ * Asks Firefox to quit and waits for its process to end (up to 3 minutes):
+ * puppeteer's close() kills it after 5 s, before a Gecko profile started with
+ * MOZ_PROFILER_STARTUP is written to MOZ_PROFILER_SHUTDOWN at its shutdown
+ * (benchmarks/gecko-profile-top.ts).
+ */
+async function quitAndWait (browser: PuppeteerBrowser): Promise<void> {
+  const child = browser.process()
+  if (child === null || child.exitCode !== null) return
+  const exited = new Promise<void>((resolve) => child.once('exit', resolve))
+  await browser.connection.send('browser.close', {}).catch(() => {})
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([exited, new Promise<void>((resolve) => { timer = setTimeout(resolve, 180_000) })])
+  clearTimeout(timer)
+}
+
+/**
  * Launches headless Firefox on a new profile (see profileParent; onDisk: in
  * the temp directory); close() ends it and removes the profile. `prefs`:
  * Firefox preferences to set.
@@ -99,6 +116,7 @@ export async function launchFirefox (prefs: Record<string, unknown> = {}, onDisk
     defaultContext: contextOf(browser.defaultBrowserContext()),
     newContext: async () => contextOf(await browser.createBrowserContext()),
     close: async () => {
+      if (process.env.MOZ_PROFILER_SHUTDOWN !== undefined) await quitAndWait(browser)
       await browser.close()
       fs.rmSync(profile, { recursive: true, force: true })
     },
