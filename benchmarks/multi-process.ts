@@ -4,16 +4,19 @@
 //
 //   codec      the socket channel's frame codec (hosts/node/frame-codec.ts)
 //              against v8.serialize (the structured clone) and JSON with
-//              base64 bytes, for a get request and its reply, and a nextv(64)
-//              reply: encode + decode per second
+//              base64 bytes, for a put and a get request and their replies
+//              (compact messages), and a nextv(64) reply (tagged): encode +
+//              decode per second
 //   put / get  awaited single operations, one at a time (16-byte keys, 100-byte
 //              values, 10,000 keys stored): a client over the socket (the
 //              owner in a child process), the owner itself (multiProcess on,
 //              no client busy), LsmLevel without multiProcess, classic-level
 //   get x64    gets with 64 in flight
-//   floor      awaited one-byte round trips to a bare echo server in another
-//              process, in rounds alternating with rounds of a client's
-//              awaited puts: each pair's ratio of put time to round-trip time
+//   floor      awaited round trips to an echo server in another process (bare;
+//              with a 140-byte file write before the answer, as a put's log
+//              append; and that with the socket channel's framing on both
+//              sides), in rounds alternating with rounds of a client's
+//              awaited puts: each round's rates and ratios to the bare echo
 //   failover   the owner (a child process) holding a full write buffer (the
 //              default 4 MiB, 99% full, never flushed: puts of 100-byte values,
 //              a 3 MB log, and of 1,000-byte values, a 4 MB log, alternately)
@@ -35,6 +38,7 @@ import * as v8 from 'node:v8'
 import * as net from 'node:net'
 import { fork } from 'node:child_process'
 import { decodeMessage, encodeMessage } from '../hosts/node/frame-codec'
+import { encodeFrame, FrameReader } from '../hosts/node/socket-channel'
 import { ClassicLevel } from 'classic-level'
 import { LsmLevel } from '../index'
 import { DEFAULT_WRITE_BUFFER_SIZE } from '../lib/options'
@@ -77,6 +81,8 @@ function codec (): Array<[string, number, number, number]> {
   const key = keys[0]
   const value = values[0]
   const messages: Array<[string, unknown]> = [
+    ['put request', [{ id: 1, op: 'put', key, value, sync: false }]],
+    ['put reply', [{ id: 1, result: undefined }]],
     ['get request', [{ id: 1, op: 'get', key }]],
     ['get reply', [{ id: 1, result: value }]],
     ['nextv(64) reply', [{ id: 1, result: Array.from({ length: 64 }, (_, i) => [keys[i], values[i]]) }]]
@@ -173,31 +179,70 @@ async function throughput (): Promise<Map<string, Figures>> {
   return out
 }
 
+/** What an echo server in another process does with each message before it answers (the floor's variants). */
+type EchoMode = 'bare' | 'write' | 'framed'
+
+/** Bytes of a client put's log record (a 16-byte key, a 100-byte value): the owner's write(2) per put. */
+const LOG_RECORD_BYTES = 140
+
 /**
- * The floor: awaited round trips of one byte over a Unix socket to a bare
- * echo server in another Node process (this script run with 'echo').
+ * The floor: awaited round trips over a Unix socket to an echo server in
+ * another Node process (this script run with 'echo'): 'bare' echoes one byte;
+ * 'write' also makes a synchronous 140-byte write to a file before it answers
+ * (a put's log append: the write reaches the OS before the ack); 'framed'
+ * does that with the socket channel's framing on both sides (a put request
+ * and its reply as the remote protocol's messages, encoded and decoded by
+ * frame-codec.ts), without the remote protocol's layers or the engine.
  */
 class Echo {
-  private constructor (private readonly child: ReturnType<typeof fork>, private readonly socket: net.Socket) {}
+  private nextId = 1
+  private constructor (private readonly child: ReturnType<typeof fork>, private readonly socket: net.Socket, readonly mode: EchoMode) {}
 
-  static async start (): Promise<Echo> {
-    const address = path.join(root, 'echo.sock')
-    const child = fork(__filename, ['echo', address], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  static async start (mode: EchoMode): Promise<Echo> {
+    const address = path.join(root, `echo-${mode}.sock`)
+    const child = fork(__filename, ['echo', address, mode, path.join(root, `echo-${mode}.log`)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
     await new Promise((resolve) => child.once('message', resolve))
     const socket = net.createConnection(address)
     await new Promise((resolve) => socket.once('connect', resolve))
-    return new Echo(child, socket)
+    socket.setNoDelay(true)
+    return new Echo(child, socket, mode)
   }
 
-  /** Round trips per second over OPS round trips. */
-  async round (): Promise<number> {
-    const t0 = performance.now()
+  /** The server's CPU time so far, µs. */
+  async cpu (): Promise<number> {
+    const answer = new Promise<number>((resolve) => this.child.once('message', (m) => resolve(m as number)))
+    this.child.send('cpu')
+    return await answer
+  }
+
+  /** Round trips per second over OPS round trips, and each side's CPU time per round trip. */
+  async round (): Promise<Measured> {
+    return await measured(async () => await this.trips(), async () => await this.cpu())
+  }
+
+  private async trips (): Promise<void> {
+    if (this.mode === 'framed') return await this.framedRound()
     for (let i = 0; i < OPS; i++) {
       const echoed = new Promise((resolve) => this.socket.once('data', resolve))
       this.socket.write('x')
       await echoed
     }
-    return perSecond(OPS, performance.now() - t0)
+  }
+
+  /** Each round trip a framed put request out and its framed reply back, decoded. */
+  private async framedRound (): Promise<void> {
+    const reader = new FrameReader()
+    let settle: (() => void) | undefined
+    const onData = (chunk: Buffer): void => {
+      for (const m of reader.push(chunk) as Array<Array<{ id: number }>>) if (m[0].id > 0) settle?.()
+    }
+    this.socket.on('data', onData)
+    for (let i = 0; i < OPS; i++) {
+      const echoed = new Promise<void>((resolve) => { settle = resolve })
+      this.socket.write(encodeFrame([{ id: this.nextId++, op: 'put', key: keys[i % KEYS], value: values[i % KEYS], sync: false }]))
+      await echoed
+    }
+    this.socket.off('data', onData)
   }
 
   stop (): void {
@@ -206,36 +251,87 @@ class Echo {
   }
 }
 
+/** The echo server (this script run with 'echo <address> <mode> <file>'). */
+function echoServer (address: string, mode: EchoMode, file: string): void {
+  const fd = fs.openSync(file, 'w')
+  const record = Buffer.alloc(LOG_RECORD_BYTES, 1)
+  let at = 0
+  const append = (bytes: Buffer): void => {
+    at += fs.writeSync(fd, bytes, 0, bytes.length, at)
+    if (at > 64 * 1024 * 1024) at = 0
+  }
+  net.createServer((socket) => {
+    socket.setNoDelay(true)
+    if (mode !== 'framed') {
+      socket.on('data', (d) => {
+        if (mode === 'write') append(record)
+        socket.write(d)
+      })
+      return
+    }
+    const reader = new FrameReader()
+    socket.on('data', (chunk) => {
+      for (const m of reader.push(chunk) as Array<Array<{ id: number, key: Buffer, value: Buffer }>>) {
+        const req = m[0]
+        // The record as a log holds it: a header, the key and the value.
+        const rec = Buffer.allocUnsafe(LOG_RECORD_BYTES)
+        rec.fill(0, 0, LOG_RECORD_BYTES - req.key.length - req.value.length)
+        req.key.copy(rec, LOG_RECORD_BYTES - req.key.length - req.value.length)
+        req.value.copy(rec, LOG_RECORD_BYTES - req.value.length)
+        append(rec)
+        socket.write(encodeFrame([{ id: req.id, result: undefined }]))
+      }
+    })
+  }).listen(address, () => process.send!('ready'))
+  process.on('message', () => {
+    const { user, system } = process.cpuUsage()
+    process.send!(user + system)
+  })
+}
+
+/** OPS operations' rate (per second) and CPU time per operation (µs) in this process and the other. */
+interface Measured { rate: number, here: number, there: number }
+
+async function measured (run: () => Promise<void>, otherCpu: () => Promise<number>): Promise<Measured> {
+  const there0 = await otherCpu()
+  const here0 = process.cpuUsage()
+  const t0 = performance.now()
+  await run()
+  const ms = performance.now() - t0
+  const here = process.cpuUsage(here0)
+  const there = await otherCpu()
+  return { rate: perSecond(OPS, ms), here: (here.user + here.system) / OPS, there: (there - there0) / OPS }
+}
+
+/** One round of each: the echo variants and a client's awaited puts. */
+interface FloorRound { bare: Measured, write: Measured, framed: Measured, put: Measured }
+
 /**
  * A client's awaited puts against the floor at the same moment: rounds of
- * OPS round trips and of OPS puts, alternating; each round pair's ratio of
- * put time to round-trip time (the machine's load changes from minute to
- * minute: ratios of one moment are steadier than rates of different ones).
+ * OPS round trips of each echo variant and of OPS puts, alternating; each
+ * round's rates (the machine's load changes from minute to minute: ratios of
+ * one moment are steadier than rates of different ones).
  */
-async function putsAgainstFloor (): Promise<{ floor: number, put: number, ratios: number[] }> {
-  const echo = await Echo.start()
+async function putsAgainstFloor (): Promise<FloorRound[]> {
+  const echoes = [await Echo.start('bare'), await Echo.start('write'), await Echo.start('framed')]
   const dir = path.join(root, 'floor')
   const owner = await Peer.open(dir)
   const client = new LsmLevel<Buffer, Buffer>(dir, { ...BUF, multiProcess: true })
   await client.open()
-  let floor = 0
-  let put = 0
-  const ratios: number[] = []
+  const rounds: FloorRound[] = []
   for (let round = 0; round < TP_ROUNDS + 1; round++) {
     collectGarbage()
-    const f = await echo.round()
-    const p = await timed(OPS, async () => {
+    const [bare, write, framed] = [await echoes[0].round(), await echoes[1].round(), await echoes[2].round()]
+    collectGarbage()
+    const put = await measured(async () => {
       for (let i = 0; i < OPS; i++) await client.put(keys[i % KEYS], values[i % KEYS])
-    })
-    if (round === 0) continue // warm-up
-    floor = Math.max(floor, f)
-    put = Math.max(put, p)
-    ratios.push(f / p)
+    }, async () => await owner.request('cpu') as number)
+    if (round > 0) rounds.push({ bare, write, framed, put }) // round 0 warms up
   }
   await client.close()
   await owner.kill()
-  echo.stop()
-  return { floor, put, ratios: ratios.sort((a, b) => a - b) }
+  for (const e of echoes) e.stop()
+  return rounds
 }
 
 /** The puts of `valueBytes`-byte values (keys f<8 digits>) that fill 99% of the default write buffer, in whole batches of 100. */
@@ -290,9 +386,9 @@ async function main (): Promise<void> {
   const say = (s: string): void => { console.log(s); lines.push(s) }
 
   if (PARTS.has('codec')) {
-    say('Frame codec, encode + decode per second:')
+    say('Frame codec, encode + decode per second (frame-codec.ts: puts, gets and their replies as compact messages, the nextv reply tagged):')
     say('')
-    say('| message | frame-codec.ts (tagged) | v8.serialize | JSON + base64 | tagged vs v8 | tagged vs JSON |')
+    say('| message | frame-codec.ts | v8.serialize | JSON + base64 | frame-codec vs v8 | frame-codec vs JSON |')
     say('|---|---:|---:|---:|---:|---:|')
     for (const [name, a, b, c] of codec()) say(`| ${name} | ${int(a)} | ${int(b)} | ${int(c)} | ${ratio(a / b)} | ${ratio(a / c)} |`)
     say('')
@@ -314,8 +410,23 @@ async function main (): Promise<void> {
     say('')
   }
   if (PARTS.has('floor')) {
-    const { floor, put, ratios } = await putsAgainstFloor()
-    say(`The floor: awaited one-byte round trips over a Unix socket to a bare echo server in another Node process: ${int(floor)}/s; a client's awaited puts in the rounds alternating with them: ${int(put)}/s; a put's time over a round trip's, each pair of rounds (${ratios.length}): ${ratios.map((r) => r.toFixed(2) + 'x').join(', ')}.`)
+    const rounds = await putsAgainstFloor()
+    say(`The floor: awaited round trips over a Unix socket to an echo server in another Node process, in rounds of ${int(OPS)} alternating with rounds of a client's ${int(OPS)} awaited puts (each rate, then its time per operation over the bare echo's):`)
+    say('- bare echo: one byte each way;')
+    say(`- echo + write: the server also writes ${LOG_RECORD_BYTES} bytes to a file (\`writeSync\`, as a put's log append) before it answers;`)
+    say('- echo + write, framed: a put request and its reply as the socket channel\'s frames (the remote protocol\'s messages, frame-codec.ts), encoded and decoded on both sides, the same write; no remote protocol layers, no engine.')
+    say('')
+    say('| round | bare echo /s | echo + write /s | framed echo + write /s | client put /s | echo + write vs bare | framed vs bare | put vs bare |')
+    say('|---|---:|---:|---:|---:|---:|---:|---:|')
+    const x = (bare: Measured, m: Measured): string => `${(bare.rate / m.rate).toFixed(2)}x`
+    rounds.forEach((r, i) => say(`| ${i + 1} | ${int(r.bare.rate)} | ${int(r.write.rate)} | ${int(r.framed.rate)} | ${int(r.put.rate)} | ${x(r.bare, r.write)} | ${x(r.bare, r.framed)} | ${x(r.bare, r.put)} |`))
+    say('')
+    say('CPU time per operation (`process.cpuUsage`, whole processes), µs, client / server (the owner, for a put), each round:')
+    say('')
+    say('| round | bare echo | echo + write | framed echo + write | client put |')
+    say('|---|---:|---:|---:|---:|')
+    const us = (m: Measured): string => `${m.here.toFixed(1)} / ${m.there.toFixed(1)}`
+    rounds.forEach((r, i) => say(`| ${i + 1} | ${us(r.bare)} | ${us(r.write)} | ${us(r.framed)} | ${us(r.put)} |`))
     say('')
   }
 
@@ -353,7 +464,7 @@ async function main (): Promise<void> {
 }
 
 if (process.argv[2] === 'echo') {
-  net.createServer((socket) => socket.on('data', (d) => socket.write(d))).listen(process.argv[3], () => process.send!('ready'))
+  echoServer(process.argv[3], process.argv[4] as EchoMode, process.argv[5])
 } else {
   main().catch((err) => {
     console.error(err)

@@ -12,7 +12,12 @@ import * as os from 'node:os'
 import * as path from 'node:path'
 import { spawnSync } from 'node:child_process'
 import { LsmLevel } from '../index'
+import * as net from 'node:net'
 import { ownerSocketPath, OWNER_SOCKET } from '../hosts/node/owner-socket'
+import { encodeFrame, FrameReader, socketChannel } from '../hosts/node/socket-channel'
+import { PROTOCOL_VERSION } from '../adapters/remote/protocol'
+import { errorToData } from '../lib/error-codec'
+import { levelError } from '../lib/errors'
 import { tempDir } from './util/temp'
 import { Peer } from './util/mp-peer'
 
@@ -272,6 +277,37 @@ test('multiProcess: errorIfExists while another process has the database open', 
   const err = await db.open({ errorIfExists: true }).catch((e: Error) => e) as { code?: string, cause?: { message: string } }
   t.is(err?.code, 'LEVEL_DATABASE_NOT_OPEN')
   t.ok(/errorIfExists/.test(err?.cause?.message ?? ''), 'the cause says errorIfExists')
+  await owner.kill()
+})
+
+test('multiProcess: an opener of another protocol version is refused at once with LEVEL_NOT_SUPPORTED, either way round', async (t) => {
+  const dir = tempDir()
+  const owner = await Peer.open(dir)
+  const address = ownerSocketPath(dir)
+  // A client of the previous version meets this owner: its attach is refused in the tagged form every version reads.
+  const socket = net.createConnection(address)
+  await new Promise((resolve) => socket.once('connect', resolve))
+  const reply = new Promise<Buffer>((resolve) => socket.once('data', resolve))
+  socket.write(encodeFrame([{ id: 1, op: 'attach', version: PROTOCOL_VERSION - 1, location: dir, options: {} }]))
+  const frame = await reply
+  t.is(frame[4], 8, 'the refusal is a tagged message (an older client reads it)')
+  const [refusal] = new FrameReader().push(frame) as Array<Array<{ id: number, error?: { code: string, message: string } }>>
+  t.is(refusal[0].error?.code, 'LEVEL_NOT_SUPPORTED', refusal[0].error?.message)
+  socket.destroy()
+  // This client meets an owner of the previous version (its socket here, the LOCK held by the peer).
+  fs.unlinkSync(address)
+  const older = net.createServer((s) => {
+    const channel = socketChannel<unknown[], Array<{ id: number }>>(s)
+    channel.receive((requests) => channel.send(requests.map((r) => ({ id: r.id, error: errorToData(levelError('LEVEL_NOT_SUPPORTED', `The client speaks version ${PROTOCOL_VERSION} of the remote protocol; this server speaks version ${PROTOCOL_VERSION - 1}`)) }))))
+  })
+  await new Promise<void>((resolve) => older.listen(address, resolve))
+  const db = new LsmLevel(dir, { multiProcess: true, ownerTimeoutMs: 10_000 })
+  const t0 = Date.now()
+  const err = await db.open().catch((e: Error) => e) as { code?: string, cause?: { code?: string, message: string } }
+  t.is(err?.code, 'LEVEL_DATABASE_NOT_OPEN')
+  t.is(err?.cause?.code, 'LEVEL_NOT_SUPPORTED', err?.cause?.message)
+  t.ok(Date.now() - t0 < 5000, `at once, not after ownerTimeoutMs (${Date.now() - t0} ms)`)
+  older.close()
   await owner.kill()
 })
 

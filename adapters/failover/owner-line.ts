@@ -67,13 +67,23 @@ export class OwnerLine implements Term {
   }
 
   /** Runs `request` (requests on this line) under the watchdog. */
-  async track<T> (request: () => Promise<T>): Promise<T> {
+  track<T> (request: () => Promise<T>): Promise<T> {
     this.begin()
+    let reply: Promise<T>
     try {
-      return await request()
-    } finally {
+      reply = request()
+    } catch (err) {
       this.finish()
+      return Promise.reject(err)
     }
+    // Not an async function: an awaited write's reply settles the caller one promise sooner.
+    return reply.then((value) => {
+      this.finish()
+      return value
+    }, (err: unknown) => {
+      this.finish()
+      throw err
+    })
   }
 
   /** The error of operations failing because the owner stopped answering. */

@@ -20,7 +20,7 @@ import { Engine } from '../../lib/engine'
 import type { ReplayedPrefix } from '../../lib/recovery'
 import { levelError } from '../../lib/errors'
 import { connectToOwner, ownerSocketPath } from '../../hosts/node/owner-socket'
-import { socketChannel } from '../../hosts/node/socket-channel'
+import { ReadFeed, socketChannel } from '../../hosts/node/socket-channel'
 import type { ClientChannel } from '../remote/connection'
 import { RemoteDatabase } from '../remote/remote-database'
 import { EngineDatabase } from '../remote/engine-database'
@@ -167,7 +167,8 @@ export class ProcessElection implements Election {
 
   /**
    * Tries to own the database, else to reach its owner, until one works or
-   * ownerTimeoutMs has passed (LEVEL_OWNER_UNREACHABLE).
+   * ownerTimeoutMs has passed (LEVEL_OWNER_UNREACHABLE); an owner that speaks
+   * another version of the protocol fails it at once (LEVEL_NOT_SUPPORTED).
    */
   private async campaign (errorIfExists: boolean): Promise<State> {
     const timeoutMs = this.options.ownerTimeoutMs
@@ -182,6 +183,8 @@ export class ProcessElection implements Election {
       try {
         return await this.reach(deadline)
       } catch (err) {
+        // An owner of another version of the protocol will not change its mind: no retries.
+        if ((err as { code?: unknown }).code === 'LEVEL_NOT_SUPPORTED') throw err
         failure = err
       }
       if (Date.now() + delay >= deadline) throw ownerUnreachable(this.options.location, timeoutMs, failure)
@@ -213,9 +216,10 @@ export class ProcessElection implements Election {
   /** Connects to the owner's socket and attaches, by `deadline`. */
   private async reach (deadline: number): Promise<OwnerLine> {
     this.address ??= ownerSocketPath(this.options.location)
-    const socket = await connectToOwner(this.address, Math.max(1, deadline - Date.now()))
+    const feed = new ReadFeed()
+    const socket = await connectToOwner(this.address, Math.max(1, deadline - Date.now()), feed)
     // Idle, a client's socket does not keep its process alive; a request waiting for its reply does.
-    const line = new OwnerLine(socketChannel(socket) as ClientChannel, {
+    const line = new OwnerLine(socketChannel(socket, feed) as ClientChannel, {
       location: this.options.location,
       timeoutMs: this.options.ownerTimeoutMs,
       hold: () => socket.ref(),

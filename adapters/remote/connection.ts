@@ -38,6 +38,7 @@ export class RemoteConnection {
     return this.failure === undefined
   }
 
+  /** Sends `message` (taken over: it becomes the request); resolves to the reply's result. */
   request (message: RequestMessage): Promise<unknown> {
     return this.named(message).reply
   }
@@ -51,7 +52,10 @@ export class RemoteConnection {
   private enqueue (id: number, message: RequestMessage): Promise<unknown> {
     if (this.failure !== undefined) return Promise.reject(this.failure)
     if (this.outbox.length === 0) queueMicrotask(() => this.send())
-    this.outbox.push({ ...message, id } as Request)
+    // The message is the caller's own literal: it becomes the request (no copy).
+    const request = message as Request
+    request.id = id
+    this.outbox.push(request)
     return new Promise((resolve, reject) => this.waiting.set(id, { resolve, reject }))
   }
 

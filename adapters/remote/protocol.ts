@@ -47,8 +47,10 @@ import type { ErrorData } from '../../lib/error-codec'
  * 1: attach/detach, per-session handles named by request ids, pushes (this
  *    protocol's first version; it replaced the browser worker's open/close).
  * 2: change feeds ('changes', 'changesNext', 'changesClose') and 'sequence'.
+ * 3: over a Node socket, puts, dels, gets and their replies as compact
+ *    messages (hosts/node/frame-codec.ts), which a version 2 peer cannot read.
  */
-export const PROTOCOL_VERSION = 2
+export const PROTOCOL_VERSION = 3
 
 /** A committed batch of a change feed, keys and values as stored. */
 export interface ChangeBatchMessage {

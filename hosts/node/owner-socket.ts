@@ -19,6 +19,7 @@ import * as net from 'node:net'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import { createHash } from 'node:crypto'
+import type { ReadFeed } from './socket-channel'
 
 /** The owner's socket file in the database directory. */
 export const OWNER_SOCKET = 'OWNER.sock'
@@ -86,11 +87,12 @@ export async function stopListening (server: net.Server, address: string): Promi
 /**
  * Connects to the owner at `address`; rejects with the socket's error when
  * nobody listens (ENOENT, ECONNREFUSED: no owner yet, or a dead one's file)
- * or after `timeoutMs`.
+ * or after `timeoutMs`. With `feed`, the socket's reads go to it
+ * (socket-channel.ts, ReadFeed), not to 'data' events.
  */
-export async function connectToOwner (address: string, timeoutMs: number): Promise<net.Socket> {
+export async function connectToOwner (address: string, timeoutMs: number, feed?: ReadFeed): Promise<net.Socket> {
   return await new Promise((resolve, reject) => {
-    const socket = net.createConnection(address)
+    const socket = net.createConnection(feed === undefined ? { path: address } : { path: address, onread: feed.onread() })
     const timer = setTimeout(() => {
       socket.destroy()
       reject(Object.assign(new Error(`No answer from ${address} within ${timeoutMs} ms`), { code: 'ETIMEDOUT' }))
