@@ -103,3 +103,30 @@ test('the bundle is the engine: a database through it flushes and compacts on it
     fs.rmSync(dir, { recursive: true, force: true })
   }
 })
+
+// node:crypto (hashing for backups, a stale LOCK's judgement) and node:net
+// (multiProcess) load at their first use: a process that requires the package
+// and opens, writes and closes a database without them loads neither.
+test('require() of the bundle and a plain open, put and close load neither node:crypto nor node:net', (t) => {
+  const bundle = path.join(__dirname, '..', 'node', 'lsm-level.js')
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-bundle-load-'))
+  const script = path.join(dir, 'load.js')
+  fs.writeFileSync(script, `
+const { Level } = require(${JSON.stringify(bundle)})
+const db = new Level(${JSON.stringify(path.join(dir, 'db'))})
+db.open().then(() => db.put('a', 'b')).then(() => db.close()).then(() => {
+  console.log(JSON.stringify(process.moduleLoadList.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice(13))))
+})
+`)
+  try {
+    const r = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 60_000 })
+    t.is(r.status, 0, `the script ran${r.status === 0 ? '' : ': ' + r.stderr}`)
+    const loaded = r.status === 0 ? JSON.parse(r.stdout.trim().split('\n').pop()!) as string[] : []
+    t.ok(loaded.includes('fs'), `the list of Node modules loaded is there (${loaded.length})`)
+    t.notOk(loaded.includes('crypto'), 'node:crypto not loaded')
+    t.notOk(loaded.includes('net'), 'node:net not loaded')
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+    t.end()
+  }
+})

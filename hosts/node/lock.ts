@@ -76,13 +76,25 @@
 // - It is advisory: only processes using this module honour it.
 import * as os from 'node:os'
 import * as path from 'node:path'
-import { createHash, randomBytes } from 'node:crypto'
+import { nodeCrypto } from './lazy-modules'
 import { hardLinkIfSupported, type FileSystem } from '../../lib/fs/fs'
 import type { LockHandle } from '../../lib/platform'
 import { ioError, levelError } from '../../lib/errors'
 import { LOCK, join } from '../../lib/filenames'
 
 /** Version of the LOCK file contents drawn above. */
+
+/**
+ * 32 random hex digits, one per acquisition: it tells this acquisition's LOCK
+ * from another's, nothing more, so Math.random does (node:crypto would cost
+ * every open its load).
+ */
+function randomToken (): string {
+  let out = ''
+  for (let i = 0; i < 4; i++) out += Math.floor(Math.random() * 0x100000000).toString(16).padStart(8, '0')
+  return out
+}
+
 export const FORMAT_VERSION = 1
 
 /** Prefix of the break files that give the right to remove a stale LOCK (see takeOverStale). */
@@ -174,7 +186,7 @@ export function acquireLock (fs: FileSystem, dir: string): LockHandle {
   const key = path.resolve(dir)
   if (lockedDirs.has(key)) throw locked(dir, 'another open database in this process')
 
-  const token = randomBytes(16).toString('hex')
+  const token = randomToken()
   const data = Buffer.from(
     `version ${FORMAT_VERSION}\npid ${process.pid}\nstart ${processStart}\nhost ${os.hostname()}\ntoken ${token}\n`
   )
@@ -234,7 +246,7 @@ function takeOverStale (fs: FileSystem, dir: string, lockPath: string, token: st
   if (judged === undefined) return undefined // released meanwhile; just try to create again
   refuseLiveHolder(dir, judged.holder)
 
-  const key = createHash('sha256').update(judged.seen).digest('hex').slice(0, 16)
+  const key = nodeCrypto().createHash('sha256').update(judged.seen).digest('hex').slice(0, 16)
   const takerPath = join(dir, `${TAKER}-${token}`)
   breakingTokens.add(token)
   let held: string | undefined

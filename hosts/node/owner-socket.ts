@@ -15,10 +15,10 @@
 // A socket file is removed only by a process holding the LOCK: the owner
 // before it listens (a crashed owner's file is stale then) and when it closes.
 import * as fs from 'node:fs'
-import * as net from 'node:net'
+import type * as net from 'node:net'
 import * as os from 'node:os'
 import * as path from 'node:path'
-import { createHash } from 'node:crypto'
+import { nodeCrypto, nodeNet } from './lazy-modules'
 import type { ReadFeed } from './socket-channel'
 
 /** The owner's socket file in the database directory. */
@@ -30,7 +30,7 @@ const SUN_PATH_MAX_BYTES = process.platform === 'linux' ? 107 : 103
 /** The address the owner of the database in `dir` listens on (see above). */
 export function ownerSocketPath (dir: string): string {
   const real = realDir(dir)
-  const hash = createHash('sha256').update(real).digest('hex').slice(0, 24)
+  const hash = nodeCrypto().createHash('sha256').update(real).digest('hex').slice(0, 24)
   if (process.platform === 'win32') return `\\\\.\\pipe\\lsm-level-${hash}`
   const beside = path.join(real, OWNER_SOCKET)
   if (Buffer.byteLength(beside) <= SUN_PATH_MAX_BYTES) return beside
@@ -58,7 +58,7 @@ export async function listenAsOwner (address: string, onConnection: (socket: net
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
     }
   }
-  const server = net.createServer(onConnection)
+  const server = nodeNet().createServer(onConnection)
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(address, () => {
@@ -92,7 +92,7 @@ export async function stopListening (server: net.Server, address: string): Promi
  */
 export async function connectToOwner (address: string, timeoutMs: number, feed?: ReadFeed): Promise<net.Socket> {
   return await new Promise((resolve, reject) => {
-    const socket = net.createConnection(feed === undefined ? { path: address } : { path: address, onread: feed.onread() })
+    const socket = nodeNet().createConnection(feed === undefined ? { path: address } : { path: address, onread: feed.onread() })
     const timer = setTimeout(() => {
       socket.destroy()
       reject(Object.assign(new Error(`No answer from ${address} within ${timeoutMs} ms`), { code: 'ETIMEDOUT' }))

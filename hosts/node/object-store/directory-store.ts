@@ -11,7 +11,7 @@
 import * as fsp from 'node:fs/promises'
 import { constants as fsConstants } from 'node:fs'
 import * as path from 'node:path'
-import { randomBytes } from 'node:crypto'
+import { nodeCrypto } from '../lazy-modules'
 import { storeError, type ObjectInfo, type ObjectStore } from '../../../lib/backup/object-store'
 import { levelError } from '../../../lib/errors'
 
@@ -57,7 +57,7 @@ export class DirectoryStore implements ObjectStore {
     const file = this.file(key)
     const dir = path.dirname(file)
     await fsp.mkdir(dir, { recursive: true })
-    const tmp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`)
+    const tmp = path.join(dir, `.${path.basename(file)}.${nodeCrypto().randomBytes(6).toString('hex')}.tmp`)
     try {
       await write(tmp)
       if (this.sync) {

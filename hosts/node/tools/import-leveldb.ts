@@ -26,7 +26,7 @@
 // place only once complete, so a failure (a damaged source file is
 // LEVEL_CORRUPTION naming it) leaves no half-built database behind.
 import * as path from 'node:path'
-import { randomBytes } from 'node:crypto'
+import { nodeCrypto } from '../lazy-modules'
 import type { FileSystem } from '../../../lib/fs/fs'
 import { fileSize } from '../../../lib/fs/fs'
 import { nodeFileSystem } from '../node-fs'
@@ -90,7 +90,7 @@ export async function importLevelDB (source: string, location: string, options: 
   if (!fs.exists(src)) throw levelError('LEVEL_INVALID_OPTION', `Cannot import: the source directory does not exist: ${src}`)
   if (levelDBSigns(fs, src) === undefined) throw levelError('LEVEL_INVALID_OPTION', `Cannot import: ${src} does not hold a LevelDB database (no LevelDB manifest or tables)`)
   if (fs.exists(dest) && !isEmptyDir(fs, dest)) throw levelError('LEVEL_INVALID_OPTION', `Cannot import: the destination exists and is not an empty directory: ${dest}`)
-  const tmp = path.join(path.dirname(dest), `.${path.basename(dest)}.import-${randomBytes(6).toString('hex')}`)
+  const tmp = path.join(path.dirname(dest), `.${path.basename(dest)}.import-${nodeCrypto().randomBytes(6).toString('hex')}`)
   fs.mkdirp(tmp)
   const counter: ReadCounter = { bytes: 0 }
   let bytesTotal = 0
