@@ -13,14 +13,10 @@ import * as os from 'node:os'
 import * as path from 'node:path'
 import { findChromium, playwrightChromium, serveDist, type Page } from '../test/browser/harness'
 import type { Bench } from './browser-page'
+import { devtoolsSessions } from './devtools-sessions'
 
 interface PageGlobal { lsmBench: Bench }
 interface Profile { nodes: Array<{ id: number, callFrame: { functionName: string, url: string, lineNumber: number } }>, samples: number[], timeDeltas: number[] }
-/** The DevTools session as used here (playwright-core's CDPSession). */
-interface Session {
-  send (method: string, params?: object): Promise<any>
-  on (event: string, listener: (event: any) => void): void
-}
 
 const GETS = Number(process.env.BENCH_GETS ?? 3000)
 const PUTS = Number(process.env.BENCH_PUTS ?? 3000)
@@ -59,26 +55,8 @@ async function main (): Promise<void> {
     await page.evaluate(async (c) => await (globalThis as unknown as PageGlobal).lsmBench.setup(c), { puts: PUTS, keys: Math.max(GETS, KEYS, 1000), gets: GETS, seeks: 1, seed: 1 })
     // Untimed: starts the engine's worker and fills the database the gets read.
     await run('fillbatch', 0)
-    const cdp = await context.newCDPSession(page) as unknown as Session
-    const workers: Array<{ sessionId: string, targetInfo: { url: string } }> = []
-    const waiting = new Map<number, (reply: any) => void>()
-    let nextId = 1
-    cdp.on('Target.attachedToTarget', (event) => workers.push(event))
-    cdp.on('Target.receivedMessageFromTarget', (event) => {
-      const reply = JSON.parse(event.message)
-      waiting.get(reply.id)?.(reply)
-      waiting.delete(reply.id)
-    })
-    await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: false })
-    await new Promise((resolve) => setTimeout(resolve, 1000))
-    const engine = workers.find((w) => w.targetInfo.url.includes('lsm-level-worker'))
-    if (engine === undefined) throw new Error('the engine worker was not found among ' + workers.map((w) => w.targetInfo.url).join(', '))
-    const inWorker = async (method: string, params: object = {}): Promise<any> => await new Promise((resolve) => {
-      const id = nextId++
-      waiting.set(id, resolve)
-      cdp.send('Target.sendMessageToTarget', { sessionId: engine.sessionId, message: JSON.stringify({ id, method, params }) }).catch(() => {})
-    })
-    for (const send of [async (m: string, p?: object) => await cdp.send(m, p), inWorker]) {
+    const devtools = await devtoolsSessions(context, page)
+    for (const send of [devtools.page, devtools.worker]) {
       await send('Profiler.enable')
       await send('Profiler.setSamplingInterval', { interval: 100 })
       await send('Profiler.start')
@@ -91,8 +69,8 @@ async function main (): Promise<void> {
     if (SYNC) console.log(`# ${Math.min(PUTS, 1000)} awaited durable puts: the median put ${(1e6 / await run('fillsync', 1)).toFixed(0)} µs`)
     const gets = SCANS > 0 || SYNC ? 0 : await run('readrandom', 0)
     const puts = SCANS > 0 || SYNC ? 0 : await run('fillrandom', 1)
-    const pageProfile = (await cdp.send('Profiler.stop')).profile as Profile
-    const workerProfile = (await inWorker('Profiler.stop')).result.profile as Profile
+    const pageProfile = (await devtools.page('Profiler.stop')).profile as Profile
+    const workerProfile = (await devtools.worker('Profiler.stop')).profile as Profile
     if (!SYNC) console.log(`# ${GETS} awaited gets: ${gets.toFixed(0)}/s; ${PUTS} awaited puts: ${puts.toFixed(0)}/s`)
     console.log(`# ${new Date().toISOString()}, load ${os.loadavg()[0].toFixed(1)}`)
     console.log('# the page', ...selfTimes(pageProfile).map((l) => '\n' + l))

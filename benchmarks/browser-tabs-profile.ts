@@ -13,16 +13,11 @@ import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import { findChromium, playwrightChromium, serveDist, type Page } from '../test/browser/harness'
+import { devtoolsSessions, type Send } from './devtools-sessions'
 
 interface PageGlobal { lsmTabsBench: Record<string, (...args: unknown[]) => Promise<unknown>> }
 interface Profile { nodes: Array<{ id: number, callFrame: { functionName: string, url: string, lineNumber: number } }>, samples: number[], timeDeltas: number[] }
-/** The DevTools session as used here (playwright-core's CDPSession). */
-interface Session {
-  send (method: string, params?: object): Promise<any>
-  on (event: string, listener: (event: any) => void): void
-}
 interface Context { newPage (): Promise<Page>, close (): Promise<void>, newCDPSession (page: Page): Promise<unknown> }
-type Send = (method: string, params?: object) => Promise<any>
 
 const OPS = Number(process.env.BENCH_OPS ?? 2000)
 
@@ -57,32 +52,6 @@ async function call<R> (page: Page, method: string, ...args: unknown[]): Promise
   return await page.evaluate(async ([m, a]) => await (globalThis as unknown as PageGlobal).lsmTabsBench[m](...a), [method, args] as [string, unknown[]]) as R
 }
 
-/** Senders of DevTools commands to `page` and to its engine worker. */
-async function sessions (context: Context, page: Page): Promise<{ page: Send, worker: Send }> {
-  const cdp = await context.newCDPSession(page) as Session
-  const workers: Array<{ sessionId: string, targetInfo: { url: string } }> = []
-  const waiting = new Map<number, (reply: any) => void>()
-  let nextId = 1
-  cdp.on('Target.attachedToTarget', (event) => workers.push(event))
-  cdp.on('Target.receivedMessageFromTarget', (event) => {
-    const reply = JSON.parse(event.message)
-    waiting.get(reply.id)?.(reply)
-    waiting.delete(reply.id)
-  })
-  await cdp.send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: false, flatten: false })
-  await new Promise((resolve) => setTimeout(resolve, 1000))
-  const engine = workers.find((w) => w.targetInfo.url.includes('lsm-level-worker'))
-  if (engine === undefined) throw new Error('the engine worker was not found among ' + workers.map((w) => w.targetInfo.url).join(', '))
-  return {
-    page: async (m, p) => await cdp.send(m, p),
-    worker: async (method, params = {}) => await new Promise((resolve) => {
-      const id = nextId++
-      waiting.set(id, (reply) => resolve(reply.result))
-      cdp.send('Target.sendMessageToTarget', { sessionId: engine.sessionId, message: JSON.stringify({ id, method, params }) }).catch(() => {})
-    })
-  }
-}
-
 async function main (): Promise<void> {
   const executablePath = findChromium()
   if (executablePath === undefined) throw new Error('no Chromium found; set CHROMIUM_PATH')
@@ -96,8 +65,8 @@ async function main (): Promise<void> {
     if (owner.role !== 'owner' || client.role !== 'client') throw new Error(`the tabs opened as ${owner.role} and ${client.role}`)
     // Untimed: the client's line to the owner, warmed.
     await call(client.page, 'puts', 99, 200)
-    const ownerSessions = await sessions(context, owner.page)
-    const clientSessions = await sessions(context, client.page)
+    const ownerSessions = await devtoolsSessions(context, owner.page)
+    const clientSessions = await devtoolsSessions(context, client.page)
     const threads: Array<[string, Send]> = [['the client page', clientSessions.page], ['the client tab\'s worker', clientSessions.worker], ['the owner tab\'s worker', ownerSessions.worker]]
     for (const [, send] of threads) {
       await send('Profiler.enable')

@@ -15,12 +15,9 @@
 //   BENCH_ROLES='owner tab,client tab (relay),browser-level tab' ...  only these tabs
 //   BENCH_BROWSER=firefox ...                     in Firefox (section "browser-tabs-firefox")
 //   BENCH_MARKDOWN=BENCHMARKS.md ...              also write the section "browser-tabs"
-import { execFileSync } from 'node:child_process'
-import * as fs from 'node:fs'
-import * as os from 'node:os'
-import * as path from 'node:path'
-import { findChromium, CHROMIUM_CANDIDATES, type Page, playwrightChromium, serveDist } from '../test/browser/harness'
+import { type Page, serveDist } from '../test/browser/harness'
 import { launchFirefox } from '../test/browser/firefox'
+import { launchChromium } from './chromium-launch'
 import { median, rotated } from './child'
 import { commandLine, dateLine, describeMachine, gitCommit, int, loadNote, machine, ratio, writeSection } from './report'
 
@@ -143,20 +140,8 @@ async function launch (): Promise<{ version: string, driver: string, context: Co
     const firefox = await launchFirefox({}, true)
     return { version: `Mozilla Firefox ${firefox.version.replace(/^firefox\//, '')}`, driver: 'puppeteer-core over WebDriver BiDi', context: firefox.defaultContext, close: firefox.close }
   }
-  const executablePath = findChromium()
-  if (executablePath === undefined) throw new Error(`no Chromium found (${CHROMIUM_CANDIDATES.join(', ')}); set CHROMIUM_PATH`)
-  const version = execFileSync(executablePath, ['--version'], { encoding: 'utf8' }).trim()
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-tabs-bench-'))
-  const context = await playwrightChromium().launchPersistentContext(profile, { executablePath, args: ['--no-sandbox'] }) as unknown as Context
-  return {
-    version,
-    driver: 'playwright-core',
-    context,
-    close: async () => {
-      await context.close()
-      fs.rmSync(profile, { recursive: true, force: true })
-    }
-  }
+  const chromium = await launchChromium('lsm-tabs-bench-')
+  return { ...chromium, context: chromium.context as unknown as Context }
 }
 
 async function main (): Promise<void> {

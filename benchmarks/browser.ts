@@ -33,13 +33,11 @@
 //   BENCH_ENGINES=lsm-level,browser-level ...      only these engines (of the table's names)
 //   BENCH_TRIPS=2000 ...                           round trips of each kind of the floor, a
 //                                                  bare page -> worker -> page message (0: none)
-import { execFileSync } from 'node:child_process'
-import * as fs from 'node:fs'
-import * as os from 'node:os'
 import * as path from 'node:path'
 import type { Server } from 'node:http'
-import { findChromium, CHROMIUM_CANDIDATES, type Context, type Page, playwrightChromium, serveDist } from '../test/browser/harness'
+import { type Context, type Page, serveDist } from '../test/browser/harness'
 import { launchFirefox } from '../test/browser/firefox'
+import { launchChromium } from './chromium-launch'
 import { launchWebKit } from './webkit-context'
 import type { Bench, BenchConfig, EngineName, FloorKind, Workload } from './browser-page'
 import { median, rotated } from './child'
@@ -144,20 +142,8 @@ async function launch (): Promise<{ version: string, driver: string, context: Co
     const firefox = await launchFirefox({}, true)
     return { version: `Mozilla Firefox ${firefox.version.replace(/^firefox\//, '')}`, driver: 'puppeteer-core over WebDriver BiDi', context: firefox.defaultContext, close: firefox.close }
   }
-  const executablePath = findChromium()
-  if (executablePath === undefined) throw new Error(`no Chromium found (${CHROMIUM_CANDIDATES.join(', ')}); set CHROMIUM_PATH`)
-  const version = execFileSync(executablePath, ['--version'], { encoding: 'utf8' }).trim()
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'lsm-browser-bench-'))
-  const context = await playwrightChromium().launchPersistentContext(profile, { executablePath, args: ['--no-sandbox'] })
-  return {
-    version,
-    driver: 'playwright-core',
-    context,
-    close: async () => {
-      await context.close()
-      fs.rmSync(profile, { recursive: true, force: true })
-    }
-  }
+  const chromium = await launchChromium('lsm-browser-bench-')
+  return { ...chromium, context: chromium.context }
 }
 
 async function main (): Promise<void> {
