@@ -19,11 +19,16 @@
 // no assertion. A file that runs longer than LSM_TEST_FILE_TIMEOUT_S seconds
 // (default 1800) is killed, with its children, and counted as failed. The
 // summary ends with the last lines of each failing file's output, so that a
-// log cut to its end still says what failed.
+// log cut to its end still says what failed. A file still running
+// LSM_TEST_EXIT_GRACE_S seconds (default 60) after its last test ended (the
+// guard prints a line then; tape's summary waits for the process's exit)
+// holds something open (a child process, a server, a database a failed test
+// left open): it is killed and counted as failed, not left to the timeout.
 import { spawn } from 'node:child_process'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { tapSkips } from './util/tap-skips'
+import { TESTS_ENDED } from './util/tests-ended'
 
 /** The test files' directory: this one, or LSM_TEST_DIR (the runner's own test runs it on fixture files). */
 const dir = process.env.LSM_TEST_DIR ?? __dirname
@@ -68,9 +73,11 @@ const failures: string[] = []
 const skips: string[] = []
 const started = Date.now()
 
-interface Outcome { status: number | null, signal: NodeJS.Signals | null, stdout: string, stderr: string, timedOut: boolean }
+interface Outcome { status: number | null, signal: NodeJS.Signals | null, stdout: string, stderr: string, timedOut: boolean, heldOpen: boolean }
 
 const FILE_TIMEOUT_MS = Math.max(1, Number(process.env.LSM_TEST_FILE_TIMEOUT_S ?? 1800)) * 1000
+/** How long a file may run on after tape's summary (its exit handlers, its temp directories' removal). */
+const EXIT_GRACE_MS = Math.max(1, Number(process.env.LSM_TEST_EXIT_GRACE_S ?? 60)) * 1000
 /** The last lines of each failing file's output, printed again at the end. */
 const failureTails: string[] = []
 const TAIL_LINES = 60
@@ -94,19 +101,36 @@ async function runFile (file: string): Promise<Outcome> {
     })
     running.add(child.pid!)
     let timedOut = false
+    let heldOpen = false
+    const killGroup = (): void => {
+      try { process.kill(-child.pid!, 'SIGKILL') } catch { child.kill('SIGKILL') }
+    }
     const timer = setTimeout(() => {
       timedOut = true
-      try { process.kill(-child.pid!, 'SIGKILL') } catch { child.kill('SIGKILL') }
+      killGroup()
     }, FILE_TIMEOUT_MS)
+    let graceTimer: NodeJS.Timeout | undefined
     const out: Buffer[] = []
     const err: Buffer[] = []
-    child.stdout.on('data', (b: Buffer) => out.push(b))
+    /** The output's last characters: where tape's summary appears. */
+    let end = ''
+    child.stdout.on('data', (b: Buffer) => {
+      out.push(b)
+      end = (end + b.toString('latin1')).slice(-1000)
+      if (graceTimer === undefined && end.includes(TESTS_ENDED)) {
+        graceTimer = setTimeout(() => {
+          heldOpen = true
+          killGroup()
+        }, EXIT_GRACE_MS)
+      }
+    })
     child.stderr.on('data', (b: Buffer) => err.push(b))
     child.on('error', (e) => err.push(Buffer.from(`could not start ${file}: ${e.message}\n`)))
     child.on('close', (status, signal) => {
       clearTimeout(timer)
+      clearTimeout(graceTimer)
       running.delete(child.pid!)
-      resolve({ status, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), timedOut })
+      resolve({ status, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), timedOut, heldOpen })
     })
   })
 }
@@ -116,7 +140,7 @@ function report (file: string, r: Outcome, seconds: number): void {
   const out = r.stdout
   const lines: string[] = []
   for (const line of out.split('\n')) {
-    if (line.startsWith('ok ') && !line.includes(' # SKIP')) continue
+    if ((line.startsWith('ok ') && !line.includes(' # SKIP')) || line === TESTS_ENDED) continue
     if (line.trim() !== '') lines.push(line)
   }
   if (lines.length > 0) process.stdout.write(lines.join('\n') + '\n')
@@ -130,8 +154,10 @@ function report (file: string, r: Outcome, seconds: number): void {
   skips.push(...skipped)
   passed += pass
   failed += fail
-  const crashed = r.status !== 0 && fail === 0
-  const why = r.timedOut ? `timed out after ${FILE_TIMEOUT_MS / 1000} s` : `exit ${r.status ?? r.signal}`
+  const crashed = (r.status !== 0 && fail === 0) || r.heldOpen
+  const why = r.timedOut
+    ? `timed out after ${FILE_TIMEOUT_MS / 1000} s`
+    : r.heldOpen ? `still running ${EXIT_GRACE_MS / 1000} s after its tests ended: something held it open` : `exit ${r.status ?? r.signal}`
   if (crashed) {
     failed++
     failures.push(`${file} (${why})`)

@@ -87,3 +87,21 @@ test('runner: --quick leaves out the browser files and the slow ones', (t) => {
   t.deepEqual([...r.stdout.matchAll(/^== ([\w.-]+):/gm)].map((m) => m[1]), ['unit.test.js'], 'only the unit file ran')
   t.end()
 })
+
+test('runner: a file held open after its tests ended is killed after a grace and counted as failed, not left to the timeout', (t) => {
+  const dir = tempDir('lsm-runner-')
+  // A failed test that skipped its cleanup: a server still listening keeps the process alive.
+  fs.writeFileSync(path.join(dir, 'held.test.js'), `const test = require(${TAPE})
+const server = require('node:net').createServer().listen(0)
+test('a test that leaves a server open', (t) => { t.ok(server, 'listening'); t.end() })
+`)
+  fs.writeFileSync(path.join(dir, 'unit.test.js'), `const test = require(${TAPE})\ntest('a unit test', (t) => { t.pass('ran'); t.end() })\n`)
+  const t0 = Date.now()
+  const r = spawnSync(process.execPath, [path.join(__dirname, 'run.js')], { env: { ...process.env, LSM_TEST_DIR: dir, LSM_TEST_EXIT_GRACE_S: '2' }, encoding: 'utf8', timeout: 120_000 })
+  const ms = Date.now() - t0
+  t.is(r.status, 1, 'the runner exits 1')
+  t.ok(r.stdout.includes('failing: held.test.js (still running 2 s after its tests ended: something held it open)'), 'the held file is named as failing, with the reason')
+  t.ok(r.stdout.includes('== unit.test.js: 1 passed, 0 failed'), 'the next file ran')
+  t.ok(ms < 60_000, `in ${ms} ms: the grace, not the file timeout`)
+  t.end()
+})

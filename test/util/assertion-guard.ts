@@ -9,6 +9,7 @@
 // are left as they are: that suite is not ours to change, and our own tests
 // cover what its zero-assertion tests meant to check.
 import { isMainThread } from 'node:worker_threads'
+import { TESTS_ENDED } from './tests-ended'
 
 interface TapeTest {
   on (event: 'result', listener: (result: object | string) => void): void
@@ -43,10 +44,19 @@ function install (): void {
   const id = require.resolve('tape')
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const tape = require(id) as Tape
+  let announced = false
+  /** Registers the end's announcement, once, after the first test (which makes tape's harness). */
+  const announceEnd = (): void => {
+    if (announced) return
+    announced = true
+    ;(tape.onFinish as (cb: () => void) => void)(() => { process.stdout.write(TESTS_ENDED + '\n') })
+  }
   const wrap = (register: (...args: unknown[]) => unknown) => (...args: unknown[]): unknown => {
     const at = args.findIndex((a) => typeof a === 'function')
     if (at >= 0 && !fromComplianceSuite()) args[at] = guarded(args[at] as TestFunction)
-    return register(...args)
+    const registered = register(...args)
+    announceEnd()
+    return registered
   }
   const test = Object.assign(wrap(tape), tape) as Tape
   test.test = test
@@ -58,7 +68,9 @@ function install (): void {
     const at = args.findIndex((a) => typeof a === 'object' && a !== null)
     if (at >= 0) args[at] = { ...(args[at] as object), skip: true }
     else args.splice(typeof args[0] === 'string' ? 1 : 0, 0, { skip: true })
-    return tape(...args)
+    const registered = tape(...args)
+    announceEnd()
+    return registered
   }
   require.cache[id]!.exports = test
 }
