@@ -437,6 +437,127 @@ agree('open({}) on a new instance at the location keeps the data', [
   return log
 })
 
+agree('get(): a promise whatever happens (a bad key, a value that does not decode, a closed database), deferred while opening; json values decoded', [
+  'while opening: ok "1"',
+  'get(null) returns: a promise; LEVEL_INVALID_KEY',
+  'get(undefined): LEVEL_INVALID_KEY',
+  'missing: ok',
+  'json: ok {"n":1}',
+  'not json: LEVEL_DECODE_ERROR',
+  'with an encoding option: ok "{\\"n\\":1}"',
+  'after close: returns a promise; LEVEL_DATABASE_NOT_OPEN'
+], async (engine) => {
+  const location = engine.persistent ? tempDir() : undefined
+  const first = engine.make(location)
+  await first.open()
+  await first.put('a', '1')
+  await first.put('j', '{"n":1}')
+  await first.put('bad', 'not json')
+  // The same location again for the persistent engines; memory-level keeps its data on the instance.
+  const db = engine.persistent ? (await first.close(), engine.make(location)) : first
+  const log = [`while opening: ${await outcome(db.get('a'))}`]
+  const nullGet = (db.get as (key: unknown) => unknown)(null)
+  log.push(`get(null) returns: ${nullGet instanceof Promise ? 'a promise' : typeof nullGet}; ${await outcome(nullGet as Promise<unknown>)}`)
+  log.push(`get(undefined): ${await outcome((db.get as (key: unknown) => Promise<unknown>)(undefined))}`)
+  log.push(`missing: ${await outcome(db.get('nothing'))}`)
+  await db.close()
+  const json = engine.persistent ? engine.make(location, { valueEncoding: 'json' }) : first
+  if (!engine.persistent) await json.open()
+  const parsed = engine.persistent ? json : (json as unknown as { sublevel: (n: string, o: object) => Db }).sublevel('j', { valueEncoding: 'json' })
+  if (!engine.persistent) {
+    await (json as unknown as { put: (k: string, v: string, o: object) => Promise<void> }).put('!j!j', '{"n":1}', { valueEncoding: 'utf8' })
+    await (json as unknown as { put: (k: string, v: string, o: object) => Promise<void> }).put('!j!bad', 'not json', { valueEncoding: 'utf8' })
+  }
+  log.push(`json: ${await outcome(parsed.get('j'))}`)
+  log.push(`not json: ${await outcome(parsed.get('bad'))}`)
+  log.push(`with an encoding option: ${await outcome(parsed.get('j', { valueEncoding: 'utf8' }))}`)
+  await json.close()
+  const closedGet = parsed.get('a')
+  log.push(`after close: returns ${closedGet instanceof Promise ? 'a promise' : typeof closedGet}; ${await outcome(closedGet)}`)
+  return log
+})
+
+agree('batch([...]): a promise of undefined; each bad operation rejected as abstract-level checks it; options, per-operation encodings, hooks and write events honoured', [
+  'plain: ok; with { sync: true }: ok',
+  'entries: [["a","1"],["b","2"],["n","{\\"n\\":1}"]]',
+  'not an array: no code (TypeError); null operation: LEVEL_INVALID_KEY; no key: LEVEL_INVALID_KEY',
+  'bad type: no code (TypeError); bad type and no key: LEVEL_INVALID_KEY; put without value: LEVEL_INVALID_VALUE',
+  'a bad operation after good ones writes nothing: [["a","1"],["b","2"],["n","{\\"n\\":1}"]]',
+  'returns a promise: true; a thrown error: false',
+  'per-operation valueEncoding json: ok {"x":[1]}',
+  'prewrite hook saw: put c, del a',
+  'write event: put c, del a',
+  'entries: [["b","2"],["c","3"],["n","{\\"n\\":1}"],["o","{\\"x\\":[1]}"]]'
+], async (engine) => {
+  const db = engine.make() as Db & { hooks: { prewrite: { add: (fn: (op: { type: string, key: string }) => void) => void, delete: (fn: unknown) => void } }, off: (e: string, l: unknown) => void }
+  await db.open()
+  const batch = db.batch.bind(db) as (ops: unknown, options?: unknown) => Promise<unknown>
+  const log = [`plain: ${await outcome(batch([{ type: 'put', key: 'a', value: '1' }, { type: 'put', key: 'n', value: '{"n":1}' }]))}; with { sync: true }: ${await outcome(batch([{ type: 'put', key: 'b', value: '2' }], { sync: true }))}`]
+  log.push(`entries: ${await entries(db)}`)
+  log.push(`not an array: ${await outcome(() => batch('x'))}; null operation: ${await outcome(() => batch([null]))}; no key: ${await outcome(() => batch([{ type: 'put', value: '1' }]))}`)
+  log.push(`bad type: ${await outcome(() => batch([{ type: 'merge', key: 'k', value: '1' }]))}; bad type and no key: ${await outcome(() => batch([{ type: 'merge' }]))}; put without value: ${await outcome(() => batch([{ type: 'put', key: 'k' }]))}`)
+  await outcome(() => batch([{ type: 'put', key: 'z', value: '1' }, { type: 'del', key: 'a' }, { type: 'put', key: 'y' }]))
+  log.push(`a bad operation after good ones writes nothing: ${await entries(db)}`)
+  let thrown = false
+  let returned: unknown
+  try { returned = batch([{ type: 'put', key: null, value: '1' }]) } catch { thrown = true }
+  await outcome(returned as Promise<unknown>)
+  log.push(`returns a promise: ${returned instanceof Promise}; a thrown error: ${thrown}`)
+  await batch([{ type: 'put', key: 'o', value: { x: [1] }, valueEncoding: 'json' }])
+  log.push(`per-operation valueEncoding json: ${await outcome(db.get('o', { valueEncoding: 'json' }))}`)
+  const seen: string[] = []
+  const hook = (op: { type: string, key: string }): void => { seen.push(`${op.type} ${op.key}`) }
+  db.hooks.prewrite.add(hook)
+  const events: string[] = []
+  const listener = (ops: Array<{ type: string, key: string }>): void => { events.push(...ops.map((op) => `${op.type} ${op.key}`)) }
+  db.on('write', listener as (...args: unknown[]) => void)
+  await batch([{ type: 'put', key: 'c', value: '3' }, { type: 'del', key: 'a' }])
+  db.hooks.prewrite.delete(hook)
+  db.off('write', listener)
+  log.push(`prewrite hook saw: ${seen.join(', ')}`, `write event: ${events.join(', ')}`)
+  log.push(`entries: ${await entries(db)}`)
+  await db.close()
+  return log
+})
+
+agree('put(): a promise of undefined; a bad key or value rejected (not thrown); deferred while opening; options, hooks and write events honoured', [
+  'while opening: ok',
+  'plain: ok; with { sync: true }: ok',
+  'null key: returns a promise; LEVEL_INVALID_KEY',
+  'undefined value: LEVEL_INVALID_VALUE; null value: LEVEL_INVALID_VALUE',
+  'valueEncoding json: ok {"x":1}',
+  'prewrite hook saw: put h',
+  'write event: put w',
+  'entries: [["a","1"],["b","2"],["h","3"],["j","{\\"x\\":1}"],["w","4"]]',
+  'after close: LEVEL_DATABASE_NOT_OPEN'
+], async (engine) => {
+  const db = engine.make() as Db & { hooks: { prewrite: { add: (fn: (op: { type: string, key: string }) => void) => void, delete: (fn: unknown) => void } }, off: (e: string, l: unknown) => void }
+  const put = db.put.bind(db) as (key: unknown, value: unknown, options?: unknown) => Promise<unknown>
+  const log = [`while opening: ${await outcome(put('a', '1'))}`]
+  log.push(`plain: ${await outcome(put('a', '1'))}; with { sync: true }: ${await outcome(put('b', '2', { sync: true }))}`)
+  let returned: unknown
+  try { returned = put(null, '1') } catch { returned = 'thrown' }
+  log.push(`null key: returns ${returned instanceof Promise ? 'a promise' : String(returned)}; ${await outcome(returned as Promise<unknown>)}`)
+  log.push(`undefined value: ${await outcome(() => put('k', undefined))}; null value: ${await outcome(() => put('k', null))}`)
+  await put('j', { x: 1 }, { valueEncoding: 'json' })
+  log.push(`valueEncoding json: ${await outcome(db.get('j', { valueEncoding: 'json' }))}`)
+  const seen: string[] = []
+  const hook = (op: { type: string, key: string }): void => { seen.push(`${op.type} ${op.key}`) }
+  db.hooks.prewrite.add(hook)
+  await put('h', '3')
+  db.hooks.prewrite.delete(hook)
+  const events: string[] = []
+  const listener = (ops: Array<{ type: string, key: string }>): void => { events.push(...ops.map((op) => `${op.type} ${op.key}`)) }
+  db.on('write', listener as (...args: unknown[]) => void)
+  await put('w', '4')
+  db.off('write', listener)
+  log.push(`prewrite hook saw: ${seen.join(', ')}`, `write event: ${events.join(', ')}`)
+  log.push(`entries: ${await entries(db)}`)
+  await db.close()
+  log.push(`after close: ${await outcome(() => put('z', '1'))}`)
+  return log
+})
+
 agree('passive: true in the constructor options is ignored: the database opens itself', [
   'opened by itself: open',
   'open(): ok',
