@@ -167,10 +167,9 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
 
   /**
    * get() without options on an open database: abstract-level's checks,
-   * encodings and errors, without its async function and its await on _get()
-   * when the backend answers now (the common case; 64 gets in flight cost
-   * about a fifth less this way). With options, during a deferred open or
-   * when not open: abstract-level's get().
+   * encodings and errors around _get() (a subclass's too), without its async
+   * function and its await when _get() answers now (the common case). With
+   * options, during a deferred open or when not open: abstract-level's get().
    */
   override get (key: K): Promise<V | undefined>
   override get<KK = K, VV = V> (key: KK, options: Parameters<AbstractLevel<Format, KK, VV>['get']>[1]): Promise<VV | undefined>
@@ -181,7 +180,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
       const keyEncoding = this.keyEncoding()
       const valueEncoding = this.valueEncoding()
       const formats = this.plainReadOptions ??= Object.freeze({ keyEncoding: keyEncoding.format, valueEncoding: valueEncoding.format })
-      const value = this.backend.get(keyEncoding.encode(key as K) as Format, formats)
+      const value = this._get(keyEncoding.encode(key as K) as Format, formats)
       if (value instanceof Promise) return value.then((v) => decodeValue(valueEncoding, v))
       return Promise.resolve(decodeValue(valueEncoding, value))
     } catch (err) {
@@ -192,7 +191,8 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
   /**
    * put(key, value) and put(key, value, { sync }) on an open database without
    * a prewrite hook or a 'write' listener: abstract-level's checks, encodings
-   * and errors without its async function. Anything else: abstract-level's put().
+   * and errors around _put() (a subclass's too), without its async function.
+   * Anything else: abstract-level's put().
    */
   override put (key: unknown, value: unknown, options?: unknown): any { // eslint-disable-line @typescript-eslint/no-explicit-any -- the overloads are declared on the interface below
     if (this.status !== 'open' || !this.plainWrite(options)) return (super.put as (...args: unknown[]) => Promise<void>).call(this, key, value, options)
@@ -202,7 +202,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
       self._assertValidValue(value)
       const keyEncoding = this.keyEncoding()
       const valueEncoding = this.valueEncoding()
-      return this.backend.put(keyEncoding.encode(key as K) as Format, valueEncoding.encode(value as V) as Format, (options ?? EMPTY_OPTIONS) as WriteOptions).then(noop)
+      return this._put(keyEncoding.encode(key as K) as Format, valueEncoding.encode(value as V) as Format, (options ?? EMPTY_OPTIONS) as WriteOptions).then(noop)
     } catch (err) {
       return Promise.reject(err)
     }
@@ -213,7 +213,8 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
    * without a prewrite hook or a 'write' listener, each operation a plain put
    * or del in the default encodings: abstract-level's checks, encodings and
    * errors (in its order), with one small object per operation where
-   * abstract-level clones each one whole. Anything else: abstract-level's batch().
+   * abstract-level clones each one whole, then _batch() (a subclass's too).
+   * Anything else: abstract-level's batch().
    */
   override batch (operations?: unknown, options?: unknown): any { // eslint-disable-line @typescript-eslint/no-explicit-any -- the overloads are declared on the interface below
     const level = super.batch as (...args: unknown[]) => unknown
@@ -238,7 +239,7 @@ export class LsmLevel<K = string, V = string> extends AbstractLevel<Format, K, V
           throw new TypeError("A batch operation must have a type property that is 'put' or 'del'")
         }
       }
-      return this.backend.batch(out, (options ?? EMPTY_OPTIONS) as WriteOptions).then(noop)
+      return this._batch(out, (options ?? EMPTY_OPTIONS) as WriteOptions).then(noop)
     } catch (err) {
       return Promise.reject(err)
     }

@@ -99,6 +99,12 @@ test('a replica follows a writer in another process through the store, across a 
   } catch (err) {
     t.equal((err as { code?: string }).code, 'LEVEL_READ_ONLY', 'writes: LEVEL_READ_ONLY')
   }
+  const codeOf = async (p: Promise<unknown>): Promise<string | undefined> => await p.then(() => undefined, (err: { code?: string }) => err.code)
+  t.equal(await codeOf(replica.put('x', 'y', { sync: true })), 'LEVEL_READ_ONLY', 'put with { sync: true }: LEVEL_READ_ONLY')
+  t.equal(await codeOf(replica.batch([{ type: 'put', key: 'x', value: 'y' }])), 'LEVEL_READ_ONLY', 'batch: LEVEL_READ_ONLY')
+  t.equal(await codeOf(replica.batch([{ type: 'del', key: 'x' }], { sync: true })), 'LEVEL_READ_ONLY', 'batch with { sync: true }: LEVEL_READ_ONLY')
+  t.equal(await codeOf(replica.del('x')), 'LEVEL_READ_ONLY', 'del: LEVEL_READ_ONLY')
+  t.equal(await replica.get('x'), undefined, 'and nothing was written')
   await replica.close()
 })
 
