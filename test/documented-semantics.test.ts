@@ -477,6 +477,27 @@ agree('get(): a promise whatever happens (a bad key, a value that does not decod
   return log
 })
 
+/** A database with abstract-level's hooks and listener removal (the three engines have both). */
+type HookedDb = Db & { hooks: { prewrite: { add: (fn: (op: { type: string, key: string }) => void) => void, delete: (fn: unknown) => void } }, off: (e: string, l: unknown) => void }
+
+/** "type key" of each operation a prewrite hook saw during `work`. */
+async function prewriteSeen (db: HookedDb, work: () => Promise<unknown>): Promise<string[]> {
+  const seen: string[] = []
+  const hook = (op: { type: string, key: string }): void => { seen.push(`${op.type} ${op.key}`) }
+  db.hooks.prewrite.add(hook)
+  try { await work() } finally { db.hooks.prewrite.delete(hook) }
+  return seen
+}
+
+/** "type key" of each operation the 'write' events of `work` carried. */
+async function writeEvents (db: HookedDb, work: () => Promise<unknown>): Promise<string[]> {
+  const events: string[] = []
+  const listener = (ops: Array<{ type: string, key: string }>): void => { events.push(...ops.map((op) => `${op.type} ${op.key}`)) }
+  db.on('write', listener as (...args: unknown[]) => void)
+  try { await work() } finally { db.off('write', listener) }
+  return events
+}
+
 agree('batch([...]): a promise of undefined; each bad operation rejected as abstract-level checks it; options, per-operation encodings, hooks and write events honoured', [
   'plain: ok; with { sync: true }: ok',
   'entries: [["a","1"],["b","2"],["n","{\\"n\\":1}"]]',
@@ -489,7 +510,7 @@ agree('batch([...]): a promise of undefined; each bad operation rejected as abst
   'write event: put c, del a',
   'entries: [["b","2"],["c","3"],["n","{\\"n\\":1}"],["o","{\\"x\\":[1]}"]]'
 ], async (engine) => {
-  const db = engine.make() as Db & { hooks: { prewrite: { add: (fn: (op: { type: string, key: string }) => void) => void, delete: (fn: unknown) => void } }, off: (e: string, l: unknown) => void }
+  const db = engine.make() as HookedDb
   await db.open()
   const batch = db.batch.bind(db) as (ops: unknown, options?: unknown) => Promise<unknown>
   const log = [`plain: ${await outcome(batch([{ type: 'put', key: 'a', value: '1' }, { type: 'put', key: 'n', value: '{"n":1}' }]))}; with { sync: true }: ${await outcome(batch([{ type: 'put', key: 'b', value: '2' }], { sync: true }))}`]
@@ -505,15 +526,8 @@ agree('batch([...]): a promise of undefined; each bad operation rejected as abst
   log.push(`returns a promise: ${returned instanceof Promise}; a thrown error: ${thrown}`)
   await batch([{ type: 'put', key: 'o', value: { x: [1] }, valueEncoding: 'json' }])
   log.push(`per-operation valueEncoding json: ${await outcome(db.get('o', { valueEncoding: 'json' }))}`)
-  const seen: string[] = []
-  const hook = (op: { type: string, key: string }): void => { seen.push(`${op.type} ${op.key}`) }
-  db.hooks.prewrite.add(hook)
-  const events: string[] = []
-  const listener = (ops: Array<{ type: string, key: string }>): void => { events.push(...ops.map((op) => `${op.type} ${op.key}`)) }
-  db.on('write', listener as (...args: unknown[]) => void)
-  await batch([{ type: 'put', key: 'c', value: '3' }, { type: 'del', key: 'a' }])
-  db.hooks.prewrite.delete(hook)
-  db.off('write', listener)
+  let events: string[] = []
+  const seen = await prewriteSeen(db, async () => { events = await writeEvents(db, async () => await batch([{ type: 'put', key: 'c', value: '3' }, { type: 'del', key: 'a' }])) })
   log.push(`prewrite hook saw: ${seen.join(', ')}`, `write event: ${events.join(', ')}`)
   log.push(`entries: ${await entries(db)}`)
   await db.close()
@@ -531,7 +545,7 @@ agree('put(): a promise of undefined; a bad key or value rejected (not thrown); 
   'entries: [["a","1"],["b","2"],["h","3"],["j","{\\"x\\":1}"],["w","4"]]',
   'after close: LEVEL_DATABASE_NOT_OPEN'
 ], async (engine) => {
-  const db = engine.make() as Db & { hooks: { prewrite: { add: (fn: (op: { type: string, key: string }) => void) => void, delete: (fn: unknown) => void } }, off: (e: string, l: unknown) => void }
+  const db = engine.make() as HookedDb
   const put = db.put.bind(db) as (key: unknown, value: unknown, options?: unknown) => Promise<unknown>
   const log = [`while opening: ${await outcome(put('a', '1'))}`]
   log.push(`plain: ${await outcome(put('a', '1'))}; with { sync: true }: ${await outcome(put('b', '2', { sync: true }))}`)
@@ -541,16 +555,8 @@ agree('put(): a promise of undefined; a bad key or value rejected (not thrown); 
   log.push(`undefined value: ${await outcome(() => put('k', undefined))}; null value: ${await outcome(() => put('k', null))}`)
   await put('j', { x: 1 }, { valueEncoding: 'json' })
   log.push(`valueEncoding json: ${await outcome(db.get('j', { valueEncoding: 'json' }))}`)
-  const seen: string[] = []
-  const hook = (op: { type: string, key: string }): void => { seen.push(`${op.type} ${op.key}`) }
-  db.hooks.prewrite.add(hook)
-  await put('h', '3')
-  db.hooks.prewrite.delete(hook)
-  const events: string[] = []
-  const listener = (ops: Array<{ type: string, key: string }>): void => { events.push(...ops.map((op) => `${op.type} ${op.key}`)) }
-  db.on('write', listener as (...args: unknown[]) => void)
-  await put('w', '4')
-  db.off('write', listener)
+  const seen = await prewriteSeen(db, async () => await put('h', '3'))
+  const events = await writeEvents(db, async () => await put('w', '4'))
   log.push(`prewrite hook saw: ${seen.join(', ')}`, `write event: ${events.join(', ')}`)
   log.push(`entries: ${await entries(db)}`)
   await db.close()
